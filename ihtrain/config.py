@@ -1,0 +1,383 @@
+"""Run configuration: nested dataclasses, validated once at the edge, logged whole.
+
+A run is fully described by a :class:`RunConfig`. Every field can be overridden on the command
+line by its dotted name (``--set train.batch_size=32``) or from a TOML file; values are
+type-checked against the dataclass annotations and errors name the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+import typing
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or out of range (message names the field)."""
+
+
+@dataclass
+class ModelConfig:
+    """GPT-2-style decoder. ``vocab_size = 0`` means: take it from the data source."""
+
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 128
+    vocab_size: int = 0
+    context: int = 128  # the model's maximum context (positions); train.context <= this
+    attn_only: bool = False  # attention-only blocks (no MLP), as in Olsson et al.
+    tie_embeddings: bool = True
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    bias: bool = True
+
+
+@dataclass
+class SeminaturalConfig:
+    """Bigram-model sequences with planted ``A B ... A -> B`` repeats (Aoyama et al. 2025)."""
+
+    frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
+    reliability: float = 0.5  # P(B | A B ... A)
+    top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
+    base_source: str = "builtin"  # natural corpus the bigram statistics come from
+
+
+@dataclass
+class MarkovConfig:
+    """Synthetic i.i.d. or first-order Markov tokens with controlled statistics."""
+
+    vocab: int = 1000
+    dependency: Literal["iid", "markov"] = "markov"
+    marginal: Literal["uniform", "zipf", "gaussian"] = "zipf"
+    zipf_alpha: float = 1.0
+    n_groups: int = 0  # 0: no categorial structure
+    within_similarity: float = 0.4  # mean cosine similarity of transition rows within a group
+    across_similarity: float = 0.1
+    entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
+    frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
+    reliability: float = -1.0
+
+
+@dataclass
+class BiInductConfig:
+    """Synthetic copy snippets woven into a natural stream (Sabry and Belz 2025)."""
+
+    mode: Literal["none", "forward", "backward", "balanced"] = "none"
+    span_len: int = 20  # L
+    mix_start: float = 0.5  # m0, annealed linearly to 0 over the run's budget
+    span_source: Literal["random", "natural"] = "random"
+    sep_token: int = -1  # -1: the tokenizer's separator (a reserved special token)
+
+
+@dataclass
+class DataConfig:
+    """Where tokens come from.
+
+    ``source`` is one of ``builtin`` (offline English corpus from installed docstrings and docs),
+    ``text:PATH_OR_GLOB``, ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural`` or ``markov``.
+    ``biinduct`` wraps any natural source.
+    """
+
+    source: str = "builtin"
+    tokenizer: str = "bpe"  # "bpe" (trained on the corpus, cached) or "pretrained:NAME_OR_PATH"
+    vocab_size: int = 512  # BPE vocabulary size (natural sources)
+    max_corpus_chars: int = 0  # 0: whole corpus; else truncate (deterministically) for speed
+    val_fraction: float = 0.01
+    cache_dir: str = ""  # "" -> $IHLAW_CACHE or ~/.cache/ihlaw
+    seminatural: SeminaturalConfig = field(default_factory=SeminaturalConfig)
+    markov: MarkovConfig = field(default_factory=MarkovConfig)
+    biinduct: BiInductConfig = field(default_factory=BiInductConfig)
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = 16  # B: effective sequences per optimizer update
+    micro_batch_size: int = 0  # 0: = batch_size; accumulation steps = batch_size / micro
+    context: int = 128  # C: training sequence length
+    budget: Literal["steps", "tokens", "until-emergence"] = "steps"
+    max_steps: int = 2000  # used by budget=steps, and as the cap for until-emergence
+    max_tokens: int = 0  # used by budget=tokens
+    emergence_threshold: float = 0.5  # until-emergence: max PS that counts as formed
+    emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
+    lr: float = 3e-3
+    schedule: Literal["cosine", "constant"] = "cosine"
+    warmup_steps: int = 0  # 0: use warmup_frac
+    warmup_frac: float = 0.01
+    min_lr_frac: float = 0.1  # cosine floor as a fraction of lr
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0  # 0: off
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 autocast on CUDA
+    compile: bool = False
+    threads: int = 0  # torch CPU threads; 0: leave torch's default
+    checkpoint_every: int = 0  # checkpoint every N updates; 0: by wall time (checkpoint_seconds)
+    checkpoint_seconds: float = 60.0  # when checkpoint_every = 0; a checkpoint is also made at the end
+    keep_checkpoints: list[int] = field(default_factory=list)  # extra steps to keep weights at
+    log_every: int = 10
+
+
+@dataclass
+class MetricsConfig:
+    enabled: bool = True
+    n_evals: int = 200  # evaluations per run (dense schedule)
+    log_fraction: float = 0.5  # share of evaluations log-spaced early; the rest evenly spaced
+    probe_seqs: int = 100  # N sequences in the PS/LA/AR probe
+    probe_len: int = 0  # n; 0 -> min(50, C // 2)
+    val_seqs: int = 32  # held-out sequences for val_loss at each evaluation
+    include: list[str] = field(default_factory=list)  # empty: all registered metrics
+
+
+@dataclass
+class RunConfig:
+    name: str = "run"
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+
+    # ---------------------------------------------------------------- derived quantities
+    @property
+    def grad_accum(self) -> int:
+        micro = self.train.micro_batch_size or self.train.batch_size
+        return self.train.batch_size // micro
+
+    @property
+    def micro_batch(self) -> int:
+        return self.train.micro_batch_size or self.train.batch_size
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.train.batch_size * self.train.context
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def run_id(self) -> str:
+        """Stable short hash of the resolved config (``name`` excluded: it is a label)."""
+        d = self.to_dict()
+        d.pop("name", None)
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------ validation
+def validate(cfg: RunConfig) -> RunConfig:
+    """Check ranges and cross-field constraints; raise ConfigError naming the field."""
+    t, m, d = cfg.train, cfg.model, cfg.data
+
+    def need(ok: bool, name: str, msg: str) -> None:
+        if not ok:
+            raise ConfigError(f"{name}: {msg}")
+
+    for name in ("n_layer", "n_head", "d_model", "context", "mlp_ratio"):
+        need(getattr(m, name) > 0, f"model.{name}", f"must be a positive integer, got {getattr(m, name)}")
+    need(m.d_model % m.n_head == 0, "model.d_model", f"must be divisible by model.n_head={m.n_head}, got {m.d_model}")
+    need(m.vocab_size >= 0, "model.vocab_size", "must be >= 0 (0: from the data source)")
+    need(0.0 <= m.dropout < 1.0, "model.dropout", f"must be in [0, 1), got {m.dropout}")
+    need(t.batch_size > 0, "train.batch_size", f"must be a positive integer, got {t.batch_size}")
+    need(t.micro_batch_size >= 0, "train.micro_batch_size", f"must be >= 0, got {t.micro_batch_size}")
+    if t.micro_batch_size:
+        need(t.batch_size % t.micro_batch_size == 0, "train.micro_batch_size",
+             f"must divide train.batch_size={t.batch_size}, got {t.micro_batch_size}")
+    need(t.context > 1, "train.context", f"must be > 1, got {t.context}")
+    need(t.context <= m.context, "train.context",
+         f"{t.context} is longer than the model's context model.context={m.context}")
+    if t.budget == "tokens":
+        need(t.max_tokens > 0, "train.max_tokens", "must be > 0 when train.budget='tokens'")
+    else:
+        need(t.max_steps > 0, "train.max_steps", f"must be > 0 when train.budget='{t.budget}'")
+    need(t.lr > 0, "train.lr", f"must be > 0, got {t.lr}")
+    need(0 <= t.warmup_frac < 1, "train.warmup_frac", f"must be in [0, 1), got {t.warmup_frac}")
+    need(0 <= t.min_lr_frac <= 1, "train.min_lr_frac", f"must be in [0, 1], got {t.min_lr_frac}")
+    need(t.grad_clip >= 0, "train.grad_clip", "must be >= 0")
+    need(t.device == "auto" or t.device == "cpu" or t.device.startswith("cuda") or t.device == "mps",
+         "train.device", f"must be auto, cpu, cuda or cuda:N, got {t.device!r}")
+    need(cfg.metrics.n_evals >= 2, "metrics.n_evals", f"must be >= 2, got {cfg.metrics.n_evals}")
+    need(0 <= cfg.metrics.log_fraction <= 1, "metrics.log_fraction", "must be in [0, 1]")
+    need(cfg.metrics.probe_seqs > 0, "metrics.probe_seqs", "must be > 0")
+    need(cfg.metrics.probe_len >= 0, "metrics.probe_len", "must be >= 0")
+    if cfg.metrics.probe_len:
+        need(2 * cfg.metrics.probe_len + 1 <= t.context, "metrics.probe_len",
+             f"2 * probe_len + 1 must fit in train.context={t.context}")
+    need(d.vocab_size >= 8, "data.vocab_size", f"must be >= 8, got {d.vocab_size}")
+    need(0 < d.val_fraction < 0.5, "data.val_fraction", "must be in (0, 0.5)")
+    kinds = ("builtin", "seminatural", "markov")
+    need(d.source in kinds or d.source.startswith(("text:", "hf:")), "data.source",
+         f"must be one of builtin, text:PATH, hf:NAME[:CONFIG][:SPLIT], seminatural, markov; got {d.source!r}")
+    need(d.tokenizer == "bpe" or d.tokenizer.startswith("pretrained:"), "data.tokenizer",
+         f"must be 'bpe' or 'pretrained:NAME_OR_PATH', got {d.tokenizer!r}")
+    return cfg
+
+
+# ------------------------------------------------------------------------- overrides
+def _field_type(dc: Any, name: str) -> Any:
+    hints = typing.get_type_hints(type(dc))
+    return hints[name]
+
+
+def _coerce(value: Any, typ: Any, dotted: str) -> Any:
+    """Coerce a value (string from the CLI, or TOML-native) to ``typ`` or raise ConfigError."""
+    origin = get_origin(typ)
+    if origin is Literal:
+        allowed = get_args(typ)
+        if value not in allowed:
+            raise ConfigError(f"{dotted}: must be one of {', '.join(map(str, allowed))}; got {value!r}")
+        return value
+    if origin is list:
+        (inner,) = get_args(typ)
+        if isinstance(value, str):
+            value = [v for v in value.strip("[]").split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{dotted}: expected a list, got {value!r}")
+        return [_coerce(v.strip() if isinstance(v, str) else v, inner, dotted) for v in value]
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{dotted}: expected true or false, got {value!r}")
+    if typ is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{dotted}: expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                f = float(value.replace("_", ""))
+            except ValueError:
+                f = None
+            if f is not None and f.is_integer():
+                return int(f)
+        raise ConfigError(f"{dotted}: expected an integer, got {value!r}")
+    if typ is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{dotted}: expected a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{dotted}: expected a number, got {value!r}") from None
+    if typ is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{dotted}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{dotted}: cannot set a value of type {typ}")
+
+
+def field_names(dc: Any = None, prefix: str = "") -> list[str]:
+    """All dotted leaf field names of a config (default: RunConfig)."""
+    dc = dc if dc is not None else RunConfig()
+    out = []
+    for f in fields(dc):
+        v = getattr(dc, f.name)
+        if is_dataclass(v):
+            out += field_names(v, f"{prefix}{f.name}.")
+        else:
+            out.append(f"{prefix}{f.name}")
+    return out
+
+
+def set_field(cfg: RunConfig, dotted: str, value: Any) -> RunConfig:
+    """Return a copy of cfg with the dotted field set (type-checked). Errors name the field."""
+    cfg = copy_config(cfg)
+    parts = dotted.split(".")
+    obj = cfg
+    for i, p in enumerate(parts[:-1]):
+        sub = getattr(obj, p, None)
+        if not is_dataclass(sub):
+            raise ConfigError(f"{dotted}: unknown config field (no section {'.'.join(parts[:i + 1])!r}); "
+                              f"known fields: {', '.join(field_names())}")
+        obj = sub
+    leaf = parts[-1]
+    if leaf not in {f.name for f in fields(obj)} or is_dataclass(getattr(obj, leaf)):
+        raise ConfigError(f"{dotted}: unknown config field; known fields: {', '.join(field_names())}")
+    setattr(obj, leaf, _coerce(value, _field_type(obj, leaf), dotted))
+    return cfg
+
+
+def get_field(cfg: RunConfig, dotted: str) -> Any:
+    obj: Any = cfg
+    for p in dotted.split("."):
+        if not hasattr(obj, p):
+            raise ConfigError(f"{dotted}: unknown config field")
+        obj = getattr(obj, p)
+    return obj
+
+
+def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    for k, v in overrides.items():
+        cfg = set_field(cfg, k, v)
+    return cfg
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dict (e.g. from TOML) -> {dotted.name: value}."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def parse_set_args(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected field=value, e.g. train.batch_size=32")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def copy_config(cfg: RunConfig) -> RunConfig:
+    return from_dict(asdict(cfg))
+
+
+def from_dict(d: dict[str, Any]) -> RunConfig:
+    """Inverse of asdict, strict: unknown keys raise ConfigError."""
+    return apply_overrides(RunConfig(), flatten(d))
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p}: not found")
+    try:
+        return tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p}: invalid TOML ({e})") from None
+
+
+def resolve(preset: str | None = None, config_file: str | None = None,
+            overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Preset -> TOML file -> --set overrides, then validate."""
+    from ihtrain.presets import get_preset
+
+    cfg = get_preset(preset) if preset else RunConfig()
+    if config_file:
+        cfg = apply_overrides(cfg, flatten(load_toml(config_file)))
+    cfg = apply_overrides(cfg, overrides or {})
+    return validate(cfg)
+
+
+def to_json(cfg: RunConfig) -> str:
+    return json.dumps(cfg.to_dict(), indent=2, sort_keys=True)
+
+
+__all__ = [
+    "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
+    "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
+    "from_dict", "get_field", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "validate", "dataclasses",
+]

@@ -1,0 +1,43 @@
+"""Figures of one run's logs: the curves a person looks at to see an induction head form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def plot_run_curves(run_dir: str | Path) -> list[Path]:
+    """Max-over-heads PS, previous-token score, AR accuracy and val loss against updates.
+
+    Writes ``curves.png`` and ``curves.pdf`` in the run directory and returns their paths.
+    """
+    run_dir = Path(run_dir)
+    m = pd.read_parquet(run_dir / "metrics.parquet")
+    per_head = m[m["head"] >= 0].groupby(["metric", "step"])["value"].max().unstack(0)
+    model_level = m[m["head"] < 0].pivot_table(index="step", columns="metric", values="value")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
+    x = per_head.index.to_numpy().clip(min=1)
+    for name, label in (("ps", "prefix matching (max over heads)"), ("prev_token", "previous token (max)"),
+                        ("la", "logit attribution (max)")):
+        if name in per_head:
+            axes[0].plot(x, per_head[name], label=label)
+    axes[0].set(xscale="log", xlabel="updates", ylabel="score", ylim=(0, 1.02), title="per-head scores")
+    axes[0].legend(fontsize=8)
+    if "ar_acc" in model_level:
+        axes[1].plot(model_level.index.to_numpy().clip(min=1), model_level["ar_acc"], color="C3")
+    axes[1].set(xscale="log", xlabel="updates", ylabel="top-1 accuracy", ylim=(0, 1.02),
+                title="associative recall (2nd copy)")
+    if "val_loss" in model_level:
+        axes[2].plot(model_level.index.to_numpy().clip(min=1), model_level["val_loss"], color="C4")
+    axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
+    fig.suptitle(run_dir.name, fontsize=9)
+    paths = [run_dir / "curves.png", run_dir / "curves.pdf"]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths

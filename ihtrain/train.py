@@ -1,0 +1,396 @@
+"""One training run: loop, dense metric schedule, checkpoints, exact resume.
+
+    python -m ihtrain.train --preset cpu-tiny --out runs/single/cpu-tiny
+
+Every batch is a pure function of ``(seed, step)``: the data RNG is re-seeded each update, so a
+run resumed from a checkpoint draws exactly the batches it would have drawn (tested: N steps, stop,
+resume to 2N equals 2N straight on CPU). Logs are buffered in memory and flushed atomically together
+with each checkpoint, so what is on disk always agrees with the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from contextlib import nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ihtrain import __version__
+from ihtrain.config import ConfigError, RunConfig, from_dict, parse_set_args, resolve, to_json
+from ihtrain.fileio import atomic_write, atomic_write_json, atomic_write_parquet
+
+TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
+
+
+# ---------------------------------------------------------------------------- schedules
+def eval_schedule(total_steps: int, n_evals: int, log_fraction: float) -> np.ndarray:
+    """Steps (updates done) at which metrics are evaluated: log-spaced early, even later.
+
+    ``round(n_evals * log_fraction)`` points are log-spaced over [1, total] and the rest evenly
+    spaced over [0, total]; integer collisions at small steps are refilled with more evenly
+    spaced points, so the schedule has ``min(n_evals, total + 1)`` distinct steps, always
+    including 0 and ``total_steps``.
+    """
+    target = min(n_evals, total_steps + 1)
+    n_log = int(round(n_evals * log_fraction))
+    log_pts = np.unique(np.round(np.geomspace(1, max(total_steps, 1), max(n_log, 1)))) if n_log else []
+    n_lin = max(target - len(log_pts), 2)
+    while True:
+        lin = np.round(np.linspace(0, total_steps, n_lin))
+        steps = np.unique(np.concatenate([log_pts, lin, [0, total_steps]])).astype(np.int64)
+        if len(steps) >= target or n_lin > total_steps + 1:
+            return steps
+        n_lin += target - len(steps)
+
+
+def lr_at(step: int, cfg: RunConfig, total_steps: int) -> float:
+    """Warmup (linear) then cosine to ``min_lr_frac * lr`` or constant."""
+    t = cfg.train
+    warmup = t.warmup_steps or int(round(t.warmup_frac * total_steps))
+    if step < warmup:
+        return t.lr * (step + 1) / warmup
+    if t.schedule == "constant":
+        return t.lr
+    progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+    floor = t.min_lr_frac * t.lr
+    return floor + 0.5 * (t.lr - floor) * (1 + math.cos(math.pi * progress))
+
+
+def total_steps_of(cfg: RunConfig) -> int:
+    t = cfg.train
+    if t.budget == "tokens":
+        return math.ceil(t.max_tokens / cfg.tokens_per_step)
+    return t.max_steps
+
+
+# ---------------------------------------------------------------------------- provenance
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version(), "ihlaw": __version__}
+    for name in ("torch", "numpy", "pandas", "tokenizers", "datasets"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_commit() -> str | None:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except Exception:
+        return None
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"train.device: {name!r} requested but CUDA is not available; use cpu or auto")
+    return torch.device(name)
+
+
+def write_status(run_dir: Path, status: str, step: int, reason: str = "", stop_reason: str = "") -> None:
+    atomic_write_json(run_dir / "status.json", {
+        "status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
+        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })
+
+
+def read_status(run_dir: Path) -> dict[str, Any] | None:
+    p = Path(run_dir) / "status.json"
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+# ---------------------------------------------------------------------------- the run
+class _Logs:
+    """Buffered tidy logs; flushed atomically (with the checkpoint that they agree with)."""
+
+    def __init__(self, run_dir: Path, upto_step: int | None):
+        self.run_dir = run_dir
+        self.frames: dict[str, list[pd.DataFrame]] = {"metrics": [], "train": []}
+        self.pending: dict[str, list] = {"metrics": [], "train": []}
+        for kind in self.frames:
+            path = run_dir / f"{kind}.parquet"
+            if upto_step is not None and path.is_file():
+                old = pd.read_parquet(path)
+                self.frames[kind].append(old[old["step"] <= upto_step])
+
+    def add_metrics(self, frame: pd.DataFrame) -> None:
+        self.pending["metrics"].append(frame)
+
+    def add_train(self, row: dict[str, Any]) -> None:
+        self.pending["train"].append(row)
+
+    def flush(self) -> None:
+        for kind in ("train", "metrics"):
+            new = self.pending[kind]
+            if new:
+                self.frames[kind].append(pd.concat(new, ignore_index=True) if kind == "metrics" else pd.DataFrame(new))
+                self.pending[kind] = []
+            if self.frames[kind]:
+                frame = pd.concat(self.frames[kind], ignore_index=True)
+                self.frames[kind] = [frame]
+                atomic_write_parquet(self.run_dir / f"{kind}.parquet", frame)
+
+
+def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
+    cfg_path = run_dir / "config.json"
+    if cfg_path.is_file():
+        old = json.loads(cfg_path.read_text())
+        if old.get("run_id") != cfg.run_id():
+            raise ConfigError(f"--out {run_dir}: holds a different run (run_id {old.get('run_id')}, this "
+                              f"config is {cfg.run_id()}); choose another directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
+              should_stop: Callable[[], bool] | None = None, make_figures: bool = True) -> dict[str, Any]:
+    """Train one run into ``out_dir`` (a run directory), resuming if a checkpoint is there.
+
+    Returns the final status dict. Exceptions are recorded in ``status.json`` (``failed``) and
+    ``error.txt``, then re-raised.
+    """
+    run_dir = Path(out_dir)
+    _prepare_run_dir(cfg, run_dir)
+    status = read_status(run_dir)
+    if status and status["status"] == "done":
+        return status
+    write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
+    try:
+        return _train(cfg, run_dir, progress, should_stop, make_figures)
+    except BaseException as e:  # noqa: BLE001 - record, then re-raise
+        step = (read_status(run_dir) or {}).get("step", 0)
+        if isinstance(e, KeyboardInterrupt):
+            write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted")
+        else:
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
+        raise
+
+
+def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figures: bool) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    from ihtrain.data import build_source
+    from ihtrain.metrics import evaluate, to_rows
+    from ihtrain.model import GPT
+    from ihtrain.probes import make_probes
+
+    t = cfg.train
+    if t.threads > 0:
+        torch.set_num_threads(t.threads)
+    device = resolve_device(t.device)
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    use_bf16 = t.dtype == "bfloat16" or (t.dtype == "auto" and on_cuda)
+    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
+
+    # ---- data and model
+    source = build_source(cfg.data, seed=cfg.seed)
+    vocab = source.vocab_size
+    if cfg.model.vocab_size not in (0, vocab):
+        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
+                          f"size {vocab} for data.source={cfg.data.source!r}; set model.vocab_size=0 to take it "
+                          f"from the data")
+    model_cfg = from_dict(cfg.to_dict()).model
+    model_cfg.vocab_size = vocab
+    torch.manual_seed(cfg.seed)
+    model = GPT(model_cfg).to(device)
+    optimizer = model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), device.type)
+    step_model = torch.compile(model) if t.compile else model
+
+    total = total_steps_of(cfg)
+    schedule = set(eval_schedule(total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist())
+    probes = make_probes(vocab, t.context, seed=cfg.seed, ordinary_range=source.ordinary_range,
+                         sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
+                         n=cfg.metrics.probe_len)
+    val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
+    include = cfg.metrics.include or None
+
+    # ---- config.json: resolved config + provenance (written before the first step)
+    atomic_write_json(run_dir / "config.json", {
+        "run_id": cfg.run_id(), "config": cfg.to_dict(), "seed": cfg.seed, "versions": package_versions(),
+        "git_commit": git_commit(), "data_fingerprint": source.fingerprint, "vocab_size": vocab,
+        "n_params": model.num_params(non_embedding=False),
+        "n_params_non_embedding": model.num_params(non_embedding=True),
+        "device": str(device), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })
+
+    # ---- resume
+    ckpt_dir = run_dir / "checkpoints"
+    last = ckpt_dir / "last.pt"
+    step, wall_before, crossing = 0, 0.0, None
+    if last.is_file():
+        ckpt = torch.load(last, map_location=device, weights_only=False)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
+    logs = _Logs(run_dir, upto_step=step if last.is_file() else None)
+    if not last.is_file():
+        for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
+            (run_dir / f"{kind}.parquet").unlink(missing_ok=True)
+
+    def save_checkpoint(tag: str = "last.pt") -> None:
+        logs.flush()
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                 "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
+                 "crossing": crossing, "run_id": cfg.run_id()}
+        atomic_write(ckpt_dir / tag, lambda tmp: torch.save(state, tmp))
+
+    def run_eval() -> float:
+        results = evaluate(model, probes, val_tokens=val_tokens.to(device), include=include)
+        logs.add_metrics(to_rows(results, step=step, tokens=step * cfg.tokens_per_step))
+        return float(np.max(results["ps"])) if "ps" in results else float("nan")
+
+    # ---- loop
+    t_start = time.perf_counter()
+    last_ckpt_time, last_log_time, last_log_step = t_start, t_start, step
+    stop_reason = {"steps": "max_steps", "tokens": "max_tokens", "until-emergence": "max_steps"}[t.budget]
+    micro, accum = cfg.micro_batch, cfg.grad_accum
+    bar = tqdm(total=total, initial=step, disable=not progress, desc=cfg.name, unit="upd", dynamic_ncols=True,
+               leave=progress)
+    ps_now = float("nan")
+    resumed_at = step if last.is_file() else None
+    model.train()
+    while True:
+        if step in schedule and step != resumed_at:
+            ps_now = run_eval()
+            if t.budget == "until-emergence":
+                if crossing is None and ps_now >= t.emergence_threshold:
+                    crossing = step
+                if crossing is not None and step >= math.ceil(crossing * (1 + t.emergence_margin)) and step > crossing:
+                    stop_reason = "emerged"
+                    break
+            bar.set_postfix(ps=f"{ps_now:.2f}", refresh=False)
+        if step >= total:
+            break
+        if should_stop is not None and should_stop():
+            stop_reason = "interrupted"
+            break
+
+        lr = lr_at(step, cfg, total)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        rng = np.random.default_rng([cfg.seed, TRAIN_DATA_STREAM, step])
+        tokens, stats = source.sample(rng, t.batch_size, t.context + 1, progress=step / total)
+        batch = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.int64))
+        if on_cuda:
+            batch = batch.pin_memory().to(device, non_blocking=True)
+        loss_sum = 0.0
+        for k in range(accum):
+            chunk = batch[k * micro:(k + 1) * micro]
+            with autocast:
+                _, loss = step_model(chunk[:, :-1], chunk[:, 1:])
+            (loss / accum).backward()
+            loss_sum = loss_sum + loss.detach()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip if t.grad_clip > 0 else float("inf"))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        bar.update(1)
+
+        if step % t.log_every == 0 or step == total:
+            now = time.perf_counter()
+            row = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": float(loss_sum) / accum, "lr": lr,
+                   "grad_norm": float(grad_norm),
+                   "tokens_per_s": (step - last_log_step) * cfg.tokens_per_step / max(now - last_log_time, 1e-9),
+                   "wall_s": wall_before + now - t_start}
+            row.update({k: float(v) for k, v in stats.items()})
+            logs.add_train(row)
+            last_log_time, last_log_step = now, step
+            bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{ps_now:.2f}", refresh=False)
+        if step in t.keep_checkpoints:
+            save_checkpoint(f"step_{step}.pt")
+        due = (step % t.checkpoint_every == 0) if t.checkpoint_every else \
+            (time.perf_counter() - last_ckpt_time >= t.checkpoint_seconds)
+        if due:
+            save_checkpoint()
+            write_status(run_dir, "running", step, reason="training")
+            last_ckpt_time = time.perf_counter()
+    bar.close()
+
+    save_checkpoint()
+    if stop_reason == "interrupted":
+        write_status(run_dir, "running", step, reason="interrupted", stop_reason=stop_reason)
+        return read_status(run_dir)
+    atomic_write(ckpt_dir / "final.pt", lambda tmp: torch.save(
+        {"model": model.state_dict(), "model_config": model_cfg.__dict__, "step": step}, tmp))
+    if make_figures:
+        try:
+            from ihtrain.plots import plot_run_curves
+
+            plot_run_curves(run_dir)
+        except Exception as e:  # a figure must never fail a finished run
+            print(f"warning: could not draw curves for {run_dir}: {e}", file=sys.stderr)
+    write_status(run_dir, "done", step, reason="finished", stop_reason=stop_reason)
+    return read_status(run_dir)
+
+
+# ---------------------------------------------------------------------------- CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ihtrain.train", description="Train one GPT run with dense "
+                                "per-head induction metrics into a run directory.")
+    p.add_argument("--preset", default="cpu-tiny", help="named run preset (default: cpu-tiny); see --list-presets")
+    p.add_argument("--config", help="TOML file of config fields applied on top of the preset")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
+                   help="override a config field by its dotted name, e.g. --set train.batch_size=32 (repeatable)")
+    p.add_argument("--out", help="run directory (default: runs/single/<preset name>-<run_id>)")
+    p.add_argument("--list-presets", action="store_true", help="print the named presets and exit")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config as JSON and exit")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ihtrain.presets import describe_presets
+
+    if args.list_presets:
+        print(describe_presets())
+        return 0
+    try:
+        cfg = resolve(args.preset, args.config, parse_set_args(args.set))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(to_json(cfg))
+        return 0
+    out = Path(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
+    try:
+        status = train_run(cfg, out, progress=not args.no_progress)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; rerun the same command to resume from {out}/checkpoints/last.pt", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001
+        print(f"error: run failed: {type(e).__name__}: {e} (details in {out}/error.txt)", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({status['status']}, {status['step']} updates, stopped: {status['stop_reason']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
