@@ -7,6 +7,7 @@ type-checked against the dataclass annotations and errors name the field and wha
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -289,6 +290,11 @@ def field_names(dc: Any = None, prefix: str = "") -> list[str]:
 def set_field(cfg: RunConfig, dotted: str, value: Any) -> RunConfig:
     """Return a copy of cfg with the dotted field set (type-checked). Errors name the field."""
     cfg = copy_config(cfg)
+    _set_in_place(cfg, dotted, value)
+    return cfg
+
+
+def _set_in_place(cfg: RunConfig, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     obj = cfg
     for i, p in enumerate(parts[:-1]):
@@ -301,7 +307,6 @@ def set_field(cfg: RunConfig, dotted: str, value: Any) -> RunConfig:
     if leaf not in {f.name for f in fields(obj)} or is_dataclass(getattr(obj, leaf)):
         raise ConfigError(f"{dotted}: unknown config field; known fields: {', '.join(field_names())}")
     setattr(obj, leaf, _coerce(value, _field_type(obj, leaf), dotted))
-    return cfg
 
 
 def get_field(cfg: RunConfig, dotted: str) -> Any:
@@ -314,8 +319,10 @@ def get_field(cfg: RunConfig, dotted: str) -> Any:
 
 
 def apply_overrides(cfg: RunConfig, overrides: dict[str, Any]) -> RunConfig:
+    """Return a copy of cfg with every dotted override applied (type-checked)."""
+    cfg = copy_config(cfg)
     for k, v in overrides.items():
-        cfg = set_field(cfg, k, v)
+        _set_in_place(cfg, k, v)
     return cfg
 
 
@@ -341,7 +348,7 @@ def parse_set_args(items: list[str] | None) -> dict[str, str]:
 
 
 def copy_config(cfg: RunConfig) -> RunConfig:
-    return from_dict(asdict(cfg))
+    return copy.deepcopy(cfg)
 
 
 def from_dict(d: dict[str, Any]) -> RunConfig:

@@ -1,0 +1,144 @@
+"""Fit the UPT law ``log UPT = log T - a log B - b log C (- c log N)`` and write a posterior report.
+
+    python analyses/fit_upt_law.py                         # runs/bxc-cpu (the default grid)
+    python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
+    python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
+
+Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them),
+upt_law.nc (ArviZ InferenceData), upt_law_summary.json, emergence.csv (the table fitted) and,
+when N varies, the LOO comparison with and without the size term (loo_compare.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+DEFAULT_RUNS = "runs/bxc-cpu"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python analyses/fit_upt_law.py",
+                                description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[1:]))
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--runs", default=None,
+                     help=f"grid/run directory: detect emergence with ihstats.emergence first "
+                          f"(default when no source is given: {DEFAULT_RUNS})")
+    src.add_argument("--emergence", default=None,
+                     help="emergence table CSV with the DESIGN.md columns (skips detection)")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: <runs>/upt_law, or out/upt_law for --emergence)")
+    p.add_argument("--fast", action="store_true",
+                   help="2 chains x 300 draws (300 tune), for tests and a first look")
+    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
+    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    p.add_argument("--chains", type=int, default=4, help="chains, run one after another (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target (default 0.9)")
+    p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
+    p.add_argument("--metric", default=None, help="emergence metric to fit (default: ps)")
+    p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
+                   help="noise model (default student_t)")
+    p.add_argument("--size-term", choices=["auto", "on", "off"], default="auto",
+                   help="main model with '- c log N'? auto = off, but compare both by LOO when N "
+                        "varies (default auto)")
+    p.add_argument("--no-measurement-error", action="store_true",
+                   help="ignore the onset intervals (onset_lo/onset_hi not needed)")
+    p.add_argument("--no-compare", action="store_true", help="skip the size-term LOO comparison")
+    return p.parse_args(argv)
+
+
+def load_table(args):
+    """The emergence table and a description of its source."""
+    import pandas as pd
+
+    if args.emergence:
+        path = Path(args.emergence)
+        if not path.is_file():
+            raise SystemExit(f"error: --emergence: file not found: {path}")
+        return pd.read_csv(path), str(path)
+    runs = Path(args.runs or DEFAULT_RUNS)
+    if not runs.is_dir():
+        if args.runs:
+            raise SystemExit(f"error: --runs: directory not found: {runs}")
+        raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
+                         f"`python -m ihtrain.grid` first or pass --emergence CSV")
+    # Imported lazily: detection (and its dependencies) is only needed on this path.
+    from ihstats.emergence import emergence_table
+    from ihstats.io import load_grid
+
+    table = emergence_table(load_grid(runs, on_error="skip"), metric=args.metric or "ps",
+                            head="max", on_error="skip")
+    return table, f"{runs} (emergence detected by ihstats.emergence)"
+
+
+def main(argv=None) -> int:
+    t0 = time.perf_counter()
+    args = parse_args(argv)
+    if args.fast:
+        args.draws, args.tune, args.chains = 300, 300, 2
+    table, source = load_table(args)
+    out = Path(args.out or (Path(args.runs or DEFAULT_RUNS) / "upt_law" if not args.emergence
+                            else "out/upt_law"))
+
+    from ihstats.report import write_upt_report
+    from ihstats.upt_law import UPTLaw, UPTLawError, UPTLawSpec, compare_size_term
+
+    spec_kw = dict(likelihood=args.likelihood, measurement_error=not args.no_measurement_error,
+                   metric=args.metric, hdi_prob=args.hdi_prob)
+    fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+                  target_accept=args.target_accept)
+    has_n = "N" in table.columns and table["N"].nunique() > 1
+    try:
+        spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
+        res = UPTLaw(spec).fit(table, **fit_kw)
+    except UPTLawError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    res.data.table.to_csv(out / "emergence.csv", index=False)
+
+    compare, note = None, ""
+    if args.no_compare:
+        note = "Skipped (--no-compare)."
+    elif not has_n:
+        note = "Not identifiable: the table has a single model size N (or no N column)."
+    else:
+        key = "with_N" if spec.size_term else "without_N"
+        compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
+        compare.to_csv(out / "loo_compare.csv")
+
+    paths = res.save(out)
+    rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
+                           runtime_s=time.perf_counter() - t0)
+
+    summ, ols = res.summary(), res.ols()
+    print(f"UPT law on {len(res.data.y)} runs ({int(res.data.censored.sum())} censored) "
+          f"from {source}")
+    print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
+          f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
+    for p in [q for q in res.params if q != "T"]:
+        s = summ.loc[p]
+        o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
+        print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "
+              f"{s.r_hat:6.3f} {s.ess_bulk:8.0f}")
+    print(f"T = exp(log T) = {summ.loc['T', 'mean']:.4g}; r(pred, obs log UPT) = "
+          f"{res.r_obs_pred:.3f}")
+    if compare is not None:
+        print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",
+                                                         "weight"]].to_string())
+    for w in res.diagnostics():
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"wrote {rep['markdown']}, {rep['html']}, {paths['netcdf']}, {paths['summary_json']} "
+          f"and figures in {out / 'figures'} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore", message=".*BLAS.*")
+    raise SystemExit(main())

@@ -1,0 +1,556 @@
+"""Logistic boundary models of whether an induction head forms, and the frontier they imply.
+
+``logit p(formed) = b0 + bf zf + br zr [+ bfr zf zr] [+ covariates]`` where ``zf``, ``zr`` are
+the standardised natural logs of frequency and reliability (so slopes are comparable: "which knob
+matters more" is ``P(|bf| > |br|)``). The frontier is the ``p = 0.5`` contour, solved in closed
+form per posterior draw on a grid of frequencies and summarised as a median curve and an HDI band.
+
+Pipeline (STYLE.md rule 5)::
+
+    model = FrontierSpec(interaction=False).build(table)   # checks + cell counts + separation
+    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)
+    res.summary(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm; res.save("out/")
+
+The statsmodels GLM cross-check (:func:`fit_glm`) detects (quasi-)complete separation with a
+linear program and then falls back to Firth's penalised likelihood, flagged in its result. All
+PyMC/ArviZ calls go through :mod:`ihstats._bayes`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ihstats import _bayes
+
+KNOBS = ("frequency", "reliability")
+
+
+# ---- input -------------------------------------------------------------------------------------
+
+def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None = None
+                          ) -> pd.DataFrame:
+    """Validate a run table and aggregate it into grid cells.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per run with ``frequency`` and ``reliability`` in (0, 1] and either a boolean
+        ``formed`` column or an emergence table's ``censored`` column (formed = not censored).
+        An emergence table with several metrics needs ``metric``.
+    covariates : sequence of str
+        Other numeric factors entered linearly (standardised); the frontier is drawn at their mean.
+    metric : str, optional
+        Keep only rows of this ``metric`` (emergence tables).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell: knobs, covariates, ``n_runs``, ``n_formed``, ``frac_formed``.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+    df = table.copy()
+    if metric is not None:
+        if "metric" not in df:
+            raise ValueError(f"metric={metric!r} given but the table has no 'metric' column")
+        df = df[df["metric"] == metric]
+        if df.empty:
+            raise ValueError(f"metric: no rows with metric == {metric!r}; "
+                             f"available: {sorted(table['metric'].unique())}")
+    elif "metric" in df and df["metric"].nunique() > 1:
+        raise ValueError("metric: the table holds several metrics "
+                         f"{sorted(df['metric'].unique())}; choose one with metric=")
+    needed = list(KNOBS) + list(covariates)
+    missing = [c for c in needed if c not in df]
+    if "formed" not in df and "censored" not in df:
+        missing.append("formed (or censored)")
+    if missing:
+        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
+    if "formed" not in df:
+        df["formed"] = ~df["censored"].astype(bool)
+    if df["formed"].isna().any():
+        raise ValueError("formed: missing values; expected True/False for every run")
+    df["formed"] = df["formed"].astype(bool)
+    for k in KNOBS:
+        v = pd.to_numeric(df[k], errors="coerce")
+        bad = v.isna() | (v <= 0) | (v > 1)
+        if bad.any():
+            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")
+        df[k] = v.astype(float)
+    for k in needed:
+        if df[k].nunique() < 2:
+            raise ValueError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
+    cells = (df.groupby(needed, as_index=False)
+               .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
+    cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]
+    return cells
+
+
+def check_separation(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray) -> str:
+    """Classify a binomial design as ``"none"``, ``"quasi"`` or ``"complete"`` separation.
+
+    Linear programs after Konis (2007): expand cells into +/- rows (sign ``s_i``); the data are
+    separated when some direction ``w`` has ``s_i x_i.w >= 0`` for all rows with a positive sum
+    (quasi), or ``>= t > 0`` for all rows (complete). Cells holding both outcomes force
+    ``x_i.w = 0``, so mixed data are never separated.
+    """
+    from scipy.optimize import linprog
+
+    rows = np.concatenate([X[n_formed > 0], -X[(n_runs - n_formed) > 0]])
+    n, p = rows.shape
+    bounds = [(-1, 1)] * p
+    # quasi: maximise sum_i s_i x_i.w subject to s_i x_i.w >= 0
+    quasi = linprog(-rows.sum(0), A_ub=-rows, b_ub=np.zeros(n), bounds=bounds, method="highs")
+    if not quasi.success or -quasi.fun <= 1e-7:
+        return "none"
+    # complete: maximise t subject to s_i x_i.w >= t
+    c = np.r_[np.zeros(p), -1.0]
+    A = np.c_[-rows, np.ones(n)]
+    comp = linprog(c, A_ub=A, b_ub=np.zeros(n), bounds=bounds + [(None, 1)], method="highs")
+    return "complete" if comp.success and -comp.fun > 1e-7 else "quasi"
+
+
+# ---- contour -----------------------------------------------------------------------------------
+
+def contour_z(coef: np.ndarray, zf: np.ndarray, interaction: bool) -> np.ndarray:
+    """Standardised log reliability on the ``p = 0.5`` contour.
+
+    Parameters
+    ----------
+    coef : ndarray, shape (n_draws, n_terms)
+        Columns ``b0, bf, br[, bfr]`` (covariates at their mean contribute 0).
+    zf : ndarray, shape (n_grid,)
+        Standardised log frequencies.
+    interaction : bool
+        Whether column 3 is the interaction.
+
+    Returns
+    -------
+    ndarray, shape (n_draws, n_grid)
+        ``zr`` solving ``b0 + bf zf + (br + bfr zf) zr = 0``. Where the reliability slope
+        ``br + bfr zf`` is zero there is no crossing: ``+inf`` when ``p < 0.5`` at every
+        reliability (no head forms), ``-inf`` when ``p > 0.5`` at every reliability.
+    """
+    coef = np.atleast_2d(coef)
+    num = coef[:, [0]] + coef[:, [1]] * zf[None, :]          # (D, G)
+    den = coef[:, [2]] + (coef[:, [3]] * zf[None, :] if interaction else 0.0)
+    den = np.broadcast_to(den, num.shape)
+    flat = np.abs(den) < 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = -num / den
+    z[flat] = np.where(num[flat] > 0, -np.inf, np.inf)
+    return z
+
+
+def _hdi_columns(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Narrowest interval holding ``prob`` of the draws, per column; infinite draws allowed."""
+    s = np.sort(x, axis=0)                                     # (D, G)
+    n = s.shape[0]
+    k = max(int(np.ceil(prob * n)), 1)
+    with np.errstate(invalid="ignore"):
+        width = s[k - 1:] - s[: n - k + 1]                     # (n-k+1, G)
+    width = np.where(np.isnan(width), np.inf, width)           # inf - inf: unbounded window
+    i = np.argmin(width, axis=0)
+    cols = np.arange(s.shape[1])
+    return s[i, cols], s[i + k - 1, cols]
+
+
+# ---- GLM cross-check ---------------------------------------------------------------------------
+
+@dataclass
+class GLMFrontier:
+    """Maximum-likelihood (or Firth-penalised, when separated) logistic fit.
+
+    Attributes
+    ----------
+    params, bse : ndarray
+        Coefficients on the standardised scale (``b0, bf, br[, bfr, covariates]``), std errors.
+    method : str
+        ``"mle"`` or ``"firth"``.
+    separation : str
+        ``"none"``, ``"quasi"`` or ``"complete"`` (from :func:`check_separation`, or ``"numerical"``
+        when the MLE blew up without the LP seeing it).
+    """
+
+    terms: list
+    params: np.ndarray
+    bse: np.ndarray
+    method: str
+    separation: str
+    converged: bool
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame({"term": self.terms, "estimate": self.params, "se": self.bse,
+                             "method": self.method, "separation": self.separation})
+
+
+def _firth(X, y, n, max_iter: int = 100, tol: float = 1e-8):
+    """Firth's bias-reduced binomial logistic regression (finite under separation)."""
+    beta = np.zeros(X.shape[1])
+
+    def penalised(b):
+        p = 1 / (1 + np.exp(-(X @ b)))
+        p = np.clip(p, 1e-12, 1 - 1e-12)
+        info = X.T @ (X * (n * p * (1 - p))[:, None])
+        ll = np.sum(y * np.log(p) + (n - y) * np.log1p(-p))
+        return ll + 0.5 * np.linalg.slogdet(info)[1], p, info
+
+    cur, p, info = penalised(beta)
+    converged = False
+    for _ in range(max_iter):
+        inv = np.linalg.inv(info)
+        w = n * p * (1 - p)
+        h = w * np.einsum("ij,jk,ik->i", X, inv, X)           # hat-matrix diagonal
+        step = inv @ (X.T @ (y - n * p + h * (0.5 - p)))
+        t = 1.0
+        while t > 1e-6:                                        # step halving on the penalised ll
+            new, p_new, info_new = penalised(beta + t * step)
+            if new >= cur - 1e-12:
+                break
+            t /= 2
+        beta, cur, p, info = beta + t * step, new, p_new, info_new
+        if np.max(np.abs(t * step)) < tol:
+            converged = True
+            break
+    return beta, np.sqrt(np.diag(np.linalg.inv(info))), converged
+
+
+def fit_glm(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray, terms, separation=None,
+            max_abs_coef: float = 15.0) -> GLMFrontier:
+    """statsmodels binomial GLM with an explicit separation check and a Firth fallback.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n_cells, n_terms)
+        Design with an intercept column first.
+    n_formed, n_runs : ndarray, shape (n_cells,)
+        Successes and trials per cell.
+    terms : list of str
+        Names of the columns of ``X``.
+    separation : str, optional
+        Result of :func:`check_separation` if already known.
+    max_abs_coef : float
+        A standardised coefficient larger than this is treated as a numerical blow-up.
+
+    Returns
+    -------
+    GLMFrontier
+    """
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
+
+    sep = separation or check_separation(X, n_formed, n_runs)
+    if sep == "none":
+        endog = np.column_stack([n_formed, n_runs - n_formed])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", PerfectSeparationWarning)
+                res = sm.GLM(endog, X, family=sm.families.Binomial()).fit()
+            params, bse = np.asarray(res.params), np.asarray(res.bse)
+            if np.all(np.isfinite(params)) and np.max(np.abs(params)) < max_abs_coef:
+                return GLMFrontier(list(terms), params, bse, "mle", "none", bool(res.converged))
+        except (PerfectSeparationError, PerfectSeparationWarning, np.linalg.LinAlgError):
+            pass
+        sep = "numerical"
+    params, bse, conv = _firth(X, n_formed.astype(float), n_runs.astype(float))
+    return GLMFrontier(list(terms), params, bse, "firth", sep, conv)
+
+
+# ---- Bayesian model ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FrontierSpec:
+    """What to fit: terms and priors (on the standardised scale).
+
+    Parameters
+    ----------
+    interaction : bool
+        Add the ``zf * zr`` term.
+    covariates : tuple of str
+        Extra numeric factors (standardised, linear; logged first when ``log_covariates``).
+    prior_sd : float
+        Normal prior sd of each slope (2.5: weakly informative on the logit scale, Gelman 2008).
+    intercept_sd : float
+        Normal prior sd of the intercept.
+    metric : str, optional
+        Emergence-table metric to keep.
+    """
+
+    interaction: bool = False
+    covariates: tuple = ()
+    log_covariates: bool = True
+    prior_sd: float = 2.5
+    intercept_sd: float = 5.0
+    metric: str | None = None
+
+    def build(self, table: pd.DataFrame) -> "FrontierModel":
+        """Validate ``table``, aggregate it into cells and build the PyMC model."""
+        if self.prior_sd <= 0 or self.intercept_sd <= 0:
+            raise ValueError("prior_sd, intercept_sd: must be > 0")
+        cells = prepare_frontier_data(table, self.covariates, self.metric)
+        return FrontierModel(self, cells)
+
+
+@dataclass
+class FrontierModel:
+    """A built frontier model: cells, standardisation and the PyMC model."""
+
+    spec: FrontierSpec
+    cells: pd.DataFrame
+    scale: dict = field(init=False)
+    X: np.ndarray = field(init=False)
+    terms: list = field(init=False)
+    separation: str = field(init=False)
+
+    def __post_init__(self):
+        c, w = self.cells, self.cells["n_runs"].to_numpy(float)
+        cols, self.scale = [], {}
+        for name in list(KNOBS) + list(self.spec.covariates):
+            v = c[name].to_numpy(float)
+            if name in KNOBS or self.spec.log_covariates:
+                if np.any(v <= 0):
+                    raise ValueError(f"{name}: log_covariates=True needs positive values")
+                v = np.log(v)
+            mu = np.average(v, weights=w)                      # moments over runs, not cells
+            sd = np.sqrt(np.average((v - mu) ** 2, weights=w))
+            self.scale[name] = (float(mu), float(sd))
+            cols.append((v - mu) / sd)
+        zf, zr, *zc = cols
+        self.terms = ["intercept", "frequency", "reliability"]
+        X = [np.ones_like(zf), zf, zr]
+        if self.spec.interaction:
+            self.terms.append("frequency:reliability")
+            X.append(zf * zr)
+        self.terms += list(self.spec.covariates)
+        self.X = np.column_stack(X + zc)
+        self.separation = check_separation(self.X, self.cells["n_formed"].to_numpy(),
+                                           self.cells["n_runs"].to_numpy())
+
+    def pymc_model(self):
+        import pymc as pm
+
+        slopes = self.terms[1:]
+        with pm.Model(coords={"term": slopes, "cell": np.arange(len(self.cells))}) as m:
+            b0 = pm.Normal("intercept", 0.0, self.spec.intercept_sd)
+            beta = pm.Normal("beta", 0.0, self.spec.prior_sd, dims="term")
+            eta = b0 + pm.math.dot(self.X[:, 1:], beta)
+            pm.Binomial("formed", n=self.cells["n_runs"].to_numpy(), logit_p=eta,
+                        observed=self.cells["n_formed"].to_numpy(), dims="cell")
+        return m
+
+    def fit(self, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
+            target_accept: float = 0.9) -> "FrontierResults":
+        """Sample the posterior (NUTS, ``cores=1``) and fit the GLM cross-check."""
+        idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
+                                       seed=seed, target_accept=target_accept,
+                                       log_likelihood=False)
+        idata.posterior.attrs.update({"ihstats_model": "frontier", "separation": self.separation,
+                                      **{f"version_{k}": v for k, v in _bayes.versions().items()}})
+        glm = fit_glm(self.X, self.cells["n_formed"].to_numpy(), self.cells["n_runs"].to_numpy(),
+                      self.terms, separation=self.separation)
+        return FrontierResults(self, idata, glm, timings)
+
+
+# ---- results -----------------------------------------------------------------------------------
+
+@dataclass
+class FrontierResults:
+    """Posterior of a frontier model with its GLM cross-check.
+
+    Attributes
+    ----------
+    model : FrontierModel
+    idata : arviz.InferenceData
+    glm : GLMFrontier
+    timings : dict
+    """
+
+    model: FrontierModel
+    idata: object
+    glm: GLMFrontier
+    timings: dict
+
+    @property
+    def separation(self) -> str:
+        """Separation status of the data (``"none"``, ``"quasi"``, ``"complete"``)."""
+        return self.model.separation
+
+    def coef_draws(self) -> np.ndarray:
+        """Posterior draws, shape (n_draws, n_terms), columns in ``model.terms`` order."""
+        post = self.idata.posterior
+        b0 = post["intercept"].values.reshape(-1, 1)
+        beta = post["beta"].values.reshape(b0.shape[0], -1)
+        return np.hstack([b0, beta])
+
+    def summary(self, hdi_prob: float = 0.9) -> pd.DataFrame:
+        """Tidy posterior summary of the standardised coefficients (``term`` column)."""
+        s = _bayes.summary(self.idata, ["intercept", "beta"], hdi_prob=hdi_prob)
+        s.insert(0, "term", self.model.terms)
+        s["hdi_prob"] = hdi_prob
+        return s.reset_index(drop=True)
+
+    def _grid(self, n_grid: int):
+        mu, sd = self.model.scale["frequency"]
+        f = self.model.cells["frequency"]
+        log_f = np.linspace(np.log(f.min()), np.log(f.max()), n_grid)
+        return log_f, (log_f - mu) / sd
+
+    def _to_log_r(self, z):
+        mu, sd = self.model.scale["reliability"]
+        return mu + sd * z
+
+    def frontier(self, hdi_prob: float = 0.9, n_grid: int = 60) -> pd.DataFrame:
+        """The ``p = 0.5`` contour: posterior median and HDI band on a frequency grid.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``frequency, reliability_median, reliability_lo, reliability_hi`` (reliability on the
+            contour; above 1 means no reliability reaches p = 0.5 at that frequency), their logs,
+            ``frac_no_crossing`` (draws with a zero reliability slope there),
+            ``frac_decreasing`` (draws where p falls with reliability), ``frac_above_1``,
+            ``glm_reliability`` (the GLM contour) and ``hdi_prob``.
+        """
+        if not 0 < hdi_prob < 1:
+            raise ValueError(f"hdi_prob: must lie in (0, 1), got {hdi_prob}")
+        coef = self.coef_draws()
+        log_f, zf = self._grid(n_grid)
+        inter = self.model.spec.interaction
+        log_r = self._to_log_r(contour_z(coef, zf, inter))     # (D, G)
+        lo, hi = _hdi_columns(log_r, hdi_prob)
+        slope = coef[:, [2]] + (coef[:, [3]] * zf[None, :] if inter else 0.0)
+        glm_lr = self._to_log_r(contour_z(self.glm.params, zf, inter))[0]
+        with np.errstate(over="ignore"):
+            out = pd.DataFrame({
+                "frequency": np.exp(log_f), "log_frequency": log_f,
+                "log_reliability_median": np.median(log_r, axis=0),
+                "log_reliability_lo": lo, "log_reliability_hi": hi,
+                "frac_no_crossing": np.mean(~np.isfinite(log_r), axis=0),
+                "frac_decreasing": np.mean(np.broadcast_to(slope, log_r.shape) < 0, axis=0),
+                "frac_above_1": np.mean(log_r > 0, axis=0),
+                "glm_log_reliability": glm_lr,
+            })
+            for k in ("median", "lo", "hi"):
+                out[f"reliability_{k}"] = np.exp(out[f"log_reliability_{k}"])
+            out["glm_reliability"] = np.exp(glm_lr)
+        out["hdi_prob"] = hdi_prob
+        return out
+
+    def compare_glm(self, hdi_prob: float = 0.9, n_grid: int = 60) -> pd.DataFrame:
+        """GLM contour against the Bayesian median where both are finite (log-reliability gap)."""
+        fr = self.frontier(hdi_prob, n_grid)
+        ok = np.isfinite(fr["log_reliability_median"]) & np.isfinite(fr["glm_log_reliability"])
+        fr = fr[ok].copy()
+        fr["diff_log"] = fr["glm_log_reliability"] - fr["log_reliability_median"]
+        fr["glm_in_band"] = fr["glm_log_reliability"].between(fr["log_reliability_lo"],
+                                                              fr["log_reliability_hi"])
+        return fr[["frequency", "log_reliability_median", "glm_log_reliability", "diff_log",
+                   "glm_in_band"]].assign(glm_method=self.glm.method)
+
+    def sensitivity(self, hdi_prob: float = 0.9) -> pd.DataFrame:
+        """Which knob matters more, on the standardised scale.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows ``P(|b_freq| > |b_rel|)``, ``P(b_freq > 0)``, ``P(b_rel > 0)`` (and the
+            interaction's sign) with ``value``; and ``|b_freq| / |b_rel|`` with median and HDI.
+        """
+        coef = self.coef_draws()
+        bf, br = coef[:, 1], coef[:, 2]
+        ratio = np.abs(bf) / np.abs(br)
+        lo, hi = _hdi_columns(np.log(ratio)[:, None], hdi_prob)
+        rows = [
+            ("P(|b_freq| > |b_rel|)", np.mean(np.abs(bf) > np.abs(br)), np.nan, np.nan),
+            ("P(b_freq > 0)", np.mean(bf > 0), np.nan, np.nan),
+            ("P(b_rel > 0)", np.mean(br > 0), np.nan, np.nan),
+            ("|b_freq| / |b_rel|", np.median(ratio), np.exp(lo[0]), np.exp(hi[0])),
+        ]
+        if self.model.spec.interaction:
+            rows.append(("P(b_freq:rel > 0)", np.mean(coef[:, 3] > 0), np.nan, np.nan))
+        return pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi"]).assign(
+            hdi_prob=hdi_prob, scale="standardised log knobs")
+
+    def save(self, path) -> Path:
+        """Write ``idata.nc``, ``summary.csv``, ``frontier.csv``, ``sensitivity.csv``,
+        ``cells.csv``, ``glm.csv`` and ``spec.json`` into the folder ``path``."""
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        _bayes.to_netcdf(self.idata, out / "idata.nc")
+        self.summary().to_csv(out / "summary.csv", index=False)
+        self.frontier().to_csv(out / "frontier.csv", index=False)
+        self.sensitivity().to_csv(out / "sensitivity.csv", index=False)
+        self.model.cells.to_csv(out / "cells.csv", index=False)
+        self.glm.table().to_csv(out / "glm.csv", index=False)
+        meta = {"spec": asdict(self.model.spec), "terms": self.model.terms,
+                "scale": self.model.scale, "separation": self.separation,
+                "glm_method": self.glm.method, "timings": self.timings,
+                "versions": _bayes.versions()}
+        (out / "spec.json").write_text(json.dumps(meta, indent=2, default=str))
+        return out
+
+    def plot_frontier(self, path=None, hdi_prob: float = 0.9):
+        """See :func:`plot_frontier`."""
+        return plot_frontier(self, path, hdi_prob)
+
+
+# ---- figure ------------------------------------------------------------------------------------
+
+def _edges(levels: np.ndarray) -> np.ndarray:
+    """Cell edges on a log axis: geometric midpoints, padded at both ends."""
+    lv = np.log(np.sort(levels))
+    mid = (lv[1:] + lv[:-1]) / 2
+    return np.exp(np.r_[lv[0] - (mid[0] - lv[0]), mid, lv[-1] + (lv[-1] - mid[-1])])
+
+
+def plot_frontier(results: FrontierResults, path=None, hdi_prob: float = 0.9):
+    """Heatmap of the formed fraction per cell with the frontier median, band and GLM contour.
+
+    Parameters
+    ----------
+    results : FrontierResults
+    path : str or Path, optional
+        Stem to write ``<stem>.png`` and ``<stem>.pdf``.
+    hdi_prob : float
+        Width of the band.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = results.model.cells
+    grid = (cells.groupby(list(KNOBS))[["n_formed", "n_runs"]].sum()
+                 .assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"]
+                 .unstack("frequency"))                        # rows reliability, cols frequency
+    # knobs live in (0, 1]: the top cells' padding stops at 1
+    fe, re_ = (np.minimum(_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
+    fig, ax = plt.subplots(figsize=(5.2, 4.2))
+    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
+    fr = results.frontier(hdi_prob)
+    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
+                    alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
+    ax.plot(fr["frequency"], fr["reliability_median"], color="white", lw=2,
+            label="frontier (posterior median, p = 0.5)")
+    ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--",
+            label=f"GLM ({results.glm.method})")
+    ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
+           xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
+    if results.separation != "none":
+        ax.set_title(f"data {results.separation}ly separated: prior-regularised", fontsize=9)
+    ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
+    fig.tight_layout()
+    if path is not None:
+        for ext in ("png", "pdf"):
+            fig.savefig(f"{path}.{ext}", dpi=150)
+    return fig

@@ -1,0 +1,314 @@
+"""Read run and grid directories (layout: ``DESIGN.md``) into tidy pandas frames.
+
+Schema problems raise :class:`SchemaError` naming the file, the column and the problem. Softer
+findings (an unknown metric name, a run that is not ``done``) are kept in ``problems`` lists and
+the data is still loaded: a run that is still running or failed is flagged by its ``status``.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+KNOWN_METRICS = ("ps", "prev_token", "la", "ar_acc", "ar_rank", "copy_fwd", "anti_induction", "ov_copy", "val_loss")
+METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
+                   "head": "integer", "value": "float"}
+TRAIN_COLUMNS = {"step": "integer", "tokens": "integer", "loss": "float", "lr": "float", "grad_norm": "float",
+                 "tokens_per_s": "float", "wall_s": "float"}
+STATUSES = ("running", "done", "failed")
+# Short factor name -> dotted config field (under config.json["config"]).
+FACTOR_FIELDS = {"B": "train.batch_size", "C": "train.context", "n_layer": "model.n_layer",
+                 "n_head": "model.n_head", "d_model": "model.d_model", "lr": "train.lr"}
+# Data knobs by leaf name; filled only when the knob is active (else missing).
+MARKOV_KNOBS = ("dependency", "marginal", "zipf_alpha", "n_groups", "within_similarity",
+                "across_similarity", "entropy_rate")
+BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
+
+
+class SchemaError(ValueError):
+    """A run or grid directory does not follow the DESIGN.md layout (message names file/column)."""
+
+
+@dataclass
+class RunData:
+    """One run directory: its config, grid factors, status and tidy frames."""
+
+    run_id: str
+    path: Path
+    meta: dict[str, Any]  # config.json as written by the trainer
+    factors: dict[str, Any]
+    status: str
+    metrics: pd.DataFrame  # step, tokens, metric, layer, head, value, run_id
+    train: pd.DataFrame | None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GridData:
+    """A grid (or any directory of runs): one row per run in ``runs``, long ``metrics``/``train``."""
+
+    path: Path
+    runs: pd.DataFrame  # run_id, status, path, factors...
+    metrics: pd.DataFrame  # tidy metrics with run_id
+    train: pd.DataFrame
+    spec: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+# -------------------------------------------------------------------------- checks
+def _kind_ok(series: pd.Series, kind: str) -> bool:
+    t = pd.api.types
+    if kind == "integer":
+        return t.is_integer_dtype(series)
+    if kind == "float":
+        return t.is_float_dtype(series) or t.is_integer_dtype(series)
+    return t.is_string_dtype(series) or isinstance(series.dtype, pd.CategoricalDtype) or \
+        (series.dtype == object and series.map(lambda v: isinstance(v, str)).all())
+
+
+def check_frame(df: pd.DataFrame, columns: dict[str, str], source: str) -> pd.DataFrame:
+    """Check required columns and their dtypes; return a copy with canonical dtypes.
+
+    Raises
+    ------
+    SchemaError
+        ``"<source>: column 'x' is missing ..."`` or ``"... has dtype ..., expected ..."``.
+    """
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{source}: missing column(s) {', '.join(missing)}; "
+                          f"required: {', '.join(columns)}; found: {', '.join(map(str, df.columns))}")
+    for col, kind in columns.items():
+        if not _kind_ok(df[col], kind):
+            raise SchemaError(f"{source}: column '{col}' has dtype {df[col].dtype}, expected {kind}")
+    out = df.copy()
+    for col, kind in columns.items():
+        out[col] = out[col].astype({"integer": "int64", "float": "float64", "string": str}[kind])
+    return out
+
+
+def _check_values(df: pd.DataFrame, source: str, nonfinite: str, problems: list[str]) -> pd.DataFrame:
+    bad = ~np.isfinite(df["value"].to_numpy())
+    if bad.any():
+        first = df.loc[bad].iloc[0]
+        msg = (f"{source}: column 'value' has {int(bad.sum())} NaN/infinite value(s) "
+               f"(first at step {first['step']}, metric {first['metric']!r})")
+        if nonfinite == "error":
+            raise SchemaError(msg + "; pass nonfinite='drop' to drop them")
+        problems.append(msg + "; dropped")
+        df = df.loc[~bad]
+    return df
+
+
+def read_metrics(path: str | Path, *, nonfinite: str = "error",
+                 problems: list[str] | None = None) -> pd.DataFrame:
+    """Read and check a ``metrics.parquet`` file.
+
+    Parameters
+    ----------
+    path : path to the parquet file.
+    nonfinite : {"error", "drop"}
+        What to do with NaN or infinite values.
+    problems : list, optional
+        Receives soft findings (unknown metric names, dropped rows).
+    """
+    if nonfinite not in ("error", "drop"):
+        raise ValueError(f"nonfinite: must be 'error' or 'drop', got {nonfinite!r}")
+    problems = problems if problems is not None else []
+    path = Path(path)
+    try:
+        raw = pd.read_parquet(path)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises many kinds
+        raise SchemaError(f"{path}: cannot read parquet ({type(e).__name__}: {e})") from None
+    df = check_frame(raw, METRICS_COLUMNS, str(path))
+    df = _check_values(df, str(path), nonfinite, problems)
+    unknown = sorted(set(df["metric"]) - set(KNOWN_METRICS))
+    if unknown:
+        problems.append(f"{path}: column 'metric' has names not in DESIGN.md: {', '.join(unknown)} (kept)")
+    return df.reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------- factors
+def _get(d: dict[str, Any], dotted: str, default: Any = None) -> Any:
+    for p in dotted.split("."):
+        if not isinstance(d, dict) or p not in d:
+            return default
+        d = d[p]
+    return d
+
+
+def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
+    """Map a ``config.json`` dict to short factor names.
+
+    ``B`` (train.batch_size), ``C`` (train.context), ``N`` (n_params_non_embedding), ``n_params``,
+    ``seed``, ``n_layer``, ``n_head``, ``d_model``, ``lr``, ``source``; ``frequency`` and
+    ``reliability`` from the active source (``data.seminatural.*`` for ``seminatural``,
+    ``data.markov.*`` for ``markov`` when imposed, i.e. >= 0); Markov knobs by leaf name when
+    ``data.source == 'markov'``; ``biinduct`` (the mode) and its knobs when the mode is not ``none``.
+    Inactive knobs are missing (NaN in frames).
+    """
+    cfg = meta.get("config", {})
+    out: dict[str, Any] = {k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()}
+    out["N"] = meta.get("n_params_non_embedding")
+    out["n_params"] = meta.get("n_params")
+    out["seed"] = meta.get("seed", _get(cfg, "seed"))
+    source = _get(cfg, "data.source")
+    out["source"] = source
+    out["frequency"] = out["reliability"] = None
+    if source == "seminatural":
+        out["frequency"] = _get(cfg, "data.seminatural.frequency")
+        out["reliability"] = _get(cfg, "data.seminatural.reliability")
+    elif source == "markov":
+        for k in ("frequency", "reliability"):
+            v = _get(cfg, f"data.markov.{k}")
+            out[k] = v if v is not None and v >= 0 else None
+        out.update({k: _get(cfg, f"data.markov.{k}") for k in MARKOV_KNOBS})
+    mode = _get(cfg, "data.biinduct.mode", "none")
+    out["biinduct"] = mode
+    if mode != "none":
+        out.update({k: _get(cfg, f"data.biinduct.{k}") for k in BIINDUCT_KNOBS})
+    return out
+
+
+# --------------------------------------------------------------------------- loaders
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"{path}: invalid JSON ({e})") from None
+
+
+def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
+    """Load one run directory.
+
+    Parameters
+    ----------
+    path : run directory holding ``config.json`` and (once it has evaluated) ``metrics.parquet``.
+    nonfinite : {"error", "drop"}
+        NaN/infinite metric values raise a :class:`SchemaError` or are dropped (and reported).
+
+    Returns
+    -------
+    RunData
+        ``metrics`` gains a ``run_id`` column; a missing ``metrics.parquet`` gives an empty frame
+        and a problem; ``status`` is ``running|done|failed`` or ``unknown`` (no status.json).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise SchemaError(f"{path}: not a directory")
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise SchemaError(f"{cfg_path}: missing (every run directory needs config.json)")
+    meta = _read_json(cfg_path)
+    for key in ("run_id", "config"):
+        if key not in meta:
+            raise SchemaError(f"{cfg_path}: missing key '{key}'")
+    run_id = str(meta["run_id"])
+    problems: list[str] = []
+    st_path = path / "status.json"
+    status = "unknown"
+    if st_path.is_file():
+        status = str(_read_json(st_path).get("status", "unknown"))
+        if status not in STATUSES:
+            problems.append(f"{st_path}: key 'status' is {status!r}, expected one of {', '.join(STATUSES)}")
+    else:
+        problems.append(f"{st_path}: missing; status 'unknown'")
+    if status != "done":
+        problems.append(f"{path}: run status is {status!r}, not 'done' (loaded, flagged)")
+    m_path = path / "metrics.parquet"
+    if m_path.is_file():
+        metrics = read_metrics(m_path, nonfinite=nonfinite, problems=problems)
+    else:
+        problems.append(f"{m_path}: missing (no evaluations yet)")
+        metrics = pd.DataFrame({c: pd.Series(dtype={"string": object, "integer": "int64", "float": "float64"}[k])
+                                for c, k in METRICS_COLUMNS.items()})
+    metrics["run_id"] = run_id
+    t_path = path / "train.parquet"
+    train = None
+    if t_path.is_file():
+        train = check_frame(pd.read_parquet(t_path), TRAIN_COLUMNS, str(t_path))
+        train["run_id"] = run_id
+    return RunData(run_id, path, meta, config_factors(meta), status, metrics, train, problems)
+
+
+def _is_run_dir(p: Path) -> bool:
+    return (p / "config.json").is_file()
+
+
+def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "raise") -> GridData:
+    """Load a grid directory, or any directory of run directories (``grid.json`` optional).
+
+    Parameters
+    ----------
+    path : directory whose sub-directories with a ``config.json`` are runs; a run directory
+        itself is accepted too (a one-run grid).
+    nonfinite : {"error", "drop"}
+        See :func:`load_run`.
+    on_error : {"raise", "skip"}
+        A run that cannot be read raises, or is skipped and reported in ``problems``.
+
+    Returns
+    -------
+    GridData
+        ``runs``: one row per run (run_id, status, path, factors; plus ``manifest_status`` when a
+        ``manifest.parquet`` lists the run); ``metrics``/``train``: long frames with ``run_id``.
+    """
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error: must be 'raise' or 'skip', got {on_error!r}")
+    path = Path(path)
+    if not path.is_dir():
+        raise SchemaError(f"{path}: not a directory")
+    run_dirs = [path] if _is_run_dir(path) else sorted(p for p in path.iterdir() if p.is_dir() and _is_run_dir(p))
+    if not run_dirs:
+        raise SchemaError(f"{path}: no run directories (sub-directories with a config.json) found")
+    spec = _read_json(path / "grid.json") if (path / "grid.json").is_file() else None
+    problems: list[str] = []
+    runs, metrics, train = [], [], []
+    for d in run_dirs:
+        try:
+            r = load_run(d, nonfinite=nonfinite)
+        except SchemaError as e:
+            if on_error == "raise":
+                raise
+            problems.append(f"{e} (run skipped)")
+            continue
+        problems += r.problems
+        runs.append({"run_id": r.run_id, "status": r.status, "path": str(d), **r.factors})
+        metrics.append(r.metrics)
+        if r.train is not None:
+            train.append(r.train)
+    runs_df = pd.DataFrame(runs)
+    if runs_df["run_id"].duplicated().any():
+        dup = runs_df.loc[runs_df["run_id"].duplicated(), "run_id"].tolist()
+        raise SchemaError(f"{path}: duplicated run_id(s) {', '.join(dup)} in config.json files")
+    man_path = path / "manifest.parquet"
+    if man_path.is_file():
+        man = pd.read_parquet(man_path)
+        if "run_id" not in man.columns:
+            raise SchemaError(f"{man_path}: missing column 'run_id'")
+        if "status" in man.columns:
+            runs_df = runs_df.merge(man[["run_id", "status"]].rename(columns={"status": "manifest_status"}),
+                                    on="run_id", how="left")
+        absent = sorted(set(man["run_id"]) - set(runs_df["run_id"]))
+        if absent:
+            problems.append(f"{man_path}: {len(absent)} run(s) listed but without a run directory: "
+                            f"{', '.join(absent[:5])}")
+    return GridData(path, runs_df, pd.concat(metrics, ignore_index=True),
+                    pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems)
+
+
+def warn_problems(problems: list[str], limit: int = 10) -> None:
+    """Emit the first ``limit`` problems as warnings (helper for scripts)."""
+    for p in problems[:limit]:
+        warnings.warn(p, stacklevel=2)
+
+
+__all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError",
+           "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_run", "read_metrics",
+           "warn_problems"]

@@ -1,0 +1,266 @@
+"""Seeded simulators with known ground truth, reused by tests and benchmarks.
+
+Each simulator is a pure function of its arguments and a seed and returns the truth it planted.
+Sections: emergence curves (schedules, shapes, the onset definition) and fake run directories
+in the on-disk layout of ``DESIGN.md``. Other simulators go in their own sections or files.
+
+Onset definition (shared with :mod:`ihstats.emergence`)
+-------------------------------------------------------
+A curve's transition is summarised by the *flat -> linear rise -> plateau* curve in log step
+that joins its baseline to its plateau and fits the rise best (least squares, uniform weight in
+``x = ln(step)``). The **onset** is the
+first knee ``a`` of that approximation, the **end** the second knee ``b`` and the **midpoint**
+``(a + b) / 2`` (all reported in updates, ``exp`` of the knee). For a piecewise-linear ``ramp``
+this is exact; for smooth shapes the knees are a property of the shape alone (constants in units
+of its log-step scale, computed once by :func:`knee_constants`; a logistic of scale ``s`` has
+its onset at ``m - 2.60 s``, where it has risen by 6.9% of its height).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SHAPES = ("ramp", "sigmoid", "gompertz", "rgompertz", "flat")
+SCHEDULES = ("linear", "log", "mixed", "sparse")
+
+
+# ==================================================================== emergence curves
+@dataclass
+class SimCurve:
+    """A simulated emergence curve and its planted truth (steps in updates)."""
+
+    steps: np.ndarray  # (n,) int64, sorted, unique, > 0
+    values: np.ndarray  # (n,) float
+    shape: str
+    schedule: str
+    emergent: bool
+    onset: float = np.nan  # true onset in updates (nan for flat curves)
+    midpoint: float = np.nan
+    end: float = np.nan
+    params: dict[str, float] = field(default_factory=dict)
+
+
+def make_schedule(kind: str = "linear", n: int = 300, last_step: int = 10_000) -> np.ndarray:
+    """Checkpoint steps (sorted, unique, >= 1).
+
+    ``linear``: evenly spaced; ``log``: log-spaced from 1 (duplicates after rounding removed,
+    so fewer than ``n``); ``mixed``: half log-spaced, half even, like the trainer's dense
+    schedule; ``sparse``: 30 log-spaced points over three decades, like published checkpoints.
+    """
+    if kind not in SCHEDULES:
+        raise ValueError(f"schedule: must be one of {', '.join(SCHEDULES)}; got {kind!r}")
+    if n < 2 or last_step < n:
+        raise ValueError(f"schedule: need 2 <= n <= last_step, got n={n}, last_step={last_step}")
+    if kind == "linear":
+        s = np.linspace(last_step / n, last_step, n)
+    elif kind == "log":
+        s = np.geomspace(1, last_step, n)
+    elif kind == "mixed":
+        s = np.concatenate([np.geomspace(1, last_step, n // 2), np.linspace(last_step / n, last_step, n - n // 2)])
+    else:
+        s = np.geomspace(last_step / 1000, last_step, 30)
+    return np.unique(np.maximum(1, np.round(s)).astype(np.int64))
+
+
+def _shape_fn(shape: str, u: np.ndarray) -> np.ndarray:
+    """Unit rise (0 -> 1) in the standardised log step ``u``."""
+    if shape == "sigmoid":
+        return 0.5 * (1.0 + np.tanh(0.5 * u))  # logistic, overflow-free
+    if shape == "gompertz":  # quick start, slow approach to the plateau
+        return np.exp(-np.exp(-u))
+    if shape == "rgompertz":  # slow start, sharp finish
+        return -np.expm1(-np.exp(np.minimum(u, 50.0)))
+    if shape == "ramp":  # knees at u = 0 and u = 1
+        return np.clip(u, 0.0, 1.0)
+    raise ValueError(f"shape: must be one of {', '.join(SHAPES)}; got {shape!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def knee_constants(shape: str) -> tuple[float, float]:
+    """Knees ``(ka, kb)`` of the least-squares ramp from 0 to 1 that best fits a unit shape.
+
+    In units of the shape's scale: a curve ``f((x - m) / s)`` has its onset at ``m + ka s`` and
+    its end at ``m + kb s``. The ramp's levels are the curve's asymptotes (with fitted levels the
+    knees would depend on how much flat curve is in view); uniform weight in log step.
+    """
+    if shape == "ramp":
+        return 0.0, 1.0
+    from scipy.optimize import minimize
+
+    u = np.linspace(-25, 25, 20_001)
+    f = _shape_fn(shape, u)
+
+    def rss(k: np.ndarray) -> float:  # levels fixed at the asymptotes 0 and 1: window-free
+        a, w = k[0], np.exp(k[1])
+        return float(np.sum((f - np.clip((u - a) / w, 0.0, 1.0)) ** 2))
+
+    best = min((minimize(rss, np.array([a0, np.log(4.0)]), method="Nelder-Mead",
+                         options={"xatol": 1e-7, "fatol": 1e-14, "maxiter": 4000}) for a0 in (-3.0, -1.0)),
+               key=lambda r: r.fun)
+    a, w = float(best.x[0]), float(np.exp(best.x[1]))
+    return a, a + w
+
+
+def simulate_curve(shape: str = "sigmoid", schedule: str = "mixed", *, n: int = 300,
+                   last_step: int = 10_000, onset: float | None = None, width: float | None = None,
+                   baseline: float | None = None, rise: float | None = None, noise: float | None = None,
+                   noise_ar: float = 0.0, seed: int = 0) -> SimCurve:
+    """One curve with a planted transition (or none, for ``shape='flat'``).
+
+    Parameters
+    ----------
+    shape : {"ramp", "sigmoid", "gompertz", "rgompertz", "flat"}
+    schedule : {"linear", "log", "mixed", "sparse"}
+        Checkpoint schedule, see :func:`make_schedule`.
+    n, last_step : int
+        Checkpoints requested and the last step.
+    onset : float, optional
+        True onset in updates; default log-uniform inside the observed window (at least 10% of
+        the checkpoints before it, the end of the rise before the last step).
+    width : float, optional
+        Rise width ``ln(end / onset)``; default uniform in [0.3, 1.5].
+    baseline, rise, noise : float, optional
+        Level before the rise (default U[0.02, 0.1]), height of the rise (U[0.3, 0.8]) and the
+        standard deviation of Gaussian noise (U[0.01, 0.04]).
+    noise_ar : float
+        AR(1) coefficient of the noise across checkpoints (0: independent).
+    seed : int
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape: must be one of {', '.join(SHAPES)}; got {shape!r}")
+    rng = np.random.default_rng(seed)
+    steps = make_schedule(schedule, n, last_step)
+    x = np.log(steps)
+    baseline = rng.uniform(0.02, 0.1) if baseline is None else baseline
+    rise = rng.uniform(0.3, 0.8) if rise is None else rise
+    noise = rng.uniform(0.01, 0.04) if noise is None else noise
+    width = rng.uniform(0.3, 1.5) if width is None else width
+    eps = rng.normal(0.0, noise, len(x))
+    if noise_ar:
+        for i in range(1, len(eps)):  # stationary AR(1) with the same marginal sd
+            eps[i] = noise_ar * eps[i - 1] + np.sqrt(1 - noise_ar**2) * eps[i]
+    params = dict(baseline=baseline, rise=rise, noise=noise, width=width)
+    if shape == "flat":
+        return SimCurve(steps, baseline + eps, shape, schedule, False, params=params)
+    if onset is None:
+        lo, hi = x[len(x) // 10], x[-1] - width - 0.2
+        onset = float(np.exp(rng.uniform(lo, max(lo, hi))))
+    ka, kb = knee_constants(shape)
+    s = width / (kb - ka)
+    m = np.log(onset) - ka * s
+    y = baseline + rise * _shape_fn(shape, (x - m) / s) + eps
+    params.update(scale=s, center=float(np.exp(m)))
+    return SimCurve(steps, y, shape, schedule, True, onset=float(onset),
+                    midpoint=float(np.exp(np.log(onset) + width / 2)),
+                    end=float(onset * np.exp(width)), params=params)
+
+
+def simulate_curves(n_curves: int, *, shapes: tuple[str, ...] = ("ramp", "sigmoid", "gompertz", "rgompertz"),
+                    schedules: tuple[str, ...] = ("linear", "mixed"), seed: int = 0, **kwargs: Any) -> list[SimCurve]:
+    """``n_curves`` curves cycling through ``shapes`` x ``schedules``, seeds ``seed + i``."""
+    combos = [(sh, sc) for sh in shapes for sc in schedules]
+    return [simulate_curve(*combos[i % len(combos)], seed=seed * 100_003 + i, **kwargs) for i in range(n_curves)]
+
+
+# ================================================================ fake run directories
+def default_config() -> dict[str, Any]:
+    """The subset of the trainer's nested resolved config that ``ihstats.io`` reads."""
+    return {
+        "name": "sim", "seed": 0,
+        "model": {"n_layer": 2, "n_head": 4, "d_model": 128, "vocab_size": 512, "context": 128},
+        "data": {"source": "builtin", "vocab_size": 512,
+                 "seminatural": {"frequency": 0.5, "reliability": 0.5, "top_v": 1000},
+                 "markov": {"vocab": 1000, "dependency": "markov", "marginal": "zipf", "zipf_alpha": 1.0,
+                            "n_groups": 0, "within_similarity": 0.4, "across_similarity": 0.1,
+                            "entropy_rate": 0.0, "frequency": -1.0, "reliability": -1.0},
+                 "biinduct": {"mode": "none", "span_len": 20, "mix_start": 0.5, "span_source": "random"}},
+        "train": {"batch_size": 16, "context": 128, "lr": 3e-3, "max_steps": 10_000},
+        "metrics": {"n_evals": 200},
+    }
+
+
+def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        d = d.setdefault(p, {})
+    d[leaf] = value
+
+
+def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] | None = None, *,
+                   status: str = "done", n_params_non_embedding: int = 400_000) -> str:
+    """Write a run directory (DESIGN.md layout) whose max-PS-over-heads series is ``curve``.
+
+    ``config`` maps dotted config fields to values (``{"train.batch_size": 32}``). Head (1, 0)
+    carries the curve, the other heads stay strictly below it, so the max over heads is exact.
+    ``val_loss`` falls as the curve rises. Returns the run id (hash of the config).
+    """
+    cfg = default_config()
+    for k, v in (config or {}).items():
+        _set_dotted(cfg, k, v)
+    blob = json.dumps({k: v for k, v in cfg.items() if k != "name"}, sort_keys=True).encode()
+    run_id = hashlib.sha256(blob).hexdigest()[:12]
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    B, C = cfg["train"]["batch_size"], cfg["train"]["context"]
+    L, H = cfg["model"]["n_layer"], cfg["model"]["n_head"]
+    meta = {"run_id": run_id, "config": cfg, "seed": cfg["seed"], "versions": {"ihlaw": "sim"},
+            "git_commit": None, "data_fingerprint": {"hash": "sim"}, "n_params": n_params_non_embedding + 65_536,
+            "n_params_non_embedding": n_params_non_embedding, "vocab_size": 512, "created": "2025-01-01T00:00:00"}
+    (run_dir / "config.json").write_text(json.dumps(meta, indent=2))
+    rows = []
+    for step, v in zip(curve.steps.tolist(), curve.values.tolist()):
+        tok = step * B * C
+        for layer in range(L):
+            for head in range(H):
+                on = (layer, head) == (min(1, L - 1), 0)
+                rows.append((step, tok, "ps", layer, head, v if on else v - 0.05 - 0.01 * (layer * H + head)))
+                rows.append((step, tok, "prev_token", layer, head, 0.3 if layer == 0 else 0.05))
+        rows.append((step, tok, "val_loss", -1, -1, 4.0 - 2.0 * v))
+    metrics = pd.DataFrame(rows, columns=["step", "tokens", "metric", "layer", "head", "value"])
+    metrics = metrics.astype({"step": "int64", "tokens": "int64", "layer": "int64", "head": "int64", "value": "float64"})
+    metrics.to_parquet(run_dir / "metrics.parquet", index=False)
+    st = curve.steps.astype(np.int64)
+    pd.DataFrame({"step": st, "tokens": st * B * C, "loss": 4.0 - 2.0 * curve.values, "lr": 3e-3,
+                  "grad_norm": 1.0, "tokens_per_s": 1e4, "wall_s": st / 10.0}).to_parquet(run_dir / "train.parquet", index=False)
+    (run_dir / "status.json").write_text(json.dumps({
+        "status": status, "reason": "" if status == "done" else "simulated", "step": int(st[-1]),
+        "stop_reason": "max_steps", "updated": "2025-01-01T00:00:00"}))
+    return run_id
+
+
+def write_fake_grid(grid_dir: str | Path, runs: list[tuple[SimCurve, dict[str, Any]]], *,
+                    name: str = "simgrid", with_grid_json: bool = True,
+                    statuses: list[str] | None = None) -> list[str]:
+    """Write a grid directory: one run per ``(curve, dotted overrides)``, plus ``grid.json`` and
+    ``manifest.parquet`` (axis columns named by dotted field) unless ``with_grid_json=False``."""
+    grid_dir = Path(grid_dir)
+    grid_dir.mkdir(parents=True, exist_ok=True)
+    statuses = statuses or ["done"] * len(runs)
+    ids, manifest = [], []
+    axes: dict[str, list[Any]] = {}
+    for (curve, over), status in zip(runs, statuses):
+        tmp = grid_dir / f".tmp{len(ids)}"
+        rid = write_fake_run(tmp, curve, over, status=status)
+        tmp.rename(grid_dir / rid)
+        ids.append(rid)
+        manifest.append({"run_id": rid, **over, "status": status})
+        for k, v in over.items():
+            axes.setdefault(k, [])
+            if v not in axes[k]:
+                axes[k].append(v)
+    if with_grid_json:
+        (grid_dir / "grid.json").write_text(json.dumps({"name": name, "axes": axes}, indent=2))
+        pd.DataFrame(manifest).to_parquet(grid_dir / "manifest.parquet", index=False)
+    return ids
+
+
+__all__ = ["SCHEDULES", "SHAPES", "SimCurve", "default_config", "knee_constants", "make_schedule",
+           "simulate_curve", "simulate_curves", "write_fake_grid", "write_fake_run"]

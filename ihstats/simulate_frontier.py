@@ -1,0 +1,212 @@
+"""Seeded simulators for the frontier and ablation statistics, with the ground truth they plant.
+
+Both are pure functions of their arguments and a seed (STYLE.md, rule 4); tests reuse them as
+fixtures and the shipped examples in ``data/`` come from them::
+
+    python -m ihstats.simulate_frontier --write-examples data/
+
+writes ``data/example_frontier.csv`` and ``data/example_ablation.csv`` with the defaults below.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)  # Aoyama et al.'s {0.1, ..., 0.9}^2 grid
+
+
+@dataclass(frozen=True)
+class FrontierTruth:
+    """The boundary a frontier simulation planted: ``logit p = a + bf log f + br log r``.
+
+    Attributes
+    ----------
+    intercept, b_freq, b_rel : float
+        Coefficients on the natural-log scale of the knobs.
+    """
+
+    intercept: float
+    b_freq: float
+    b_rel: float
+
+    def p_formed(self, frequency, reliability) -> np.ndarray:
+        """Probability that a head forms at the given knob values."""
+        eta = self.intercept + self.b_freq * np.log(frequency) + self.b_rel * np.log(reliability)
+        return 1.0 / (1.0 + np.exp(-eta))
+
+    def contour(self, frequency) -> np.ndarray:
+        """Reliability on the ``p = 0.5`` contour at each frequency (may exceed 1)."""
+        log_r = -(self.intercept + self.b_freq * np.log(frequency)) / self.b_rel
+        return np.exp(log_r)
+
+
+def simulate_frontier(
+    frequencies=DEFAULT_LEVELS,
+    reliabilities=DEFAULT_LEVELS,
+    n_seeds: int = 8,
+    intercept: float = 4.0,
+    b_freq: float = 1.5,
+    b_rel: float = 2.5,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, FrontierTruth]:
+    """Formed / not-formed outcomes on a frequency x reliability grid from a known boundary.
+
+    Parameters
+    ----------
+    frequencies, reliabilities : sequence of float
+        Levels of each knob, in (0, 1].
+    n_seeds : int
+        Runs (seeds) per grid cell.
+    intercept, b_freq, b_rel : float
+        True coefficients of ``logit p = intercept + b_freq log f + b_rel log r``.
+    seed : int
+        Seed of the generator.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per run: ``run_id, frequency, reliability, seed, formed``.
+    truth : FrontierTruth
+        The planted boundary.
+    """
+    truth = FrontierTruth(intercept, b_freq, b_rel)
+    rng = np.random.default_rng(seed)
+    f, r, s = np.meshgrid(frequencies, reliabilities, np.arange(n_seeds), indexing="ij")
+    f, r, s = f.ravel(), r.ravel(), s.ravel()
+    formed = rng.random(f.size) < truth.p_formed(f, r)
+    table = pd.DataFrame({
+        "run_id": [f"sim{i:05d}" for i in range(f.size)],
+        "frequency": f, "reliability": r, "seed": s, "formed": formed,
+    })
+    return table, truth
+
+
+def contour_coverage(frontier: pd.DataFrame, truth: FrontierTruth, domain=(None, 1.0)) -> float:
+    """Fraction of the true contour's length (in log-log space) that lies inside the band.
+
+    Parameters
+    ----------
+    frontier : pandas.DataFrame
+        Output of ``FrontierResults.frontier()`` (``frequency``, ``log_reliability_lo/hi``).
+    truth : FrontierTruth
+    domain : (float or None, float or None)
+        Reliability range in which the true contour counts (default: up to 1).
+
+    Returns
+    -------
+    float
+        Arc-length-weighted coverage over grid segments whose both ends lie in the domain.
+    """
+    log_f = np.log(frontier["frequency"].to_numpy())
+    log_r = np.log(truth.contour(np.exp(log_f)))
+    inside = ((log_r >= frontier["log_reliability_lo"].to_numpy())
+              & (log_r <= frontier["log_reliability_hi"].to_numpy()))
+    lo, hi = domain
+    ok = np.ones_like(inside)
+    if lo is not None:
+        ok &= log_r >= np.log(lo)
+    if hi is not None:
+        ok &= log_r <= np.log(hi)
+    seg = np.hypot(np.diff(log_f), np.diff(log_r))           # segment lengths
+    both = ok[1:] & ok[:-1]
+    if not both.any():
+        raise ValueError("domain: the true contour never lies inside the domain on this grid")
+    covered = 0.5 * (inside[1:].astype(float) + inside[:-1])  # half a segment per covered end
+    return float(np.sum(seg * covered * both) / np.sum(seg * both))
+
+
+def simulate_separated(levels=DEFAULT_LEVELS, n_seeds: int = 4) -> pd.DataFrame:
+    """A perfectly separated grid: heads form exactly when ``frequency * reliability > 0.2``."""
+    f, r, s = np.meshgrid(levels, levels, np.arange(n_seeds), indexing="ij")
+    f, r, s = f.ravel(), r.ravel(), s.ravel()
+    return pd.DataFrame({"frequency": f, "reliability": r, "seed": s, "formed": f * r > 0.2})
+
+
+@dataclass(frozen=True)
+class AblationTruth:
+    """What an ablation simulation planted, per condition: the extra mean drop of the top-k set."""
+
+    effects: dict
+    random_drop: float
+
+
+def simulate_ablation(
+    conditions=("natural", "biinduct"),
+    effects=(0.3, 0.1),
+    n_examples: int = 200,
+    n_random: int = 99,
+    random_drop: float = 0.2,
+    set_sd: float = 0.05,
+    noise_sd: float = 0.5,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, AblationTruth]:
+    """Per-example metric values for no ablation, the top-k ablation and random-k ablations.
+
+    Each ablated head set ``s`` lowers example ``i``'s value by ``random_drop + u_s + e_si`` with
+    ``u_s ~ N(0, set_sd)`` and ``e_si ~ N(0, noise_sd)``; the top-k set adds ``effect``. With
+    ``effect = 0`` the top set is exchangeable with the random ones (the null).
+
+    Parameters
+    ----------
+    conditions : sequence of str
+        Condition names (for example models trained on different data).
+    effects : sequence of float
+        Extra mean drop of the top-k set, one per condition.
+    n_examples, n_random : int
+        Examples per condition (shared ids, so conditions are paired) and random sets ``R``.
+    random_drop, set_sd, noise_sd : float
+        Mean drop of a random set, spread between sets, per-example noise.
+    seed : int
+        Seed of the generator.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        Tidy ``condition, example, ablation (none|top|random), set_id, value``.
+    truth : AblationTruth
+    """
+    if len(effects) != len(conditions):
+        raise ValueError(f"effects: need one per condition ({len(conditions)}), got {len(effects)}")
+    rng = np.random.default_rng(seed)
+    frames = []
+    for cond, effect in zip(conditions, effects):
+        base = rng.normal(0.0, 1.0, n_examples)  # e.g. log-prob of the right answer
+        # set-level drops: row 0 is the top set, rows 1..R random sets
+        u = random_drop + rng.normal(0.0, set_sd, n_random + 1)
+        u[0] += effect
+        ablated = base[None, :] - u[:, None] - rng.normal(0.0, noise_sd, (n_random + 1, n_examples))
+        ex = np.arange(n_examples)
+        frames.append(pd.DataFrame({"condition": cond, "example": ex, "ablation": "none",
+                                    "set_id": "none", "value": base}))
+        frames.append(pd.DataFrame({"condition": cond, "example": ex, "ablation": "top",
+                                    "set_id": "top", "value": ablated[0]}))
+        for j in range(1, n_random + 1):
+            frames.append(pd.DataFrame({"condition": cond, "example": ex, "ablation": "random",
+                                        "set_id": f"r{j:04d}", "value": ablated[j]}))
+    table = pd.concat(frames, ignore_index=True)
+    return table, AblationTruth(dict(zip(conditions, effects)), random_drop)
+
+
+def main(argv=None) -> None:
+    """Write the shipped example tables (``--write-examples DIR``)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write-examples", metavar="DIR", required=True,
+                    help="folder to write example_frontier.csv and example_ablation.csv into")
+    ap.add_argument("--seed", type=int, default=0, help="seed of both simulations (default 0)")
+    args = ap.parse_args(argv)
+    out = Path(args.write_examples)
+    out.mkdir(parents=True, exist_ok=True)
+    frontier, _ = simulate_frontier(seed=args.seed)
+    frontier.to_csv(out / "example_frontier.csv", index=False)
+    ablation, _ = simulate_ablation(n_examples=100, n_random=49, seed=args.seed)
+    ablation.round(6).to_csv(out / "example_ablation.csv", index=False)
+    print(f"wrote {out / 'example_frontier.csv'} and {out / 'example_ablation.csv'}")
+
+
+if __name__ == "__main__":
+    main()

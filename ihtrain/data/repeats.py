@@ -1,0 +1,263 @@
+"""Planting ``A B ... A -> B`` repeats with a target frequency and reliability (shared machinery).
+
+Used by the semi-natural (bigram) and the Markov generators: they supply the "fresh" token model
+(``first`` and ``next`` samplers) and this module lays out each sequence and plants the repeats.
+
+Definitions (what the knobs mean, and exactly how the realised values are measured)
+-----------------------------------------------------------------------------------
+A sequence ``x[0 .. T-1]`` has a first half ``x[0 .. h-1]``, ``h = T // 2``, of fresh tokens with
+no repeats, and a second half ``x[h .. T-1]``. The *decision points* are the positions
+``a in [h, T-2]`` of the second half that have a next token ``x[a+1]``.
+
+- ``a`` is an **induction context** (``A B ... A``) when ``x[a]`` occurred earlier, at some ``j < a``;
+  the *recorded successors* of the context are ``S_a = {x[j+1] : j < a, x[j] = x[a]}``.
+- **frequency** = (number of decision points that are contexts) / (number of decision points).
+- **reliability** = (number of contexts ``a`` with ``x[a+1] in S_a``) / (number of contexts).
+
+Both are counted over all decision points of all sequences (a ratio of sums), by
+:func:`measure_repeats`, which is independent of the generator; the generator's own bookkeeping
+(``truth``) equals it exactly (tested).
+
+How the generator hits them (correcting for the contexts that copies create)
+---------------------------------------------------------------------------
+Column by column, ``p = h .. T-1``:
+
+1. if ``x[p-1]`` is a context, with probability ``r`` copy: ``x[p] = x[j+1]`` for a uniformly chosen
+   earlier occurrence ``j`` of ``x[p-1]``. A copy has occurred before, so ``x[p]`` is itself a
+   context: copies are forced contexts. Otherwise ``x[p]`` *breaks* the pattern (never in ``S``).
+2. every sequence that did not copy makes ``x[p]`` a context (a *plant*: the token of a uniformly
+   chosen earlier position ``j <= p-2``, never ``x[p-1]``, never in ``S`` after a break) with
+   probability ``q``, else draws a fresh token never seen in the sequence.
+
+With ``P(context at p-1) = f`` the forced share is ``f r``, so ``q = f (1 - r) / (1 - f r)`` makes
+``P(context at p) = f r + (1 - f r) q = f`` exactly at every column (``q = f`` at ``p = h``, whose
+predecessor is a first-half token and never a context). Counts per column use stochastic rounding
+of ``r * n_contexts`` and ``q * n_free`` (unbiased, less variance than independent coins).
+Consecutive duplicates never occur, so ``S_a`` never contains ``x[a]`` via ``A A``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+FirstSampler = Callable[[np.random.Generator, int], np.ndarray]
+NextSampler = Callable[[np.random.Generator, np.ndarray], np.ndarray]
+
+
+def check_prob(value: float, name: str) -> float:
+    if not (isinstance(value, (int, float)) and 0.0 <= float(value) <= 1.0):
+        raise ValueError(f"{name}: must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def _stochastic_round(rng: np.random.Generator, x: float) -> int:
+    lo = int(np.floor(x))
+    return lo + int(rng.random() < x - lo)
+
+
+def _choose(rng: np.random.Generator, rows: np.ndarray, k: int) -> np.ndarray:
+    """Boolean mask over ``rows``: exactly ``k`` of them, chosen uniformly."""
+    mask = np.zeros(rows.size, dtype=bool)
+    if k > 0:
+        mask[rng.choice(rows.size, size=min(k, rows.size), replace=False)] = True
+    return mask
+
+
+def draw_fresh(rng: np.random.Generator, propose: Callable[[np.ndarray], np.ndarray],
+               rows: np.ndarray, seen: np.ndarray, rounds: int = 16) -> np.ndarray:
+    """Tokens for ``rows`` from ``propose(rows_left)``, rejecting tokens already ``seen`` by the row.
+
+    After ``rounds`` rejections a row falls back to a uniform token among those it has not seen
+    (rare: only when the model's mass sits on tokens the sequence has already used).
+    """
+    out = np.empty(rows.size, dtype=np.int64)
+    left = np.arange(rows.size)
+    for _ in range(rounds):
+        if left.size == 0:
+            return out
+        tok = propose(left)
+        ok = ~seen[rows[left], tok]
+        out[left[ok]] = tok[ok]
+        left = left[~ok]
+    if left.size:
+        # uniform over unseen tokens: argmax of noise masked by "unseen" (vocabulary is large enough:
+        # the callers check vocab >= sequence length)
+        noise = rng.random((left.size, seen.shape[1]))
+        noise[seen[rows[left]]] = -1.0
+        out[left] = noise.argmax(1)
+    return out
+
+
+def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: int,
+                  frequency: float, reliability: float,
+                  first: FirstSampler, next_: NextSampler) -> tuple[np.ndarray, dict]:
+    """Generate ``(n_seqs, length)`` tokens in ``[0, n_vocab)`` with planted repeats.
+
+    ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` draws one successor per entry of
+    ``prev`` from the fresh-token model (exclusion of seen tokens is done here, by rejection).
+    Returns ``(tokens, truth)``; ``truth`` holds per-sequence counts ``n_decisions``,
+    ``n_contexts``, ``n_copies`` and the realised ``frequency`` and ``reliability`` (ratios of sums).
+    """
+    f = check_prob(frequency, "frequency")
+    r = check_prob(reliability, "reliability")
+    if length < 4:
+        raise ValueError(f"length: must be >= 4 for a first and a second half, got {length}")
+    if n_vocab < length:
+        raise ValueError(f"vocab: {n_vocab} tokens are fewer than the sequence needs "
+                         f"(length {length}: up to {length} distinct tokens)")
+    h = length // 2
+    q = 1.0 if f * r >= 1.0 else f * (1.0 - r) / (1.0 - f * r)
+    x = np.zeros((n_seqs, length), dtype=np.int64)
+    seen = np.zeros((n_seqs, n_vocab), dtype=bool)
+    all_rows = np.arange(n_seqs)
+    n_ctx = np.zeros(n_seqs, dtype=np.int64)
+    n_copy = np.zeros(n_seqs, dtype=np.int64)
+
+    x[:, 0] = first(rng, n_seqs)
+    seen[all_rows, x[:, 0]] = True
+    for p in range(1, h):  # first half: fresh, no repeats
+        prev = x[:, p - 1]
+        x[:, p] = draw_fresh(rng, lambda left: next_(rng, prev[left]), all_rows, seen)
+        seen[all_rows, x[:, p]] = True
+
+    ctx = np.zeros(n_seqs, dtype=bool)  # is x[:, p-1] a context?
+    for p in range(h, length):
+        prev = x[:, p - 1]
+        col = np.empty(n_seqs, dtype=np.int64)
+        # 1. reliability: copy the successor of an earlier occurrence
+        crow = np.flatnonzero(ctx)
+        copy = _choose(rng, crow, _stochastic_round(rng, r * crow.size))
+        cp = crow[copy]
+        broken = crow[~copy]
+        if cp.size:
+            occ = x[cp, : p - 1] == prev[cp, None]  # (n_cp, p-1): earlier occurrences j < p-1
+            j = np.argmax(occ * rng.random(occ.shape), axis=1)
+            col[cp] = x[cp, j + 1]
+            n_copy[cp] += 1
+        # 2. frequency: plant a seen token among the sequences that did not copy
+        free = np.setdiff1d(all_rows, cp, assume_unique=True)
+        q_p = f if p == h else q
+        k = 0 if p == length - 1 else _stochastic_round(rng, q_p * free.size)
+        plant_mask = _choose(rng, free, k)
+        plant = free[plant_mask]
+        if plant.size:
+            col[plant] = _draw_plants(rng, x, plant, p, np.isin(plant, broken))
+        fresh = free[~plant_mask]
+        if fresh.size:
+            col[fresh] = draw_fresh(rng, lambda left: next_(rng, prev[fresh[left]]), fresh, seen)
+        x[:, p] = col
+        seen[all_rows, col] = True
+        ctx = np.zeros(n_seqs, dtype=bool)
+        ctx[cp] = True
+        ctx[plant] = True
+        if p <= length - 2:
+            n_ctx += ctx
+    n_dec = np.full(n_seqs, length - 1 - h, dtype=np.int64)
+    truth = {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_copy}
+    truth.update(summarise(n_dec, n_ctx, n_copy))
+    truth.update(frequency_target=f, reliability_target=r, plant_prob=q)
+    return x, truth
+
+
+def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: int,
+                 after_break: np.ndarray) -> np.ndarray:
+    """Token of a random earlier position ``j <= p-2``: not ``x[p-1]``; not in ``S`` after a break."""
+    prev = x[rows, p - 1]
+    out = np.empty(rows.size, dtype=np.int64)
+    left = np.arange(rows.size)
+    for _ in range(12):  # rejection: nearly every position qualifies
+        if left.size == 0:
+            return out
+        rr = rows[left]
+        j = rng.integers(0, p - 1, size=left.size)
+        tok = x[rr, j]
+        ok = tok != prev[left]
+        brk = after_break[left]
+        if brk.any():
+            # tok in S = {x[k+1] : k < p-1, x[k] = prev}
+            b = np.flatnonzero(brk)
+            rb = rr[b]
+            in_s = ((x[rb, : p - 1] == prev[left[b], None]) & (x[rb, 1:p] == tok[b, None])).any(1)
+            ok[b] &= ~in_s
+        out[left[ok]] = tok[ok]
+        left = left[~ok]
+    for i in left:  # exhaustive fallback (tiny sequences only)
+        row, pv = rows[i], prev[i]
+        cand = x[row, : p - 1]
+        valid = cand != pv
+        if after_break[i]:
+            succ = x[row, 1:p][x[row, : p - 1] == pv]
+            valid &= ~np.isin(cand, succ)
+        if not valid.any():
+            raise ValueError(f"length: sequence of length {x.shape[1]} is too short to plant repeats")
+        out[i] = rng.choice(cand[valid])
+    return out
+
+
+def summarise(n_dec: np.ndarray, n_ctx: np.ndarray, n_copy: np.ndarray) -> dict[str, float]:
+    d, c, k = float(np.sum(n_dec)), float(np.sum(n_ctx)), float(np.sum(n_copy))
+    return {"frequency": c / d if d else float("nan"), "reliability": k / c if c else float("nan")}
+
+
+def measure_repeats(tokens: np.ndarray, start: int | None = None, chunk: int = 512) -> dict:
+    """Realised frequency and reliability of ``tokens`` (n, T), as defined in the module docstring.
+
+    Decision points are ``a in [start, T-2]`` (default ``start = T // 2``); earlier occurrences are
+    searched over the whole prefix ``x[0 .. a-1]``. Returns per-sequence counts and the ratios.
+    """
+    tokens = np.asarray(tokens)
+    n, T = tokens.shape
+    start = T // 2 if start is None else start
+    a = np.arange(start, T - 1)
+    n_ctx = np.zeros(n, dtype=np.int64)
+    n_hit = np.zeros(n, dtype=np.int64)
+    before = np.arange(T - 1)[None, :] < a[:, None]  # (A, T-1): j < a
+    for s in range(0, n, chunk):
+        x = tokens[s: s + chunk]
+        same = (x[:, a, None] == x[:, None, : T - 1]) & before  # (n, A, T-1): x[j] == x[a], j < a
+        succ = x[:, a + 1, None] == x[:, None, 1:T]  # x[j+1] == x[a+1]
+        n_ctx[s: s + chunk] = same.any(2).sum(1)
+        n_hit[s: s + chunk] = (same & succ).any(2).sum(1)
+    n_dec = np.full(n, a.size, dtype=np.int64)
+    out = {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_hit}
+    out.update(summarise(n_dec, n_ctx, n_hit))
+    return out
+
+
+class SequencePool:
+    """A fixed, seeded corpus of generated sequences per length, drawn from at random.
+
+    The paper trains on a fixed corpus (100M tokens) for many epochs; drawing rows of a pregenerated
+    pool also makes ``sample`` as cheap as indexing. ``make(rng, n_seqs, length) -> (tokens, truth)``
+    is called in chunks with child generators of ``seed``, so the pool is a pure function of
+    (seed, length, pool_tokens).
+    """
+
+    def __init__(self, make: Callable[[np.random.Generator, int, int], tuple[np.ndarray, dict]],
+                 seed: int, pool_tokens: int, chunk_seqs: int = 4096):
+        self.make, self.seed, self.pool_tokens, self.chunk_seqs = make, seed, pool_tokens, chunk_seqs
+        self._pools: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
+
+    def get(self, length: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if length not in self._pools:
+            n_total = max(1, -(-self.pool_tokens // length))
+            toks, truths = [], []
+            for c, s in enumerate(range(0, n_total, self.chunk_seqs)):
+                rng = np.random.default_rng([self.seed, 0x9001, length, c])
+                t, tr = self.make(rng, min(self.chunk_seqs, n_total - s), length)
+                toks.append(t)
+                truths.append({k: v for k, v in tr.items() if isinstance(v, np.ndarray)})
+            truth = {k: np.concatenate([tr[k] for tr in truths]) for k in truths[0]}
+            self._pools[length] = (np.concatenate(toks), truth)
+        return self._pools[length]
+
+    def draw(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
+        pool, truth = self.get(length)
+        idx = rng.integers(0, pool.shape[0], size=n_seqs)
+        return pool[idx], {k: v[idx] for k, v in truth.items()}

@@ -1,0 +1,275 @@
+"""Where grid runs execute: local worker processes or Ray tasks.
+
+Each run trains in its own process, so a crash of one run (an exception, a segfault, an OOM kill)
+is recorded as ``failed`` and the others go on. Thread and device placement is set in the worker
+process (``torch.set_num_threads``, ``CUDA_VISIBLE_DEVICES``) rather than in the run config, so a
+run's id does not depend on the machine that trained it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ihtrain.fileio import atomic_write_json
+
+
+@dataclass
+class Task:
+    """One run to execute: its config (as a dict), run directory and placement."""
+
+    run_id: str
+    config: dict[str, Any]
+    run_dir: str
+    total_steps: int
+    start_step: int = 0
+    threads: int = 1
+    gpu: str | None = None  # a CUDA device index, or None for CPU
+    make_figures: bool = True
+
+
+@dataclass
+class Outcome:
+    run_id: str
+    status: dict[str, Any]  # the run's final status.json
+    exitcode: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def read_status(run_dir: str | Path) -> dict[str, Any] | None:
+    import json
+
+    p = Path(run_dir) / "status.json"
+    try:
+        return json.loads(p.read_text()) if p.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def mark_failed(run_dir: str | Path, reason: str) -> dict[str, Any]:
+    """Record a run that died without recording it itself (signal, OOM kill, lost Ray worker)."""
+    old = read_status(run_dir) or {}
+    status = {"status": "failed", "reason": reason, "step": int(old.get("step", 0)), "stop_reason": "",
+              "updated": _now()}
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    atomic_write_json(Path(run_dir) / "status.json", status)
+    return status
+
+
+def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[str, Any]:
+    """The run's final status after its process ended: trust status.json unless it says running."""
+    st = read_status(run_dir)
+    if st and st["status"] in ("done", "failed"):
+        return st
+    if st and st.get("stop_reason") == "interrupted" and exitcode in (0, 130):
+        return st  # stopped on request: stays resumable
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else -exitcode
+        why = f"worker killed by signal {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")
+    else:
+        why = error or f"worker exited with code {exitcode} without finishing"
+    return mark_failed(run_dir, why)
+
+
+# ------------------------------------------------------------------------------ the worker
+def _die_with_parent() -> None:
+    """Linux: have the kernel SIGKILL this worker when the grid process dies (even by kill -9),
+    so an orphan never keeps writing into a run directory that a rerun is resuming."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+        except OSError:
+            pass
+
+
+def _place(threads: int, gpu: str | None) -> None:
+    """Before torch is imported: threads for BLAS/OpenMP and the visible GPU."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ["MKL_NUM_THREADS"] = str(threads)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+
+
+def run_task(task: Task, counter: Any = None, parent_pid: int | None = None) -> dict[str, Any]:
+    """Train one run in this process (called in the worker). Returns its final status."""
+    import torch
+
+    from ihtrain.config import from_dict
+    from ihtrain.train import train_run
+
+    torch.set_num_threads(max(1, task.threads))
+    cfg = from_dict(task.config)
+
+    def should_stop() -> bool:  # called once per update: progress, SIGTERM, orphan check
+        if counter is not None:
+            counter.value += 1
+        return _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid)
+
+    return train_run(cfg, task.run_dir, progress=False, should_stop=should_stop, make_figures=task.make_figures)
+
+
+_STOP = {"requested": False}
+
+
+def _request_stop(*_: Any) -> None:
+    """SIGTERM: finish the current update, checkpoint, and leave the run resumable."""
+    _STOP["requested"] = True
+
+
+def _worker_main(task: Task, counter: Any, parent_pid: int, log_path: str) -> None:
+    _die_with_parent()
+    if os.getppid() != parent_pid:
+        os._exit(3)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the grid process handles Ctrl-C and stops us
+    signal.signal(signal.SIGTERM, _request_stop)
+    _place(task.threads, task.gpu)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "a", buffering=1)  # the worker's output goes to the run's log, not the terminal
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    print(f"--- {_now()} worker pid {os.getpid()} run {task.run_id} threads {task.threads} gpu {task.gpu}")
+    try:
+        run_task(task, counter, parent_pid)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BaseException:  # noqa: BLE001 - train_run has recorded it in status.json
+        traceback.print_exc()
+        log.flush()
+        sys.exit(1)
+    log.flush()
+    sys.exit(0)
+
+
+# ------------------------------------------------------------------------------ executors
+Callback = Callable[[Outcome], None]
+Progress = Callable[[dict[str, tuple[int, int]]], None]  # run_id -> (step, total) of active runs
+
+
+class LocalExecutor:
+    """A pool of ``workers`` spawned processes, one fresh process per run."""
+
+    def __init__(self, workers: int, gpus: list[str] | None = None, poll_s: float = 0.5):
+        self.workers = max(1, workers)
+        self.gpus = list(gpus or [])
+        self.poll_s = poll_s
+        self.ctx = mp.get_context("spawn")
+
+    def run(self, tasks: list[Task], on_done: Callback, on_progress: Progress | None = None) -> None:
+        pending = list(tasks)
+        active: dict[str, tuple[Any, Task, Any]] = {}
+        try:
+            while pending or active:
+                while pending and len(active) < self.workers:
+                    task = pending.pop(0)
+                    if self.gpus:  # the least busy device
+                        busy = [t.gpu for _, t, _ in active.values()]
+                        task.gpu = min(self.gpus, key=busy.count)
+                    counter = self.ctx.RawValue("l", 0)  # one writer (the worker), no lock needed
+                    p = self.ctx.Process(target=_worker_main, name=f"ihgrid-{task.run_id}",
+                                         args=(task, counter, os.getpid(), str(Path(task.run_dir) / "worker.log")))
+                    p.start()
+                    active[task.run_id] = (p, task, counter)
+                for rid, (p, task, _) in list(active.items()):
+                    if p.exitcode is None:
+                        continue
+                    p.join()
+                    del active[rid]
+                    on_done(Outcome(rid, settle(task.run_dir, p.exitcode), p.exitcode))
+                if on_progress is not None:
+                    on_progress({rid: (t.start_step + max(0, c.value - 1), t.total_steps)
+                                 for rid, (_, t, c) in active.items()})
+                time.sleep(self.poll_s)
+        except KeyboardInterrupt:
+            # stop the workers cleanly: each saves a checkpoint and stays resumable
+            for p, _, _ in active.values():
+                if p.exitcode is None:
+                    p.terminate()  # SIGTERM -> the worker checkpoints and stops
+            for rid, (p, task, _) in active.items():
+                p.join(timeout=120)
+                if p.exitcode is None:
+                    p.kill()
+                    p.join()
+            raise
+
+
+def ray_task_options(threads: int, gpu_fraction: float) -> dict[str, Any]:
+    """Per-run resource request: CPUs = threads; a GPU fraction packs small runs per device."""
+    opts: dict[str, Any] = {"num_cpus": threads, "max_retries": 0, "max_calls": 1}
+    if gpu_fraction > 0:
+        opts["num_gpus"] = gpu_fraction
+    return opts
+
+
+def _ray_entry(task: Task) -> dict[str, Any]:
+    # Ray sets CUDA_VISIBLE_DEVICES for GPU tasks; a fresh worker per task (max_calls=1)
+    task.gpu = None
+    _place(task.threads, None)
+    return run_task(task)
+
+
+class RayExecutor:
+    """Each run a Ray task with ``num_cpus = threads`` and ``num_gpus = 1 / runs_per_gpu`` (if GPUs).
+
+    Run directories must sit on a filesystem that every Ray node can write (a shared disk).
+    """
+
+    def __init__(self, address: str | None = None, runs_per_gpu: int = 1, threads: int = 1,
+                 init_kwargs: dict | None = None):
+        self.address = address
+        self.runs_per_gpu = runs_per_gpu
+        self.threads = threads
+        self.init_kwargs = init_kwargs or {}
+
+    def run(self, tasks: list[Task], on_done: Callback, on_progress: Progress | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise RuntimeError("--executor ray needs Ray: pip install 'ihlaw[ray]'") from None
+        started = False
+        if not ray.is_initialized():
+            kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init_kwargs}
+            ray.init(address=self.address, **kwargs)
+            started = True
+        refs: dict[Any, Task] = {}
+        try:
+            gpu_fraction = 1.0 / self.runs_per_gpu if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
+            remote = ray.remote(_ray_entry)
+            for t in tasks:
+                opts = ray_task_options(t.threads, gpu_fraction)
+                ref = remote.options(**opts, name=f"ihgrid-{t.run_id}").remote(t)
+                refs[ref] = t
+            waiting = list(refs)
+            while waiting:
+                ready, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
+                for ref in ready:
+                    t = refs[ref]
+                    err = ""
+                    try:
+                        ray.get(ref)
+                    except Exception as e:  # noqa: BLE001 - task error or lost worker
+                        err = f"ray task failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    on_done(Outcome(t.run_id, settle(t.run_dir, 1 if err else 0, err)))
+                if on_progress is not None:
+                    on_progress({})
+        except KeyboardInterrupt:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            if started:
+                ray.shutdown()

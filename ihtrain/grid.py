@@ -1,0 +1,375 @@
+"""``python -m ihtrain.grid``: a grid spec -> many training runs in one grid directory.
+
+    python -m ihtrain.grid                          # the default preset, bxc-cpu
+    python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
+    python -m ihtrain.grid --spec my_grid.toml --dry-run
+    python -m ihtrain.grid --spec my_grid.toml --executor ray --ray-address auto
+
+Rerunning the same command resumes: done runs are skipped, interrupted runs resume from their
+last checkpoint, failed runs rerun only with ``--retry-failed``. Exit codes: 0 all runs done,
+1 some run failed, 2 bad input, 3 another grid holds the directory's lock, 130 interrupted.
+Spec format: :mod:`ihtrain.grid_spec`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ihtrain import __version__
+from ihtrain.config import ConfigError, parse_set_args, validate, apply_overrides
+from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task, read_status
+from ihtrain.fileio import atomic_write_json, atomic_write_parquet, atomic_write_text
+from ihtrain.grid_spec import (
+    GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
+)
+
+DEFAULT_PRESET = "bxc-cpu"
+LOCK_NAME = ".grid.lock"
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
+
+
+# ------------------------------------------------------------------------------ state
+def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
+    """new | done | failed | interrupted (a ``running`` status left by a killed grid counts as this)."""
+    st = read_status(grid_dir / run.run_id)
+    if st is None:
+        return "new", None
+    return {"done": "done", "failed": "failed"}.get(st["status"], "interrupted"), st
+
+
+def to_execute(state: str, retry_failed: bool) -> bool:
+    return state in ("new", "interrupted") or (state == "failed" and retry_failed)
+
+
+def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        st = read_status(grid_dir / r.run_id) or {}
+        status = st.get("status", "pending")
+        rows.append({"run_id": r.run_id, **r.factors, "budget": r.config.train.budget,
+                     "status": "interrupted" if status == "running" else status,
+                     "stop_reason": st.get("stop_reason", ""), "steps": int(st.get("step", 0)),
+                     "tokens": int(st.get("step", 0)) * r.config.tokens_per_step, "reason": st.get("reason", "")})
+    cols = ["run_id", *spec.columns, "budget", "status", "stop_reason", "steps", "tokens", "reason"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def write_manifest(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
+    frame = manifest_frame(spec, runs, grid_dir)
+    atomic_write_parquet(grid_dir / "manifest.parquet", frame)
+    return frame
+
+
+def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
+    """Per-run numbers for the closing table: max PS, first eval step with max PS >= threshold."""
+    out: dict[str, Any] = {"max_ps": float("nan"), "ps_cross_step": pd.NA, "wall_s": float("nan")}
+    rdir = grid_dir / run.run_id
+    try:
+        m = pd.read_parquet(rdir / "metrics.parquet", columns=["step", "metric", "value"])
+        ps = m[m["metric"] == "ps"].groupby("step")["value"].max()
+        if len(ps):
+            out["max_ps"] = float(ps.max())
+            crossed = ps[ps >= threshold]
+            out["ps_cross_step"] = int(crossed.index.min()) if len(crossed) else pd.NA
+        tr = pd.read_parquet(rdir / "train.parquet", columns=["wall_s"])
+        out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")
+    except (OSError, KeyError, ValueError):
+        pass
+    return out
+
+
+def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
+    man = manifest_frame(spec, runs, grid_dir)
+    extra = pd.DataFrame([run_summary(r, grid_dir, r.config.train.emergence_threshold) for r in runs])
+    return pd.concat([man.drop(columns=["reason"]), extra, man[["reason"]]], axis=1)
+
+
+# ------------------------------------------------------------------------------ lock
+class GridLock:
+    """An exclusive lock on a grid directory: ``flock`` (released by the kernel when the holder
+    dies, even by kill -9) on ``.grid.lock``, which also names the holder's pid for the message."""
+
+    def __init__(self, grid_dir: Path):
+        self.path = grid_dir / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+            os.close(fd)
+            raise RuntimeError(f"{self.path.parent}: another grid is running on this directory ({holder}); "
+                               f"wait for it or stop it") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock; the file stays (harmless, unlocked)
+            self.fd = None
+
+
+# ------------------------------------------------------------------------------ printing
+def format_table(frame: pd.DataFrame) -> str:
+    return frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.3g}")
+
+
+def factor_str(run: Run) -> str:
+    return " ".join(f"{k.split('.')[-1]}={v}" for k, v in run.factors.items())
+
+
+def list_presets() -> str:
+    lines = []
+    for name, path in grid_preset_paths().items():
+        try:
+            spec = load_spec(path)
+            runs = spec.expand()
+            tok = sum(budget_of(r.config)["max_tokens"] for r in runs)
+            cap = "<=" if any(r.config.train.budget == "until-emergence" for r in runs) else ""
+            size = f"{len(runs):>4} runs {cap}{human(tok)} tokens"
+            lines.append(f"{name:<16} {size:<24} {spec.description}")
+        except ConfigError as e:
+            lines.append(f"{name:<16} {'(invalid)':<24} {e}")
+    return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {Path(list(grid_preset_paths().values())[0]).parent if grid_preset_paths() else '?'})"
+
+
+def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool) -> str:
+    rows = []
+    for i, r in enumerate(runs):
+        state, st = run_state(r, grid_dir)
+        action = "run" if state == "new" else (
+            f"resume from step {st['step']}" if state == "interrupted" else
+            "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
+        rows.append({"#": i, "run_id": r.run_id, **{k.split(".")[-1]: v for k, v in r.factors.items()},
+                     "budget": describe_budget(r.config), "action": action})
+    return format_table(pd.DataFrame(rows))
+
+
+# ------------------------------------------------------------------------------ placement
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def cuda_devices() -> list[str]:
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else []
+    return ids or [str(i) for i in range(torch.cuda.device_count())]
+
+
+def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: list[str],
+               runs_per_gpu: int) -> tuple[int, int]:
+    """(workers, threads per run): threads split between workers; on GPUs, runs_per_gpu per device."""
+    cpus = cpu_count()
+    if gpus:
+        w = workers or len(gpus) * runs_per_gpu
+    else:
+        w = workers or max(1, cpus // (threads or 1))
+    w = max(1, min(w, n_tasks))
+    t = threads or max(1, cpus // w)
+    return w, t
+
+
+# ------------------------------------------------------------------------------ the grid
+def load(args: argparse.Namespace) -> GridSpec:
+    if args.spec and args.preset:
+        raise ConfigError("--spec and --preset: give one of them, not both")
+    spec = load_spec(args.spec) if args.spec else load_grid_preset(args.preset or DEFAULT_PRESET)
+    overrides = parse_set_args(args.set)
+    swept = {f for ax in spec.axes for f in ax.fields}
+    for k in overrides:
+        if k in swept:
+            raise ConfigError(f"--set {k}: this field is an axis of the grid; edit the spec's axes instead")
+    validate(apply_overrides(spec.base_config(), overrides))  # errors name the --set field
+    spec.base_overrides = {**spec.base_overrides, **overrides}
+    return spec
+
+
+def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
+    path = grid_dir / "grid.json"
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("name") != spec.name:
+            raise ConfigError(f"--out {grid_dir}: holds grid {old.get('name')!r}, not {spec.name!r}; "
+                              f"choose another directory")
+        created = old.get("created", created)
+    atomic_write_json(path, {
+        "name": spec.name, "description": spec.description, "source": spec.source, "spec": spec.raw,
+        "base": {"preset": spec.base_preset, "overrides": spec.base_overrides},
+        "factors": [{"name": ax.name, "fields": ax.fields, "levels": ax.labels, "group": ax.group}
+                    for ax in spec.axes],
+        "columns": spec.columns, "include": spec.include, "exclude": spec.exclude,
+        "runs": [{"run_id": r.run_id, "factors": r.factors, "overrides": r.overrides, "origin": r.origin,
+                  **budget_of(r.config)} for r in runs],
+        "created": created, "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "ihlaw_version": __version__,
+    })
+
+
+def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from ihtrain.schema import check_grid_dir
+
+    states = {r.run_id: run_state(r, grid_dir) for r in runs}
+    todo = [r for r in runs if to_execute(states[r.run_id][0], args.retry_failed)]
+    others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
+    if others:
+        print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")
+    write_grid_json(spec, runs, grid_dir)
+    write_manifest(spec, runs, grid_dir)
+    n_skip = {s: sum(1 for v, _ in states.values() if v == s) for s in ("done", "failed")}
+    print(f"grid {spec.name}: {len(runs)} runs in {grid_dir}; {len(todo)} to run "
+          f"({n_skip['done']} done, {n_skip['failed'] if not args.retry_failed else 0} failed skipped)")
+
+    by_id = {r.run_id: r for r in runs}
+    tasks = []
+    if args.executor == "local":
+        gpus = cuda_devices() if todo else []
+        workers, threads = plan_local(len(todo), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
+        executor: Any = LocalExecutor(workers, gpus=gpus)
+        print(f"executor local: {workers} worker(s) x {threads} thread(s)"
+              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU"))
+    else:
+        threads = args.threads_per_run or 1
+        executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu, threads=threads)
+        print(f"executor ray: {args.ray_address or 'local cluster'}, {threads} CPU(s) per run")
+    for r in todo:
+        st = states[r.run_id][1] or {}
+        tasks.append(Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
+                          int(st.get("step", 0)), threads, make_figures=not args.no_figures))
+
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", desc=spec.name, dynamic_ncols=True,
+               disable=args.no_progress)
+    t0 = time.time()
+
+    def on_done(o: Outcome) -> None:
+        r = by_id[o.run_id]
+        st = o.status
+        write_manifest(spec, runs, grid_dir)
+        line = (f"{st['status']:<6} {o.run_id} {factor_str(r)} steps={st.get('step')} "
+                f"stop={st.get('stop_reason') or '-'}")
+        if st["status"] != "done":
+            line += f" reason={st.get('reason')}"
+        bar.write(line)
+        bar.update(1)
+
+    def on_progress(active: dict[str, tuple[int, int]]) -> None:
+        if active:
+            bar.set_postfix_str(" ".join(f"{rid[:6]}:{s}/{n}" for rid, (s, n) in active.items()), refresh=True)
+
+    try:
+        executor.run(tasks, on_done, on_progress)
+    except KeyboardInterrupt:
+        bar.close()
+        write_manifest(spec, runs, grid_dir)
+        print(f"interrupted; rerun the same command to resume ({grid_dir})", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    bar.close()
+
+    write_manifest(spec, runs, grid_dir)
+    summary = summary_frame(spec, runs, grid_dir)
+    atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
+    show = summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
+    print(format_table(show))
+    failed = summary[summary["status"] != "done"]
+    print(f"grid {spec.name}: {len(summary) - len(failed)}/{len(summary)} runs done in {time.time() - t0:.0f} s; "
+          f"wrote {grid_dir}/manifest.parquet, summary.csv")
+    if len(failed):
+        for _, row in failed.iterrows():
+            print(f"  {row['status']}: {row['run_id']}: {row['reason']} ({grid_dir / row['run_id']})", file=sys.stderr)
+        hint = "" if args.retry_failed else "; rerun with --retry-failed to retry"
+        print(f"error: {len(failed)} run(s) not done{hint}", file=sys.stderr)
+        return EXIT_FAILED
+    problems = check_grid_dir(grid_dir)
+    print("schema check: ok" if not problems else "schema check: " + "; ".join(problems[:5]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ihtrain.grid", description="Train a grid of runs (a spec's "
+                                "axes product plus include minus exclude) into one grid directory; resumable.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    src = p.add_argument_group("what to run")
+    src.add_argument("--preset", help=f"named grid preset (default: {DEFAULT_PRESET}); see --list-presets")
+    src.add_argument("--spec", help="grid spec TOML file (format: ihtrain/grid_spec.py docstring)")
+    src.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
+                     help="override a base config field for every run, e.g. --set train.max_steps=100")
+    src.add_argument("--out", help="grid directory (default: runs/<grid name>)")
+    src.add_argument("--retry-failed", action="store_true", help="rerun runs recorded as failed")
+    src.add_argument("--dry-run", action="store_true", help="print the runs, their ids, budgets and what would "
+                     "happen to each, then exit")
+    src.add_argument("--list-presets", action="store_true", help="print the grid presets and exit")
+    ex = p.add_argument_group("where to run")
+    ex.add_argument("--executor", choices=("local", "ray"), default="local", help="local worker processes or Ray")
+    ex.add_argument("--workers", type=int, help="local: parallel runs (default: CPUs // threads per run; on "
+                    "GPUs: devices x --runs-per-gpu)")
+    ex.add_argument("--threads-per-run", type=int, help="torch CPU threads per run (default: CPUs split "
+                    "between workers; ray: 1)")
+    ex.add_argument("--runs-per-gpu", type=int, default=1, help="small runs packed per GPU (ray: fractional GPUs)")
+    ex.add_argument("--ray-address", help="existing Ray cluster address (default: start a local one)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-figures", action="store_true", help="do not draw each run's curves.png/pdf")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list_presets:
+        print(list_presets())
+        return 0
+    for name in ("workers", "threads_per_run", "runs_per_gpu"):
+        v = getattr(args, name)
+        if v is not None and v < 1:
+            print(f"error: --{name.replace('_', '-')}: must be a positive integer, got {v}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        spec = load(args)
+        runs = spec.expand()
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    grid_dir = Path(args.out or Path("runs") / spec.name)
+    if args.dry_run:
+        print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
+        print(dry_run_table(runs, grid_dir, args.retry_failed))
+        return 0
+    lock = GridLock(grid_dir)
+    try:
+        lock.acquire()
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_LOCKED
+    try:
+        return execute(spec, runs, grid_dir, args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        lock.release()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""Grid specs: TOML -> validated :class:`GridSpec` -> the list of resolved runs.
+
+A spec names a base run config and axes to sweep; the grid is the product of the axes, minus the
+``exclude`` entries, plus the ``include`` points::
+
+    name = "bxc-cpu"
+    description = "one line"
+    # top-level keys (include/exclude) must come before the first [table]: TOML puts any key
+    # written after a table header inside that table.
+    include = [{ "train.batch_size" = 4, "train.context" = 64 }]   # extra points
+    exclude = [{ "train.batch_size" = 32, "train.context" = 256 }] # matches on the given keys
+
+    [base]
+    preset = "cpu-tiny"          # a named run preset (optional)
+    [base.train]                 # nested config fields on top of the preset
+    max_steps = 3000
+
+    [axes]                       # dotted field -> list of values
+    "train.batch_size" = [8, 16, 32]
+    "train.context" = [64, 128, 256]
+    # a group axis sets several fields per level; its key names the factor in the manifest.
+    # Values are tables of dotted fields, or of leaf names when the key is a config section:
+    size = [{ label = "small", "model.d_model" = 64 }, { label = "large", "model.d_model" = 128 }]
+    # model = [{ n_layer = 2, d_model = 64 }, { n_layer = 2, d_model = 128 }]   (section key)
+
+Exclude entries are applied to the product only; include points are added after excluding
+(as in CI matrix specs). Include/exclude keys are dotted fields or group-axis names (matched
+against the level's label). Every run's config ``name`` is the grid name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ihtrain.config import (
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, get_field, load_toml, set_field, validate,
+)
+
+SPEC_KEYS = ("name", "description", "include", "exclude", "base", "axes")
+LABEL_KEY = "label"
+
+
+@dataclass
+class Axis:
+    """One factor of the grid. ``levels[i]`` maps dotted fields to values; ``labels[i]`` names it."""
+
+    name: str
+    levels: list[dict[str, Any]]
+    labels: list[Any]
+    group: bool = False  # True: a group axis (several fields per level)
+
+    @property
+    def fields(self) -> list[str]:
+        out: list[str] = []
+        for lv in self.levels:
+            out += [k for k in lv if k not in out]
+        return out
+
+
+@dataclass
+class Run:
+    """One resolved point of the grid."""
+
+    run_id: str
+    config: RunConfig
+    factors: dict[str, Any]  # axis name -> label (group axes) or value; plus every axis field's value
+    overrides: dict[str, Any]  # dotted field -> value applied on top of the base
+    origin: str  # "product" or "include[i]"
+
+    def budget(self) -> dict[str, Any]:
+        return budget_of(self.config)
+
+
+@dataclass
+class GridSpec:
+    name: str
+    description: str
+    base_preset: str | None
+    base_overrides: dict[str, Any]
+    axes: list[Axis]
+    include: list[dict[str, Any]] = field(default_factory=list)
+    exclude: list[dict[str, Any]] = field(default_factory=list)
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> list[str]:
+        """Manifest factor columns: group-axis names, then every axis field, in spec order."""
+        cols: list[str] = []
+        for ax in self.axes:
+            for c in ([ax.name] if ax.group else []) + ax.fields:
+                if c not in cols:
+                    cols.append(c)
+        return cols
+
+    def base_config(self) -> RunConfig:
+        from ihtrain.presets import get_preset
+
+        cfg = get_preset(self.base_preset) if self.base_preset else RunConfig()
+        cfg = _apply(cfg, self.base_overrides, "base")
+        return set_field(cfg, "name", self.name)
+
+    def expand(self) -> list[Run]:
+        """Resolve every run (product - exclude + include); errors name the field or entry."""
+        base = self.base_config()
+        group_axes = {ax.name: ax for ax in self.axes if ax.group}
+        points: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (overrides, labels, origin)
+        for combo in itertools.product(*[range(len(ax.levels)) for ax in self.axes]):
+            over: dict[str, Any] = {}
+            labels: dict[str, Any] = {}
+            for ax, i in zip(self.axes, combo):
+                over.update(ax.levels[i])
+                if ax.group:
+                    labels[ax.name] = ax.labels[i]
+            points.append((over, labels, "product"))
+
+        runs: list[Run] = []
+        matched = [0] * len(self.exclude)
+        for over, labels, origin in points:
+            cfg = _apply(base, over, "axes")
+            hit = [_matches(cfg, labels, ex, group_axes, f"exclude[{j}]") for j, ex in enumerate(self.exclude)]
+            for j, h in enumerate(hit):
+                matched[j] += h
+            if not any(hit):
+                runs.append(self._run(cfg, over, labels, origin))
+        for j, n in enumerate(matched):
+            if n == 0:
+                raise ConfigError(f"exclude[{j}]: {self.exclude[j]} matches no run of the grid")
+        for i, inc in enumerate(self.include):
+            over, labels = {}, {}
+            for k, v in inc.items():
+                if k in group_axes:
+                    ax = group_axes[k]
+                    if v not in ax.labels:
+                        raise ConfigError(f"include[{i}].{k}: unknown level {v!r}; levels: {ax.labels}")
+                    over.update(ax.levels[ax.labels.index(v)])
+                    labels[k] = v
+            over.update({k: v for k, v in inc.items() if k not in group_axes})
+            for name, ax in group_axes.items():  # an include that sets a group's fields by hand
+                labels.setdefault(name, _label_of(ax, base, over))
+            cfg = _apply(base, over, f"include[{i}]")
+            runs.append(self._run(cfg, over, labels, f"include[{i}]"))
+
+        seen: dict[str, Run] = {}
+        for r in runs:
+            if r.run_id in seen:
+                raise ConfigError(f"{r.origin}: duplicate run id {r.run_id} (same resolved config as "
+                                  f"{seen[r.run_id].origin} {seen[r.run_id].factors}); remove the duplicate")
+            seen[r.run_id] = r
+        return runs
+
+    def _run(self, cfg: RunConfig, over: dict[str, Any], labels: dict[str, Any], origin: str) -> Run:
+        factors = dict(labels)
+        for col in self.columns:
+            if col not in factors:
+                factors[col] = get_field(cfg, col)
+        return Run(cfg.run_id(), cfg, {c: factors[c] for c in self.columns}, dict(over), origin)
+
+
+# ------------------------------------------------------------------------------ helpers
+def _apply(cfg: RunConfig, over: dict[str, Any], where: str) -> RunConfig:
+    try:
+        return validate(apply_overrides(cfg, over))
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _label_of(ax: Axis, base: RunConfig, over: dict[str, Any]) -> Any:
+    cfg = apply_overrides(base, over)
+    for lv, lab in zip(ax.levels, ax.labels):
+        if all(get_field(cfg, k) == get_field(apply_overrides(base, {k: v}), k) for k, v in lv.items()):
+            return lab
+    return "custom"
+
+
+def _matches(cfg: RunConfig, labels: dict[str, Any], entry: dict[str, Any], group_axes: dict[str, Axis],
+             where: str) -> bool:
+    for k, v in entry.items():
+        if k in group_axes:
+            if labels.get(k) != v:
+                return False
+            continue
+        try:
+            want = get_field(set_field(cfg, k, v), k)  # coerce the entry's value like the field
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        if get_field(cfg, k) != want:
+            return False
+    return True
+
+
+def _check_field(dotted: str, where: str) -> None:
+    if dotted not in _FIELDS:
+        close = [f for f in _FIELDS if f.split(".")[-1] == dotted.split(".")[-1]]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(f"{where}: unknown config field {dotted!r}{hint}")
+
+
+_FIELDS = set(field_names())
+_SECTIONS = {f.rsplit(".", 1)[0] for f in _FIELDS if "." in f}
+
+
+def _parse_axis(key: str, values: Any) -> Axis:
+    where = f"axes.{key}"
+    if key in ("include", "exclude"):
+        raise ConfigError(f"{where}: include/exclude are top-level keys and must appear before the first "
+                          f"[table] of the spec (TOML puts keys after [axes] inside axes)")
+    if not isinstance(values, list):
+        raise ConfigError(f"{where}: expected a list of values, got {values!r}")
+    if not values:
+        raise ConfigError(f"{where}: empty axis; give at least one value")
+    if all(isinstance(v, dict) for v in values):  # a group axis
+        levels, labels = [], []
+        for i, v in enumerate(values):
+            v = dict(v)
+            label = v.pop(LABEL_KEY, None)
+            flat = flatten(v)
+            if key in _SECTIONS:
+                flat = {f"{key}.{k}": x for k, x in flat.items()}
+            if not flat:
+                raise ConfigError(f"{where}[{i}]: a level must set at least one field")
+            for k in flat:
+                _check_field(k, f"{where}[{i}]")
+            levels.append(flat)
+            labels.append(label if label is not None else ",".join(f"{k.split('.')[-1]}={x}" for k, x in flat.items()))
+        if len(set(map(str, labels))) != len(labels):
+            raise ConfigError(f"{where}: duplicate level labels {labels}")
+        _check_types(levels, where)
+        return Axis(key, levels, labels, group=True)
+    if any(isinstance(v, dict) for v in values):
+        raise ConfigError(f"{where}: mix of tables and plain values; a group axis needs a table per level")
+    _check_field(key, where)
+    levels = [{key: v} for v in values]
+    _check_types(levels, where)
+    if len({repr(v) for v in values}) != len(values):
+        raise ConfigError(f"{where}: duplicate values in {values}")
+    return Axis(key, levels, list(values))
+
+
+def _check_types(levels: list[dict[str, Any]], where: str) -> None:
+    cfg = RunConfig()
+    for i, lv in enumerate(levels):
+        for k, v in lv.items():
+            try:
+                set_field(cfg, k, v)
+            except ConfigError as e:
+                raise ConfigError(f"{where}[{i}]: {e}") from None
+
+
+def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
+    """Validate a spec dict (from TOML); raise ConfigError naming the bad field."""
+    unknown = [k for k in data if k not in SPEC_KEYS]
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r}; allowed: {', '.join(SPEC_KEYS)} "
+                          f"(config fields go under [base])")
+    name = data.get("name")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ConfigError(f"{source}: name: a non-empty string without '/' is required, got {name!r}")
+    desc = data.get("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError(f"{source}: description: expected a string, got {desc!r}")
+    base = dict(data.get("base", {}))
+    if not isinstance(data.get("base", {}), dict):
+        raise ConfigError(f"{source}: base: expected a table")
+    preset = base.pop("preset", None)
+    if preset is not None:
+        from ihtrain.presets import RUN_PRESETS, preset_names
+
+        if preset not in RUN_PRESETS:
+            raise ConfigError(f"base.preset: unknown preset {preset!r}; known presets: {', '.join(preset_names())}")
+    base_over = flatten(base)
+    for k in base_over:
+        _check_field(k, "base")
+    axes_raw = data.get("axes", {})
+    if not isinstance(axes_raw, dict):
+        raise ConfigError(f"{source}: axes: expected a table of field -> list of values")
+    axes = [_parse_axis(k, v) for k, v in axes_raw.items()]
+    owner: dict[str, str] = {}
+    for ax in axes:
+        for f in ax.fields:
+            if f in owner:
+                raise ConfigError(f"axes.{ax.name}: field {f} is also swept by axes.{owner[f]}")
+            owner[f] = ax.name
+    entries = {}
+    for kind in ("include", "exclude"):
+        lst = data.get(kind, [])
+        if not isinstance(lst, list) or not all(isinstance(e, dict) for e in lst):
+            raise ConfigError(f"{kind}: expected a list of tables like [{{ \"train.batch_size\" = 4 }}]")
+        groups = {ax.name for ax in axes if ax.group}
+        out = []
+        for i, e in enumerate(lst):
+            flat = {k: v for k, v in e.items() if k in groups}
+            flat.update(flatten({k: v for k, v in e.items() if k not in groups}))
+            if not flat:
+                raise ConfigError(f"{kind}[{i}]: empty entry")
+            for k in flat:
+                if k not in groups:
+                    _check_field(k, f"{kind}[{i}]")
+            out.append(flat)
+        entries[kind] = out
+    return GridSpec(name, desc, preset, base_over, axes, entries["include"], entries["exclude"], source, data)
+
+
+def load_spec(path: str | Path) -> GridSpec:
+    return parse_spec(load_toml(path), source=str(path))
+
+
+# ------------------------------------------------------------------------------ presets
+def grid_preset_paths() -> dict[str, Path]:
+    from ihtrain.presets import GRID_SPEC_DIR
+
+    return {p.stem: p for p in sorted(Path(GRID_SPEC_DIR).glob("*.toml"))}
+
+
+def load_grid_preset(name: str) -> GridSpec:
+    paths = grid_preset_paths()
+    if name not in paths:
+        raise ConfigError(f"--preset: unknown grid preset {name!r}; known: {', '.join(paths) or '(none)'}")
+    return load_spec(paths[name])
+
+
+def budget_of(cfg: RunConfig) -> dict[str, Any]:
+    """Budget kind and its cap in updates and tokens (until-emergence: the cap is an upper bound)."""
+    t = cfg.train
+    steps = math.ceil(t.max_tokens / cfg.tokens_per_step) if t.budget == "tokens" else t.max_steps
+    return {"budget": t.budget, "max_steps": steps, "max_tokens": steps * cfg.tokens_per_step}
+
+
+def human(n: float) -> str:
+    for unit, k in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= k:
+            return f"{n / k:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def describe_budget(cfg: RunConfig) -> str:
+    b = budget_of(cfg)
+    cap = "<=" if b["budget"] == "until-emergence" else ""
+    return f"{b['budget']} {cap}{b['max_steps']} upd / {cap}{human(b['max_tokens'])} tok"

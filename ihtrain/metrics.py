@@ -1,0 +1,303 @@
+"""Per-head mechanism metrics and model-level scores, exactly as defined in DESIGN.md.
+
+Every metric is a function ``fn(model, probes, acts)`` registered under its fixed name; it returns
+an ``(L, H)`` numpy array (per head) or a float (model level). ``acts`` is an :class:`Activations`
+that runs the metric path once per probe, on first use, and shares the result across metrics.
+
+Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy``):
+
+- repeat probe ``x_0..x_{n-1} x_0..x_{n-1}``: position ``s`` in the second copy holds ``x_{s-n}``.
+  PS reads attention ``s -> s - n + 1`` and the previous-token score ``s -> s - 1``, both for
+  ``s in [n, 2n-1]``. LA and AR use ``s in [n, 2n-2]`` whose next token ``x_{s-n+1}`` is the
+  ``(s-n+1)``-th of the sequence's ``n`` tokens.
+- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from ihtrain.model import GPT, Cache
+from ihtrain.probes import ProbeSet
+
+
+class Activations:
+    """Lazily computed metric-path activations, shared by all metrics of one evaluation."""
+
+    def __init__(self, model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
+                 repeat_logits: bool = True):
+        self.model, self.probes, self.val_tokens = model, probes, val_tokens
+        self.repeat_logits = repeat_logits
+        self.memo: dict[str, object] = {}  # intermediate results shared by metrics (e.g. AR)
+
+    @cached_property
+    def repeat(self) -> tuple[torch.Tensor | None, Cache]:
+        """(logits or None, cache) on the repeat probe; logits (N, n-1, V) at positions [n, 2n-2]
+        only, the positions AR scores (unembedding the rest would be wasted work)."""
+        n = self.probes.n
+        return self.model.run_with_cache(self.probes.repeat, logits=self.repeat_logits,
+                                         logit_positions=slice(n, 2 * n - 1))
+
+    @cached_property
+    def copy(self) -> Cache:
+        """Cache on ``cat(copy_fwd, copy_bwd)``: batch rows ``[:N]`` forward, ``[N:]`` backward
+        (``N = probes.n_copy_seqs``)."""
+        both = torch.cat([self.probes.copy_fwd, self.probes.copy_bwd])  # (2N, 2m + 1)
+        return self.model.run_with_cache(both, logits=False)[1]  # patterns only: skip the unembedding
+
+
+# ------------------------------------------------------------------------------ attention scores
+def _attn_score(attn: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> np.ndarray:
+    """Mean over batch and listed queries of attn[..., q_i, k_i]; attn (L, B, H, T, T) -> (L, H)."""
+    return attn[:, :, :, q, k].float().mean(dim=(1, 3)).cpu().numpy()  # (L, B, H, |q|) -> (L, H)
+
+
+def ps(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Prefix matching: attention from s to s - n + 1, s in [n, 2n-1]."""
+    n = probes.n
+    q = torch.arange(n, 2 * n, device=probes.repeat.device)
+    return _attn_score(acts.repeat[1].attn, q, q - n + 1)
+
+
+def prev_token(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Previous-token score: attention from s to s - 1, s in [n, 2n-1] (same queries as PS)."""
+    n = probes.n
+    q = torch.arange(n, 2 * n, device=probes.repeat.device)
+    return _attn_score(acts.repeat[1].attn, q, q - 1)
+
+
+def copy_fwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Forward copy score on ``S SEP S``.
+
+    Layout: positions ``0..m-1`` hold ``x_0..x_{m-1}``, ``m`` holds SEP, ``m+1+j`` holds ``x_j``.
+    The query holding ``x_j`` is ``q = m+1+j``; its earlier occurrence is at ``j`` and the position
+    just after, ``j + 1 = q - m``, holds the next token of the copy ``x_{j+1}``. Queries with
+    ``j in [0, m-2]``, i.e. ``q in [m+1, 2m-1]`` (for ``j = m-1`` the next position is SEP).
+    """
+    m, N = probes.n_copy, probes.n_copy_seqs
+    q = torch.arange(m + 1, 2 * m, device=probes.copy_fwd.device)
+    return _attn_score(acts.copy.attn[:, :N], q, q - m)
+
+
+def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Anti-induction score on ``S SEP reverse(S)``.
+
+    Position ``m+1+i`` holds ``x_{m-1-i}``, so the query holding ``x_j`` is ``q = 2m - j``. Its
+    earlier occurrence is at ``j``; the position just before, ``j - 1 = 2m - 1 - q``, holds
+    ``x_{j-1}``, the token that comes next in the reversed copy (at ``q + 1``). Queries with
+    ``j in [1, m-1]``, i.e. ``q in [m+1, 2m-1]`` (``x_0`` at ``q = 2m`` has no position before).
+    """
+    m, N = probes.n_copy, probes.n_copy_seqs
+    q = torch.arange(m + 1, 2 * m, device=probes.copy_bwd.device)
+    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
+
+
+# ------------------------------------------------------------------------------ logit attribution
+@torch.no_grad()
+def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Logit attribution of each head's own output to the correct next token, s in [n, 2n-2]."""
+    n, L = probes.n, model.cfg.n_layer
+    o = acts.repeat[1].head_out[:, :, n:2 * n - 1].float()  # (L, B, S=n-1, H, dh)
+    W_O = torch.stack([model.W_O(l) for l in range(L)]).float()  # (L, H, dh, d)
+    U = model.W_U.float()[probes.repeat[:, :n]]  # (B, n, d): unembedding rows of each sequence's tokens
+    # compose W_O with the n candidate rows first: cheaper than forming z = o W_O (dh < d)
+    OU = torch.einsum("lhed,bnd->lbhen", W_O, U)  # (L, B, H, dh, n)
+    proj = torch.einsum("lbshe,lbhen->lbshn", o, OU)  # (L, B, S, H, n): z . W_U[x_i]
+    pos = torch.relu(proj - proj.mean(dim=-1, keepdim=True))
+    total = pos.sum(dim=-1)  # (L, B, S, H)
+    idx = torch.arange(1, n, device=o.device)  # the correct token at s = n + i is x_{i+1}
+    correct = pos[:, :, torch.arange(n - 1, device=o.device), :, idx]  # (S, L, B, H): advanced dims lead
+    share = torch.where(total > 0, correct.permute(1, 2, 0, 3) / total.clamp_min(1e-30), 0.0)
+    return share.mean(dim=(1, 2)).cpu().numpy()  # (L, H)
+
+
+# ------------------------------------------------------------------------------ model level
+def ar_from_logits(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, float]:
+    """Top-1 accuracy and mean rank (number of logits strictly greater than the target's).
+
+    logits (..., V), targets (...) long.
+    """
+    tgt = logits.gather(-1, targets.unsqueeze(-1))  # (..., 1)
+    rank = (logits > tgt).sum(dim=-1).float()  # (...)
+    acc = (logits.argmax(dim=-1) == targets).float()
+    return float(acc.mean()), float(rank.mean())
+
+
+def _ar(probes: ProbeSet, acts: Activations) -> tuple[float, float]:
+    if "ar" not in acts.memo:
+        logits = acts.repeat[0]
+        if logits is None:
+            raise ValueError("Activations(repeat_logits=False) has no logits; AR needs them")
+        n = probes.n
+        # logits are at s in [n, 2n-2] (see Activations.repeat); s predicts the token at s + 1
+        acts.memo["ar"] = ar_from_logits(logits.float(), probes.repeat[:, n + 1:2 * n])
+    return acts.memo["ar"]  # type: ignore[return-value]
+
+
+def ar_acc(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    return _ar(probes, acts)[0]
+
+
+def ar_rank(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    return _ar(probes, acts)[1]
+
+
+@torch.no_grad()
+def val_loss(model: GPT, probes: ProbeSet, acts: Activations, chunk: int = 64) -> float:
+    """Mean next-token cross-entropy over held-out tokens ``acts.val_tokens`` (n, T+1)."""
+    val = acts.val_tokens
+    if val is None:
+        raise ValueError("val_loss: needs val_tokens (n_seqs, T + 1); none were given")
+    device = next(model.parameters()).device
+    val = torch.as_tensor(val, dtype=torch.long).to(device)
+    if val.dim() != 2 or val.shape[1] < 2:
+        raise ValueError(f"val_tokens: expected shape (n_seqs, T + 1) with T >= 1, got {tuple(val.shape)}")
+    total, count = 0.0, 0
+    for i in range(0, val.shape[0], chunk):
+        x, y = val[i:i + chunk, :-1], val[i:i + chunk, 1:]
+        logits, _ = model(x)  # (b, T, V)
+        total += float(F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), reduction="sum"))
+        count += y.numel()
+    return total / count
+
+
+# ------------------------------------------------------------------------------ weights only
+@torch.no_grad()
+def ov_eigenvalues(model: GPT) -> torch.Tensor:
+    """Nonzero-spectrum eigenvalues of each head's ``W_E W_V W_O W_U^T``: (L, H, d_head) complex.
+
+    The (V, V) matrix ``A B`` with ``A = W_E W_V[h]`` (V, dh) and ``B = W_O[h] W_U^T`` (dh, V) has
+    the same nonzero eigenvalues as ``B A = W_O[h] (W_U^T W_E) W_V[h]`` (dh, dh), so we never form
+    a V x V matrix. (This is Elhage et al.'s ``W_U W_OV W_E`` in our row-vector convention.)
+    """
+    G = model.W_U.double().T @ model.W_E.double()  # (d, d)
+    W_V = torch.stack([model.W_V(l) for l in range(model.cfg.n_layer)]).double()  # (L, H, d, dh)
+    W_O = torch.stack([model.W_O(l) for l in range(model.cfg.n_layer)]).double()  # (L, H, dh, d)
+    small = W_O @ G @ W_V  # (L, H, dh, dh)
+    return torch.linalg.eigvals(small.cpu())
+
+
+def ov_copy_from_eigenvalues(eig: torch.Tensor) -> np.ndarray:
+    """sum(eig) / sum(|eig|) over the last axis (0 where all eigenvalues are 0)."""
+    num = eig.sum(dim=-1).real.numpy()  # the trace: real
+    den = eig.abs().sum(dim=-1).numpy()
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+
+
+def ov_copy(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """OV copying score per head from weights alone: sum(eig) / sum(|eig|) (Elhage et al. 2021)."""
+    return ov_copy_from_eigenvalues(ov_eigenvalues(model))
+
+
+# ------------------------------------------------------------------------------ registry
+MetricFn = Callable[[GPT, ProbeSet, Activations], "np.ndarray | float"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    fn: MetricFn
+    per_head: bool  # (L, H) array; else a model-level float (layer = head = -1 in tidy rows)
+
+
+REGISTRY: dict[str, Metric] = {
+    "ps": Metric(ps, True),
+    "prev_token": Metric(prev_token, True),
+    "la": Metric(la, True),
+    "copy_fwd": Metric(copy_fwd, True),
+    "anti_induction": Metric(anti_induction, True),
+    "ov_copy": Metric(ov_copy, True),
+    "ar_acc": Metric(ar_acc, False),
+    "ar_rank": Metric(ar_rank, False),
+    "val_loss": Metric(val_loss, False),
+}
+METRIC_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
+             include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
+    """Compute the metrics in ``include`` (default: all; ``val_loss`` only when ``val_tokens`` is
+    given) in eval mode under ``torch.no_grad``; the model's train/eval mode is restored after.
+
+    Returns ``{name: (L, H) float64 array or float}`` in registry order.
+    """
+    if include:
+        unknown = [m for m in include if m not in REGISTRY]
+        if unknown:
+            raise ValueError(f"include: unknown metric(s) {unknown}; allowed: {', '.join(REGISTRY)}")
+        if "val_loss" in include and val_tokens is None:
+            raise ValueError("include: 'val_loss' needs val_tokens")
+        names = [m for m in REGISTRY if m in include]
+    else:
+        names = [m for m in REGISTRY if m != "val_loss" or val_tokens is not None]
+    device = next(model.parameters()).device
+    acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out: dict[str, np.ndarray | float] = {}
+            for name in names:
+                v = REGISTRY[name].fn(model, acts.probes, acts)
+                out[name] = np.asarray(v, dtype=np.float64) if REGISTRY[name].per_head else float(v)
+    finally:
+        model.train(was_training)
+    return out
+
+
+def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> pd.DataFrame:
+    """Tidy rows for metrics.parquet: step, tokens, metric, layer, head, value.
+
+    Per-head arrays give one row per (layer, head); floats give one row with layer = head = -1.
+    """
+    metric, layer, head, value = [], [], [], []
+    for name, v in results.items():
+        a = np.asarray(v, dtype=np.float64)
+        if a.ndim == 0:
+            a, li, hi = a.reshape(1), np.array([-1]), np.array([-1])
+        elif a.ndim == 2:
+            L, H = a.shape
+            li, hi = np.repeat(np.arange(L), H), np.tile(np.arange(H), L)  # row-major (layer, head)
+        else:
+            raise ValueError(f"results[{name!r}]: expected a float or an (L, H) array, got shape {a.shape}")
+        metric += [name] * a.size
+        layer.append(li)
+        head.append(hi)
+        value.append(a.reshape(-1))
+    k = len(metric)
+    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dtype=dt)  # noqa: E731
+    return pd.DataFrame({
+        "step": np.full(k, step, dtype=np.int64),
+        "tokens": np.full(k, tokens, dtype=np.int64),
+        "metric": pd.Series(metric, dtype=object),
+        "layer": cat(layer, np.int64),
+        "head": cat(head, np.int64),
+        "value": cat(value, np.float64),
+    })
+
+
+def concentration(scores: np.ndarray, k: int) -> tuple[float, float]:
+    """Top-k share and effective number of heads of a score, over heads with positive score.
+
+    Returns ``(sum of the k largest positive scores / sum of positive scores,
+    (sum s)^2 / sum s^2)``; ``(0.0, 0.0)`` when no score is positive.
+    """
+    if k < 1:
+        raise ValueError(f"k: must be >= 1, got {k}")
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    s = np.sort(s[s > 0])[::-1]
+    if s.size == 0:
+        return 0.0, 0.0
+    total = s.sum()
+    return float(s[:k].sum() / total), float(total ** 2 / np.sum(s ** 2))
+
+
+__all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "to_rows", "concentration",
+           "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
+           "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss"]

@@ -1,0 +1,126 @@
+"""Probe batches for the mechanism metrics (definitions in DESIGN.md).
+
+- **repeat** (PS, previous-token, LA, AR; after Aoyama et al. 2025): ``n_seqs`` sequences, each
+  ``n = min(50, C // 2)`` distinct tokens drawn uniformly from ``range(*ordinary_range)`` and
+  repeated twice: length ``2n``, no BOS. Positions ``0..2n-1``; the second copy is ``[n, 2n-1]``.
+- **copy_fwd** ``S SEP S`` and **copy_bwd** ``S SEP reverse(S)`` (forward copy and
+  anti-induction scores; after Sabry and Belz 2025): ``S`` is ``n_copy`` distinct tokens. The
+  probe has length ``2 n_copy + 1`` and must fit in the context, hence
+  ``n_copy = min(n, (C - 1) // 2)``; with the default ``n = min(50, C // 2)`` this is ``n`` whenever
+  ``C`` is odd or ``C >= 101``, one less otherwise. The copy probes have ``n_copy_seqs`` rows,
+  by default ``max(1, n_seqs // 4)``: their scores average attention over ``n_copy_seqs (n_copy - 1)``
+  queries (1225 for the defaults), plenty for a per-head mean, and a quarter of the rows keeps
+  evaluation cheap (the metric forward passes dominate its cost).
+
+SEP rule: ``sep_token`` if given (e.g. the tokenizer's ``sep`` special token); if ``None``, the
+first ordinary token ``ordinary_range[0]``. Either way ``S`` is drawn from the ordinary range with
+SEP removed, so SEP never occurs inside ``S`` and every token of ``S`` occurs exactly once per copy.
+
+Probes are a pure function of the arguments: one ``numpy.random.Generator`` seeded from ``seed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+#: the repeat probe's default half-length cap (Aoyama et al. 2025)
+MAX_PROBE_LEN = 50
+
+
+@dataclass
+class ProbeSet:
+    """Probe token batches (torch LongTensors, CPU unless moved with :meth:`to`)."""
+
+    repeat: torch.Tensor  # (N, 2n): n distinct tokens, repeated twice
+    copy_fwd: torch.Tensor  # (N_copy, 2 n_copy + 1): S SEP S
+    copy_bwd: torch.Tensor  # (N_copy, 2 n_copy + 1): S SEP reverse(S); same S rows as copy_fwd
+    n: int
+    n_copy: int
+    sep_token: int
+    vocab_size: int
+    context: int
+    seed: int
+    ordinary_range: tuple[int, int]
+
+    @property
+    def n_seqs(self) -> int:
+        return int(self.repeat.shape[0])
+
+    @property
+    def n_copy_seqs(self) -> int:
+        return int(self.copy_fwd.shape[0])
+
+    def to(self, device: torch.device | str) -> ProbeSet:
+        """A copy with the token tensors on ``device``."""
+        return ProbeSet(self.repeat.to(device), self.copy_fwd.to(device), self.copy_bwd.to(device),
+                        self.n, self.n_copy, self.sep_token, self.vocab_size, self.context, self.seed,
+                        self.ordinary_range)
+
+
+def _distinct_rows(rng: np.random.Generator, pool: np.ndarray, n_rows: int, k: int) -> np.ndarray:
+    """(n_rows, k) rows of k distinct values drawn uniformly from ``pool`` without replacement."""
+    # argsort of uniform keys gives a uniform random permutation per row; take the first k.
+    keys = rng.random((n_rows, pool.size))
+    return pool[np.argsort(keys, axis=1)[:, :k]]
+
+
+def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[int, int],
+                sep_token: int | None, n_seqs: int = 100, n: int = 0, n_copy_seqs: int = 0) -> ProbeSet:
+    """Build the repeat and copy probes.
+
+    Parameters
+    ----------
+    vocab_size : the model's vocabulary size (tokens must be < vocab_size).
+    context : the training context C; probes never exceed it.
+    seed : seeds the numpy Generator; same arguments give the same probes.
+    ordinary_range : (lo, hi); probe tokens come from ``range(lo, hi)``.
+    sep_token : separator for the copy probes; ``None`` uses ``lo`` (see module docstring).
+    n_seqs : N, sequences per probe.
+    n : half-length of the repeat probe; 0 gives ``min(50, context // 2)``.
+    n_copy_seqs : rows of each copy probe; 0 gives ``max(1, n_seqs // 4)``.
+    """
+    lo, hi = (int(v) for v in ordinary_range)
+    if not (0 <= lo < hi <= vocab_size):
+        raise ValueError(f"ordinary_range: must satisfy 0 <= lo < hi <= vocab_size={vocab_size}, got {ordinary_range}")
+    if n_seqs < 1:
+        raise ValueError(f"n_seqs: must be >= 1, got {n_seqs}")
+    if n_copy_seqs < 0:
+        raise ValueError(f"n_copy_seqs: must be >= 0 (0: n_seqs // 4), got {n_copy_seqs}")
+    n_copy_seqs = n_copy_seqs or max(1, n_seqs // 4)
+    if context < 5:
+        raise ValueError(f"context: must be >= 5 (a repeat probe of 2 x 2 tokens and a copy probe "
+                         f"S SEP S with |S| >= 2), got {context}")
+    if n < 0:
+        raise ValueError(f"n: must be >= 0 (0: min({MAX_PROBE_LEN}, context // 2)), got {n}")
+    n = n or min(MAX_PROBE_LEN, context // 2)
+    if n < 2 or 2 * n > context:
+        raise ValueError(f"n: the repeat probe needs 2 <= n and 2 * n <= context={context}, got n={n}")
+    n_copy = min(n, (context - 1) // 2)  # 2 n_copy + 1 <= C: S, SEP and the copy fit the context
+    if hi - lo < n:
+        raise ValueError(f"ordinary_range: {ordinary_range} holds {hi - lo} tokens, fewer than the "
+                         f"n={n} distinct tokens a probe sequence needs")
+    sep = lo if sep_token is None else int(sep_token)
+    if not 0 <= sep < vocab_size:
+        raise ValueError(f"sep_token: must be in [0, vocab_size={vocab_size}), got {sep_token}")
+    pool = np.arange(lo, hi, dtype=np.int64)
+    copy_pool = pool[pool != sep]
+    if copy_pool.size < n_copy:
+        raise ValueError(f"ordinary_range: {ordinary_range} without sep_token={sep} holds {copy_pool.size} "
+                         f"tokens, fewer than the n_copy={n_copy} the copy probes need")
+
+    rng = np.random.default_rng(seed)
+    first = _distinct_rows(rng, pool, n_seqs, n)  # (N, n)
+    repeat = np.concatenate([first, first], axis=1)  # (N, 2n)
+    s = _distinct_rows(rng, copy_pool, n_copy_seqs, n_copy)  # (N_copy, m)
+    sep_col = np.full((n_copy_seqs, 1), sep, dtype=np.int64)
+    fwd = np.concatenate([s, sep_col, s], axis=1)  # (N_copy, 2m + 1)
+    bwd = np.concatenate([s, sep_col, s[:, ::-1]], axis=1)  # (N_copy, 2m + 1)
+    as_t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).long()  # noqa: E731
+    return ProbeSet(as_t(repeat), as_t(fwd), as_t(bwd), n=n, n_copy=n_copy, sep_token=sep,
+                    vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi))
+
+
+__all__ = ["ProbeSet", "make_probes", "MAX_PROBE_LEN"]

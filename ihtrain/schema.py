@@ -1,0 +1,171 @@
+"""Minimal schema checks for run and grid directories (DESIGN.md data contracts).
+
+Used by ``python -m ihtrain.grid`` at the end of a grid, beside the fuller checks in
+``ihstats.io``. Functions return a list of problems (empty: ok) so callers decide whether to
+warn or fail; ``assert_grid_dir`` raises. No torch import.
+
+    python -m ihtrain.schema runs/bxc-cpu
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+METRIC_COLUMNS = ("step", "tokens", "metric", "layer", "head", "value")
+TRAIN_COLUMNS = ("step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "wall_s")
+CONFIG_KEYS = ("run_id", "config", "seed", "versions", "n_params", "n_params_non_embedding", "vocab_size")
+STATUS_VALUES = ("running", "done", "failed")
+PER_HEAD = ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy")
+MODEL_LEVEL = ("val_loss", "ar_acc", "ar_rank")
+MANIFEST_COLUMNS = ("run_id", "status", "stop_reason", "steps")
+
+
+class SchemaError(ValueError):
+    """A run or grid directory does not follow the data contract (message names file and field)."""
+
+
+def _json(path: Path, problems: list[str]) -> dict | None:
+    if not path.is_file():
+        problems.append(f"{path}: missing")
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        problems.append(f"{path}: not valid JSON ({e})")
+        return None
+
+
+def check_run_dir(run_dir: str | Path) -> list[str]:
+    """Problems with one run directory; a finished run must have every file, a running one may not."""
+    rd = Path(run_dir)
+    problems: list[str] = []
+    status = _json(rd / "status.json", problems)
+    if status is not None:
+        if status.get("status") not in STATUS_VALUES:
+            problems.append(f"{rd}/status.json: status must be one of {STATUS_VALUES}, got {status.get('status')!r}")
+        for k in ("reason", "step", "stop_reason"):
+            if k not in status:
+                problems.append(f"{rd}/status.json: missing key {k!r}")
+    done = bool(status) and status.get("status") == "done"
+    if not done and not (rd / "config.json").is_file():
+        return problems  # a run that failed before writing its config: status.json says why
+    cfg = _json(rd / "config.json", problems)
+    if cfg is not None:
+        missing = [k for k in CONFIG_KEYS if k not in cfg]
+        if missing:
+            problems.append(f"{rd}/config.json: missing keys {missing}")
+        if cfg.get("run_id") != rd.name:
+            problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
+    if not done:
+        return problems
+    if not (rd / "checkpoints" / "final.pt").is_file():
+        problems.append(f"{rd}/checkpoints/final.pt: missing for a done run")
+    problems += check_metrics(rd / "metrics.parquet")
+    tp = rd / "train.parquet"
+    if not tp.is_file():
+        problems.append(f"{tp}: missing")
+    else:
+        tr = pd.read_parquet(tp)
+        miss = [c for c in TRAIN_COLUMNS if c not in tr.columns]
+        if miss:
+            problems.append(f"{tp}: missing columns {miss}")
+        elif tr["step"].duplicated().any():
+            problems.append(f"{tp}: duplicated steps {sorted(tr.loc[tr['step'].duplicated(), 'step'])[:5]}")
+    if status and (rd / "metrics.parquet").is_file() and not problems:
+        last = int(pd.read_parquet(rd / "metrics.parquet", columns=["step"])["step"].max())
+        if last != int(status.get("step", -1)):
+            problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
+    return problems
+
+
+def check_metrics(path: Path) -> list[str]:
+    if not path.is_file():
+        return [f"{path}: missing"]
+    m = pd.read_parquet(path)
+    miss = [c for c in METRIC_COLUMNS if c not in m.columns]
+    if miss:
+        return [f"{path}: missing columns {miss}"]
+    problems = []
+    key = ["step", "metric", "layer", "head"]
+    dup = m.duplicated(key)
+    if dup.any():
+        problems.append(f"{path}: {int(dup.sum())} duplicated (step, metric, layer, head) rows, e.g. "
+                        f"{m.loc[dup, key].iloc[0].tolist()}")
+    model_rows = m[m["metric"].isin(MODEL_LEVEL)]
+    if ((model_rows["layer"] != -1) | (model_rows["head"] != -1)).any():
+        problems.append(f"{path}: model-level metrics {MODEL_LEVEL} must have layer = head = -1")
+    head_rows = m[m["metric"].isin(PER_HEAD)]
+    if ((head_rows["layer"] < 0) | (head_rows["head"] < 0)).any():
+        problems.append(f"{path}: per-head metrics must have layer, head >= 0")
+    if "ps" not in set(m["metric"]):
+        problems.append(f"{path}: no 'ps' rows")
+    # every evaluation step carries the same set of (metric, layer, head) rows
+    per_step = m.groupby("step").size()
+    if per_step.nunique() > 1:
+        problems.append(f"{path}: evaluation steps have different row counts {sorted(set(per_step))}")
+    return problems
+
+
+def check_grid_dir(grid_dir: str | Path) -> list[str]:
+    """Problems with a grid directory: grid.json, manifest.parquet, and every listed run."""
+    gd = Path(grid_dir)
+    problems: list[str] = []
+    grid = _json(gd / "grid.json", problems)
+    mp = gd / "manifest.parquet"
+    if not mp.is_file():
+        return problems + [f"{mp}: missing"]
+    man = pd.read_parquet(mp)
+    miss = [c for c in MANIFEST_COLUMNS if c not in man.columns]
+    if miss:
+        return problems + [f"{mp}: missing columns {miss}"]
+    if man["run_id"].duplicated().any():
+        problems.append(f"{mp}: duplicated run ids")
+    if grid is not None:
+        ids = [r["run_id"] for r in grid.get("runs", [])]
+        if sorted(ids) != sorted(man["run_id"]):
+            problems.append(f"{mp}: run ids differ from grid.json's run list")
+        for c in grid.get("columns", []):
+            if c not in man.columns:
+                problems.append(f"{mp}: missing factor column {c!r}")
+    for _, row in man.iterrows():
+        rd = gd / row["run_id"]
+        if row["status"] == "pending":
+            continue
+        if not rd.is_dir():
+            problems.append(f"{rd}: listed in the manifest as {row['status']} but missing")
+            continue
+        st = json.loads((rd / "status.json").read_text()) if (rd / "status.json").is_file() else {}
+        disk = "interrupted" if st.get("status") == "running" else st.get("status")
+        if disk != row["status"]:
+            problems.append(f"{mp}: {row['run_id']} is {row['status']} in the manifest but {disk} on disk")
+        problems += check_run_dir(rd)
+    return problems
+
+
+def assert_grid_dir(grid_dir: str | Path) -> None:
+    problems = check_grid_dir(grid_dir)
+    if problems:
+        raise SchemaError(f"{grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:10]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m ihtrain.schema", description="Check a grid or run directory "
+                                "against the data contract.")
+    p.add_argument("path", help="grid directory (with manifest.parquet) or run directory (with status.json)")
+    args = p.parse_args(argv)
+    path = Path(args.path)
+    problems = check_grid_dir(path) if (path / "manifest.parquet").is_file() else check_run_dir(path)
+    for msg in problems:
+        print(msg)
+    print(f"{path}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""analyses/fit_frontier.py: help, the shipped example (--fast), bad input exits non-zero."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "analyses" / "fit_frontier.py"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def test_help():
+    r = _run("--help")
+    assert r.returncode == 0 and "--table" in r.stdout and "--fast" in r.stdout
+
+
+def test_fast_on_shipped_example(tmp_path):
+    r = _run("--fast", "--out", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "shipped simulated example" in r.stdout and f"wrote {tmp_path}" in r.stdout
+    for name in ("frontier.png", "frontier.pdf", "frontier.csv", "cells.csv", "summary.md",
+                 "idata.nc", "sensitivity.csv", "glm.csv"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    fr = pd.read_csv(tmp_path / "frontier.csv")
+    assert {"frequency", "reliability_median", "reliability_lo", "reliability_hi"} <= set(fr)
+    assert "P(|b_freq| > |b_rel|)" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t[t["frequency"] == 0.5], "frequency: needs at least 2 levels"),
+    (lambda t: t.assign(reliability=t["reliability"] + 0.5), "reliability: values must lie in"),
+    (lambda t: t.drop(columns="formed"), "missing columns"),
+])
+def test_bad_table_exits_with_reason(tmp_path, edit, message):
+    t = pd.read_csv(ROOT / "data" / "example_frontier.csv")
+    path = tmp_path / "bad.csv"
+    edit(t).to_csv(path, index=False)
+    r = _run("--table", path, "--fast", "--out", tmp_path / "o")
+    assert r.returncode == 2 and message in r.stderr

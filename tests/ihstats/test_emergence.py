@@ -1,0 +1,174 @@
+"""Emergence detectors on simulated curves with known onsets, PELT against ruptures, table, CLI."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ihstats import io
+from ihstats.emergence import (detect, emergence_table, main, pelt_breakpoints, pelt_penalty)
+from ihstats.simulate import simulate_curve, simulate_curves, write_fake_grid
+
+
+@pytest.fixture(scope="module")
+def calib():
+    """200 curves: four shapes x dense (linear, mixed), log-spaced and sparse schedules."""
+    cs = simulate_curves(200, schedules=("linear", "mixed", "log", "sparse"), seed=0)
+    return cs, [detect(c.steps, c.values, "bayes", level=0.9) for c in cs]
+
+
+def test_bayes_interval_coverage_is_near_nominal(calib):
+    cs, rs = calib
+    assert not any(r.censored for r in rs)
+    cover = np.mean([r.onset_lo <= c.onset <= r.onset_hi for c, r in zip(cs, rs)])
+    assert 0.85 <= cover <= 0.95, cover
+
+
+def test_bayes_log_onset_error_on_dense_schedules(calib):
+    cs, rs = calib
+    err = [abs(np.log(r.onset / c.onset)) for c, r in zip(cs, rs) if c.schedule in ("linear", "mixed")]
+    assert np.median(err) <= 0.05
+    mid = [abs(np.log(r.midpoint / c.midpoint)) for c, r in zip(cs, rs) if c.schedule in ("linear", "mixed")]
+    assert np.median(mid) <= 0.05
+
+
+def test_flat_curves_are_rarely_called_emergent():
+    flats = [simulate_curve("flat", sc, seed=i, noise=0.04) for i in range(40) for sc in ("mixed", "sparse")]
+    called = np.mean([not detect(c.steps, c.values).censored for c in flats])
+    assert called <= 0.05
+    r = detect(flats[0].steps, flats[0].values)
+    assert r.censored and r.onset == r.last_step == flats[0].steps[-1] and np.isnan(r.onset_hi)
+
+
+def test_linear_trend_and_small_rise_are_censored():
+    s = np.arange(1, 301) * 10
+    steady = 0.1 + 0.05 * np.log(s) + np.random.default_rng(0).normal(0, 0.01, s.size)
+    assert detect(s, steady).censored  # linear in log step: no change point
+    c = simulate_curve("sigmoid", rise=0.05, noise=0.005, seed=1)
+    r = detect(c.steps, c.values)
+    assert r.censored and 0.02 < r.rise < 0.1  # clear but below min_rise
+    assert not detect(c.steps, c.values, min_rise=0.02).censored
+
+
+def test_exact_ramp_is_recovered_by_all_detectors():
+    c = simulate_curve("ramp", "linear", n=120, onset=800.0, width=1.0, noise=0.005, seed=3)
+    b = detect(c.steps, c.values, "bayes")
+    assert b.onset == pytest.approx(800, rel=0.02) and b.end == pytest.approx(800 * np.e, rel=0.03)
+    assert b.onset_lo < 800 < b.onset_hi and b.log_bf > 10
+    for m in ("pelt", "threshold"):
+        assert detect(c.steps, c.values, m).onset == pytest.approx(800, rel=0.15)
+
+
+def test_decreasing_metric_direction():
+    c = simulate_curve("ramp", onset=500.0, noise=0.01, seed=4)
+    up, down = detect(c.steps, c.values), detect(c.steps, 3 - c.values, direction="down")
+    assert down.onset == pytest.approx(up.onset, rel=1e-9) and not down.censored
+
+
+def test_pelt_matches_ruptures_called_directly():
+    rpt = pytest.importorskip("ruptures")
+    c = simulate_curve("sigmoid", "mixed", n=120, seed=5)
+    y = c.values[c.steps > 0]
+    d = np.diff(y)
+    sigma = 1.4826 * np.median(np.abs(d - np.median(d))) / np.sqrt(2)
+    pen = 2.0 * sigma**2 * np.log(y.size)
+    assert pelt_penalty(y) == pytest.approx(pen)
+    direct = rpt.Pelt(model="l2", min_size=2, jump=1).fit(y.reshape(-1, 1)).predict(pen=pen)
+    assert pelt_breakpoints(y, pen) == direct
+    r = detect(c.steps, c.values, "pelt")
+    assert r.details["breakpoints"] == direct and len(direct) > 2
+
+
+def test_threshold_interpolates_in_log_step():
+    s = np.array([1, 10, 100, 1000, 10_000, 20_000, 40_000])
+    v = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    r = detect(s, v, "threshold", smooth=1, threshold=0.5)
+    assert r.onset == pytest.approx(np.sqrt(100 * 1000)) and (r.onset_lo, r.onset_hi) == (100, 1000)
+    assert r.midpoint == pytest.approx(np.sqrt(100 * 1000))
+
+
+def test_detectors_agree_on_clean_curves():
+    from scipy.stats import spearmanr
+
+    cs = simulate_curves(16, shapes=("sigmoid", "ramp"), schedules=("mixed",), n=100, noise=0.01, seed=2)
+    on = {m: np.array([detect(c.steps, c.values, m).onset for c in cs]) for m in ("bayes", "pelt", "threshold")}
+    for m in ("pelt", "threshold"):
+        assert spearmanr(on["bayes"], on[m])[0] > 0.95
+        assert np.median(np.abs(np.log(on[m] / on["bayes"]))) < 0.2
+
+
+@pytest.mark.parametrize("steps,values,match", [
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 0, np.nan, 0, 1, 1, 1, 1, 1], "finite"),
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9], [0, 0, np.inf, 0, 1, 1, 1, 1, 1], "finite"),
+    ([1, 3, 2, 4, 5, 6, 7, 8, 9], [0] * 9, "sorted"),
+    ([1, 2, 2, 4, 5, 6, 7, 8, 9], [0] * 9, "duplicated step 2"),
+    ([0, 1, 2, 3, 4], [0] * 5, "needs at least 8"),
+    ([1, 2, 3], [0, 1], "differ in length"),
+])
+def test_bad_curves_get_clear_errors(steps, values, match):
+    with pytest.raises(ValueError, match=match):
+        detect(steps, values)
+
+
+def test_bad_options_name_the_argument():
+    s, v = np.arange(1, 20), np.zeros(19)
+    for kw, match in [({"method": "magic"}, "method"), ({"level": 1.5}, "level"), ({"direction": "left"}, "direction")]:
+        with pytest.raises(ValueError, match=match):
+            detect(s, v, **kw)
+
+
+@pytest.fixture
+def grid(tmp_path):
+    runs = [(simulate_curve("sigmoid", "mixed", n=120, seed=i), {"train.batch_size": b, "seed": i})
+            for i, b in enumerate([8, 16])]
+    runs.append((simulate_curve("flat", "mixed", n=120, seed=9), {"train.batch_size": 32, "seed": 2}))
+    write_fake_grid(tmp_path, runs, statuses=["done", "running", "done"])
+    return tmp_path, runs
+
+
+def test_emergence_table_from_grid_has_design_columns(grid):
+    path, runs = grid
+    t = emergence_table(path)
+    for col in ("run_id", "B", "C", "N", "n_params", "seed", "metric", "onset", "onset_lo", "onset_hi", "level",
+                "midpoint", "end", "censored", "last_step", "method", "status"):
+        assert col in t.columns, col
+    t = t.sort_values("B")
+    assert list(t.censored) == [False, False, True] and list(t.status) == ["done", "running", "done"]
+    for (c, _), onset in zip(runs[:2], t.onset[:2]):
+        assert onset == pytest.approx(c.onset, rel=0.15)
+    assert (t.method == "bayes").all() and (t.level == 0.9).all()
+
+
+def test_emergence_table_per_head_and_plain_frame(grid):
+    path, _ = grid
+    g = io.load_grid(path)
+    one = g.metrics[g.metrics.run_id == g.runs.run_id[0]]
+    t = emergence_table(one.assign(B=8), head="1.0", method="threshold")
+    assert len(t) == 1 and t["head"][0] == "1.0" and t["B"][0] == 8
+    each = emergence_table(one, head="each", method="threshold", on_error="skip")
+    assert len(each) == 8
+    with pytest.raises(ValueError, match="'la' is not in the logs"):
+        emergence_table(g, metric="la")
+    assert emergence_table(g, metric="val_loss")["censored"].tolist().count(False) == 2
+
+
+def test_cli_writes_csv_and_fails_cleanly(grid, tmp_path, capsys):
+    path, _ = grid
+    out = tmp_path / "em.csv"
+    assert main([str(path), "-o", str(out), "--method", "pelt"]) == 0
+    assert "wrote 3 rows" in capsys.readouterr().out and len(pd.read_csv(out)) == 3
+    assert main([str(path), "-o", str(out), "--metric", "nope"]) == 2
+    assert "not in the logs" in capsys.readouterr().err
+    p = subprocess.run([sys.executable, "-m", "ihstats.emergence", "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--method" in p.stdout
+
+
+def test_figure_helper_writes_png_and_pdf(tmp_path):
+    from ihstats.plots import plot_emergence
+
+    c = simulate_curve("sigmoid", seed=1)
+    r = detect(c.steps, c.values)
+    plot_emergence(c.steps, c.values, r, path=tmp_path / "fig", true_onset=c.onset)
+    assert (tmp_path / "fig.png").stat().st_size > 1000 and (tmp_path / "fig.pdf").stat().st_size > 1000

@@ -1,0 +1,116 @@
+"""ihstats.io against run and grid directories written by the simulator in the DESIGN.md layout."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ihstats import io
+from ihstats.simulate import simulate_curve, write_fake_grid, write_fake_run
+
+
+@pytest.fixture
+def curve():
+    return simulate_curve("sigmoid", "mixed", n=60, seed=2)
+
+
+def test_load_run_maps_factors_and_keeps_the_curve(tmp_path, curve):
+    rid = write_fake_run(tmp_path / "r", curve, {"train.batch_size": 32, "train.context": 64, "seed": 7,
+                                                  "data.source": "seminatural",
+                                                  "data.seminatural.frequency": 0.3})
+    r = io.load_run(tmp_path / "r")
+    assert r.run_id == rid and r.status == "done" and r.problems == []
+    f = r.factors
+    assert (f["B"], f["C"], f["seed"], f["N"], f["frequency"], f["reliability"]) == (32, 64, 7, 400_000, 0.3, 0.5)
+    assert f["n_layer"] == 2 and f["n_head"] == 4 and f["lr"] == 3e-3
+    ps = r.metrics[r.metrics.metric == "ps"].groupby("step")["value"].max()
+    assert np.allclose(ps.to_numpy(), curve.values)
+    assert set(r.metrics.columns) >= {"step", "tokens", "metric", "layer", "head", "value", "run_id"}
+    assert r.train is not None and len(r.train) == len(curve.steps)
+
+
+def test_markov_and_biinduct_knobs_by_leaf_name(tmp_path, curve):
+    write_fake_run(tmp_path / "m", curve, {"data.source": "markov", "data.markov.marginal": "uniform",
+                                           "data.biinduct.mode": "backward"})
+    f = io.load_run(tmp_path / "m").factors
+    assert f["marginal"] == "uniform" and f["biinduct"] == "backward" and f["span_len"] == 20
+    assert f["frequency"] is None  # markov frequency < 0: not imposed
+
+
+def test_config_fields_used_by_io_exist_in_runconfig():
+    config = pytest.importorskip("ihtrain.config")
+    names = set(config.field_names())
+    used = set(io.FACTOR_FIELDS.values()) | {f"data.markov.{k}" for k in io.MARKOV_KNOBS} | \
+        {f"data.biinduct.{k}" for k in io.BIINDUCT_KNOBS} | {"data.seminatural.frequency", "data.source"}
+    assert used <= names, used - names
+
+
+def _rewrite(path, fn):
+    df = pd.read_parquet(path)
+    fn(df).to_parquet(path, index=False)
+
+
+def test_schema_errors_name_file_column_problem(tmp_path, curve):
+    write_fake_run(tmp_path / "r", curve)
+    m = tmp_path / "r" / "metrics.parquet"
+    _rewrite(m, lambda d: d.drop(columns=["layer"]))
+    with pytest.raises(io.SchemaError, match=r"metrics.parquet: missing column\(s\) layer"):
+        io.load_run(tmp_path / "r")
+    write_fake_run(tmp_path / "r", curve)
+    _rewrite(m, lambda d: d.assign(step=d.step.astype(str)))
+    with pytest.raises(io.SchemaError, match="column 'step' has dtype .*expected integer"):
+        io.load_run(tmp_path / "r")
+
+
+def test_nonfinite_values_raise_or_are_dropped_and_reported(tmp_path, curve):
+    write_fake_run(tmp_path / "r", curve)
+    _rewrite(tmp_path / "r" / "metrics.parquet", lambda d: d.assign(value=np.where(d.index == 5, np.nan, d.value)))
+    with pytest.raises(io.SchemaError, match="column 'value' has 1 NaN/infinite"):
+        io.load_run(tmp_path / "r")
+    r = io.load_run(tmp_path / "r", nonfinite="drop")
+    assert any("dropped" in p for p in r.problems) and r.metrics.value.notna().all()
+
+
+def test_unknown_metric_is_kept_and_reported(tmp_path, curve):
+    write_fake_run(tmp_path / "r", curve)
+    _rewrite(tmp_path / "r" / "metrics.parquet", lambda d: pd.concat([d, d.head(3).assign(metric="new_score")]))
+    r = io.load_run(tmp_path / "r")
+    assert "new_score" in set(r.metrics.metric) and any("new_score" in p for p in r.problems)
+
+
+def test_missing_config_json_is_an_error(tmp_path, curve):
+    write_fake_run(tmp_path / "r", curve)
+    (tmp_path / "r" / "config.json").unlink()
+    with pytest.raises(io.SchemaError, match="config.json"):
+        io.load_run(tmp_path / "r")
+
+
+@pytest.mark.parametrize("with_grid_json", [True, False])
+def test_load_grid_flags_unfinished_runs(tmp_path, with_grid_json):
+    runs = [(simulate_curve("ramp", n=40, seed=i), {"train.batch_size": b}) for i, b in enumerate([8, 16, 32])]
+    ids = write_fake_grid(tmp_path, runs, with_grid_json=with_grid_json, statuses=["done", "running", "failed"])
+    g = io.load_grid(tmp_path)
+    assert sorted(g.runs.run_id) == sorted(ids) and set(g.metrics.run_id) == set(ids)
+    st = dict(zip(g.runs.run_id, g.runs.status))
+    assert [st[i] for i in ids] == ["done", "running", "failed"]
+    assert sorted(g.runs.B) == [8, 16, 32]
+    assert (g.spec is not None) == with_grid_json
+    assert sum("not 'done'" in p for p in g.problems) == 2
+
+
+def test_load_grid_skips_broken_runs_on_request(tmp_path):
+    runs = [(simulate_curve("ramp", n=40, seed=i), {"seed": i}) for i in range(2)]
+    ids = write_fake_grid(tmp_path, runs)
+    (tmp_path / ids[0] / "config.json").write_text("{not json")
+    with pytest.raises(io.SchemaError, match="invalid JSON"):
+        io.load_grid(tmp_path)
+    g = io.load_grid(tmp_path, on_error="skip")
+    assert list(g.runs.run_id) == [ids[1]] and any("skipped" in p for p in g.problems)
+
+
+def test_empty_directory_is_an_error(tmp_path):
+    with pytest.raises(io.SchemaError, match="no run directories"):
+        io.load_grid(tmp_path)
+    meta = json.loads("{}")
+    assert io.config_factors(meta)["B"] is None

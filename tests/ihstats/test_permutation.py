@@ -1,0 +1,183 @@
+"""ihstats.permutation: validity under the null, power, agreement with scipy, bad input."""
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from ihstats.permutation import (
+    ablation_arrays, choose_head_sets, compare_conditions, correct_pvalues, count_head_sets,
+    effect_sizes, random_set_test, run_ablation_tests, sign_flip_power, sign_flip_test)
+from ihstats.simulate_frontier import simulate_ablation
+
+
+def _mean(x, axis):
+    return np.mean(x, axis=axis)
+
+
+def test_random_set_pvalue_formula():
+    r = np.array([0.1, 0.5, 0.3, 0.7])
+    assert random_set_test(0.4, r).pvalue == pytest.approx((1 + 2) / 5)
+    assert random_set_test(0.8, r).pvalue == pytest.approx(1 / 5)
+    assert random_set_test(0.5, r).pvalue == pytest.approx((1 + 2) / 5)   # ties count
+    assert random_set_test(0.0, r, alternative="less").pvalue == pytest.approx(1 / 5)
+
+
+def test_random_set_exact_enumeration():
+    # 2 layers x 4 heads, one head per layer: 16 sets; the other 15 are enumerated
+    sets, exact = choose_head_sets([4, 4], [(0,), (1,)], n_random=100)
+    assert exact and len(sets) == 15 == count_head_sets([4, 4], [1, 1]) - 1
+    assert ((0,), (1,)) not in sets and len(set(sets)) == 15
+    # a drop that is a known function of the set: exact p = rank of the top set among all 16
+    drop = {s: s[0][0] + 10 * s[1][0] for s in sets}
+    res = random_set_test(0 + 10 * 1, list(drop.values()), n_possible=16)
+    n_ge = sum(v >= 10 for v in drop.values())
+    assert res.exact and res.pvalue == pytest.approx((1 + n_ge) / 16)
+    sampled, exact = choose_head_sets([12, 12], [(0, 1), (2, 3)], n_random=50, seed=1)
+    assert not exact and len(set(sampled)) == 50
+    assert all(len(layer) == 2 for s in sampled for layer in s)
+
+
+def test_sign_flip_matches_scipy_exact_small_n():
+    d = np.random.default_rng(3).normal(0.2, 1, 11)
+    for alt in ("greater", "less", "two-sided"):
+        ours = sign_flip_test(d, 9999, alternative=alt)
+        ref = stats.permutation_test((d,), _mean, permutation_type="samples", vectorized=True,
+                                     n_resamples=9999, alternative=alt)
+        assert ours.exact
+        assert ours.pvalue == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+@pytest.mark.parametrize("alt", ["greater", "two-sided"])
+def test_sign_flip_matches_scipy_within_mc_error(alt):
+    d = np.random.default_rng(4).normal(0, 1, 60)
+    d = d - d.mean() + 0.25 * d.std()             # t about 1.9: p about 0.03 (one-sided)
+    R = 9999
+    ours = sign_flip_test(d, R, alternative=alt, seed=1).pvalue
+    ref = stats.permutation_test((d,), _mean, permutation_type="samples", vectorized=True,
+                                 n_resamples=R, alternative=alt, random_state=2).pvalue
+    se = np.sqrt(2 * ref * (1 - ref) / R)          # sd of the difference of two MC estimates
+    assert 0.005 < ref < 0.5                        # an informative regime
+    assert abs(ours - ref) < 4 * se + 1e-4
+
+
+def test_sign_flip_null_uniform_ks():
+    rng = np.random.default_rng(0)
+    d = rng.laplace(0.0, 1.0, (40, 400))          # 400 null data sets, symmetric errors
+    p = np.array([r.pvalue for r in sign_flip_test(d, 999, seed=rng)])
+    assert stats.kstest(p, "uniform").pvalue > 0.01
+    assert abs(np.mean(p <= 0.05) - 0.05) < 0.035
+
+
+def test_random_set_null_uniform_ks():
+    rng = np.random.default_rng(1)
+    p = []
+    for _ in range(400):            # top set exchangeable with 199 random sets
+        drops = (0.2 + rng.normal(0, 0.05, 200)[:, None] + rng.normal(0, 0.5, (200, 30))).mean(1)
+        p.append(random_set_test(drops[0], drops[1:]).pvalue)
+    assert stats.kstest(p, "uniform").pvalue > 0.01
+
+
+def test_pipeline_null_pvalues_uniform():
+    # the whole table path: 40 null conditions in one table, top set exchangeable with 19 others
+    conds = tuple(f"c{i}" for i in range(40))
+    tab, _ = simulate_ablation(conditions=conds, effects=(0.0,) * 40, n_examples=30,
+                               n_random=19, seed=7)
+    tests, _ = run_ablation_tests(tab, n_resamples=199, n_boot=20)
+    assert stats.kstest(tests["p_random"], "uniform").pvalue > 0.001
+    assert (tests["p_random_holm"] >= tests["p_random_fdr_bh"] - 1e-12).all()
+
+
+def test_power_for_stated_effect():
+    from statsmodels.stats.power import TTestPower
+
+    effect, n = 0.3, 80   # d_z = 0.3 with 80 examples
+    power = sign_flip_power(effect, n, alpha=0.05, n_sim=300, n_resamples=999, seed=2)
+    ref = TTestPower().power(effect, n, 0.05, alternative="larger")
+    print(f"sign-flip power for d_z={effect}, n={n}: {power:.3f} (t-test {ref:.3f})")
+    assert abs(power - ref) < 0.08
+    assert sign_flip_power(0.0, n, n_sim=300, seed=3) < 0.1
+
+
+def test_vectorised_speed():
+    d = np.random.default_rng(0).normal(size=1000)
+    sign_flip_test(d, 100)
+    t = time.perf_counter()
+    sign_flip_test(d, 10_000)
+    assert time.perf_counter() - t < 1.0
+
+
+def test_effect_sizes_and_intervals():
+    # set_sd=0: the bootstrap over examples then holds all the uncertainty (it is conditional
+    # on the random sets drawn)
+    tab, truth = simulate_ablation(conditions=("x",), effects=(0.3,), n_examples=400,
+                                   n_random=60, set_sd=0.0, seed=5)
+    d = ablation_arrays(tab, "x")
+    eff = effect_sizes(d, n_boot=500, seed=0).set_index("quantity")
+    assert eff.at["top_drop", "estimate"] == pytest.approx(d.top.mean())
+    assert eff.at["random_drop", "estimate"] == pytest.approx(d.random.mean())
+    assert eff.at["d_z", "estimate"] == pytest.approx(d.top.mean() / d.top.std(ddof=1))
+    boot = eff.drop(index="z_random")
+    assert (boot["lo"] <= boot["estimate"]).all() and (boot["estimate"] <= boot["hi"]).all()
+    assert np.isnan(eff.at["z_random", "lo"]) and eff.at["z_random", "estimate"] > 3
+    assert eff.at["gap", "lo"] < 0.3 < eff.at["gap", "hi"]
+    assert eff.at["random_drop", "lo"] < truth.random_drop < eff.at["random_drop", "hi"]
+
+
+def test_run_ablation_tests_detects_and_corrects():
+    tab, _ = simulate_ablation(conditions=("nat", "syn"), effects=(0.4, 0.0), n_examples=200,
+                               n_random=99, seed=0)
+    tests, comps = run_ablation_tests(tab, n_resamples=1999, n_boot=200,
+                                      compare=[("nat", "syn")])
+    t = tests.set_index("condition")
+    assert t.at["nat", "p_random"] == pytest.approx(0.01)     # top beats all 99 random sets
+    assert t.at["nat", "p_sign_flip_gap"] < 0.01
+    assert t.at["syn", "p_random"] > 0.05
+    assert (tests["p_random_holm"] >= tests["p_random"]).all()
+    assert comps["p"].iloc[0] < 0.01 and comps["diff"].iloc[0] > 0.2
+
+
+def test_correct_pvalues_known_values():
+    out = correct_pvalues([0.01, 0.04, 0.03, 0.2])
+    np.testing.assert_allclose(out["p_holm"], [0.04, 0.09, 0.09, 0.2])
+    np.testing.assert_allclose(out["p_fdr_bh"], [0.04, 0.0533333, 0.0533333, 0.2], rtol=1e-5)
+    assert out["reject_holm"].tolist() == [True, False, False, False]
+
+
+def test_losses_flip_the_drop():
+    tab, _ = simulate_ablation(conditions=("x",), effects=(0.3,), n_examples=20, n_random=5)
+    loss = tab.assign(value=-tab["value"])
+    a, b = ablation_arrays(tab, "x"), ablation_arrays(loss, "x", higher_is_better=False)
+    np.testing.assert_allclose(a.top, b.top)
+
+
+def test_bad_input_errors():
+    tab, _ = simulate_ablation(n_examples=20, n_random=5)
+    with pytest.raises(ValueError, match="missing columns.*value"):
+        run_ablation_tests(tab.drop(columns="value"))
+    with pytest.raises(ValueError, match="ablation: unknown values.*'bottom'"):
+        run_ablation_tests(tab.replace({"ablation": {"top": "bottom"}}))
+    with pytest.raises(ValueError, match="no ablation == 'top'"):
+        ablation_arrays(tab[tab["ablation"] != "top"], "natural")
+    short = tab[~((tab["set_id"] == "r0002") & (tab["example"] == 3))]
+    with pytest.raises(ValueError, match="do not cover the same examples"):
+        ablation_arrays(short, "natural")
+    a = ablation_arrays(tab, "natural")
+    b = ablation_arrays(tab[tab["example"] < 18], "biinduct")
+    with pytest.raises(ValueError, match="mismatched example counts between conditions"):
+        compare_conditions(a, b)
+    with pytest.raises(ValueError, match="alternative"):
+        sign_flip_test(np.ones(5), alternative="bigger")
+    with pytest.raises(ValueError, match="duplicates"):
+        random_set_test(0.1, np.zeros(20), n_possible=16)
+    with pytest.raises(ValueError, match="compare"):
+        run_ablation_tests(tab, n_resamples=99, n_boot=10, compare=[("natural", "nope")])
+
+
+def test_metric_column_gives_separate_tests():
+    tab, _ = simulate_ablation(n_examples=30, n_random=9)
+    two = pd.concat([tab.assign(metric="hits1"), tab.assign(metric="logp")])
+    tests, _ = run_ablation_tests(two, n_resamples=99, n_boot=20)
+    assert len(tests) == 4 and set(tests["metric"]) == {"hits1", "logp"}
