@@ -41,8 +41,8 @@ def eval_schedule(total_steps: int, n_evals: int, log_fraction: float) -> np.nda
 
     ``round(n_evals * log_fraction)`` points are log-spaced over [1, total] and the rest evenly
     spaced over [0, total]; integer collisions at small steps are refilled with more evenly
-    spaced points, so the schedule has ``min(n_evals, total + 1)`` distinct steps, always
-    including 0 and ``total_steps``.
+    spaced points, so the schedule has at least ``min(n_evals, total + 1)`` distinct steps (a
+    few more where the two sets do not coincide), always including 0 and ``total_steps``.
     """
     target = min(n_evals, total_steps + 1)
     n_log = int(round(n_evals * log_fraction))

@@ -27,7 +27,7 @@ bits. Knobs are solved for the targets (``scipy.optimize.least_squares``, restar
 Tolerances (checked after every build; failure raises ``ValueError`` naming the field):
 ``|within - target| <= 0.02``, ``|across - target| <= 0.02``, ``|H - target| <= 0.05`` bits; the
 stationary distribution matches ``pi`` to total variation ``<= 1e-9`` (verified by ``pi P``).
-Without groups, ``l1 = 0`` and ``l0 = 0.1`` (lowered to 0 when the entropy target needs it);
+Without groups, ``l1 = 0`` and ``l0 = 0.1`` (0, 0.3, 0.6 or 0.9 when the entropy target needs it);
 without an entropy target, ``eps = min(1, 16 / V)``. i.i.d. data ignores the similarity and
 entropy targets (all rows are ``pi``: similarity 1, entropy rate ``H(pi)``) and reports them.
 
@@ -311,12 +311,12 @@ def _check(st: dict, target: dict) -> None:
 def _solve_no_groups(pi, group, pa, pb, H_target, eps_min, eps_max, eps_default) -> MarkovChain:
     if not H_target:
         return _chain(pi, group, 0, 0.1, 0.0, eps_default, pa, pb)
-    for l0 in (0.1, 0.0):  # H rises with eps; l0 = 0 reaches lower rates
+    for l0 in (0.1, 0.0, 0.3, 0.6, 0.9):  # H rises with eps and l0; l0 = 0 reaches lower rates
         lo, hi = np.log(eps_min), np.log(eps_max)
         H = lambda le: _chain(pi, group, 0, l0, 0.0, np.exp(le), pa, pb).stats()["entropy_rate"]  # noqa: E731
         if H(lo) <= H_target:
             if H(hi) < H_target:
-                break
+                continue  # too low even at the widest eps: try a larger l0
             for _ in range(40):
                 mid = 0.5 * (lo + hi)
                 lo, hi = (mid, hi) if H(mid) < H_target else (lo, mid)

@@ -237,3 +237,24 @@ def test_build_source_dispatch(tmp_path, monkeypatch):
     assert isinstance(build_source(bi, seed=5, progress=False), Bi)
     (base, bcfg), kw = calls["BiInductSource"]
     assert isinstance(base, NaturalSource) and bcfg is bi.biinduct and kw == {"seed": 5}
+
+
+def test_pretrained_tokenizer_stream(tmp_path):
+    """A local tokenizer whose eos is its last id: the stream still uses eos = 0, sep = 1."""
+    from tokenizers import Tokenizer as HF
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    _write_docs(tmp_path / "corpus")
+    tok = HF(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([" ".join(WORDS)] * 3, trainers.BpeTrainer(
+        vocab_size=270, show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.add_special_tokens(["<|endoftext|>"])
+    tok.save(str(tmp_path / "tokenizer.json"))
+    st = load_stream(_cfg(tmp_path, f"text:{tmp_path}/corpus", tokenizer=f"pretrained:{tmp_path}"), progress=False)
+    full = np.concatenate([st.train, st.val])
+    assert st.vocab_size == tok.get_vocab_size() + 1 and st.fingerprint["tokenizer"]["spec"].startswith("pretrained:")
+    assert (full == 0).sum() == 4 and full[-1] == 0 and not (full == 1).any()
+    first = st.tokenizer.decode(full[: int(np.flatnonzero(full == 0)[0])])
+    assert first == (tmp_path / "corpus" / "doc00.txt").read_text().strip()

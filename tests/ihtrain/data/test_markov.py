@@ -1,0 +1,118 @@
+"""Markov data: exact construction checked against dense matrices, sampled data, targets, errors."""
+
+import numpy as np
+import pytest
+
+from ihtrain.config import MarkovConfig
+from ihtrain.data.markov import (TOL_H, TOL_SIM, MarkovSource, build_chain, generate_markov, marginal,
+                                 mutual_information)
+from ihtrain.data.repeats import measure_repeats
+
+
+def dense_stats(ch):
+    """Independent computation of the chain's statistics from its dense matrix."""
+    P, pi = ch.dense(), ch.pi
+    H = -(pi * np.sum(np.where(P > 0, P * np.log2(np.where(P > 0, P, 1)), 0), 1)).sum()
+    N = P / np.linalg.norm(P, axis=1, keepdims=True)
+    S = N @ N.T
+    same = ch.group[:, None] == ch.group[None, :]
+    off = ~np.eye(len(pi), dtype=bool)
+    return {"P": P, "H": H, "within": S[same & off].mean(), "across": S[~same].mean() if (~same).any() else None}
+
+
+@pytest.mark.parametrize("shape", ["uniform", "zipf", "gaussian"])
+def test_entropy_target_and_stationarity(shape):
+    ch, tr = build_chain(200, "markov", shape, entropy_rate=4.0, seed=0)
+    d = dense_stats(ch)
+    np.testing.assert_allclose(d["P"].sum(1), 1.0, atol=1e-12)
+    assert 0.5 * np.abs(ch.pi @ d["P"] - ch.pi).sum() < 1e-12  # exact stationary distribution
+    np.testing.assert_allclose(ch.pi, marginal(shape, 200))
+    assert abs(d["H"] - 4.0) <= TOL_H and d["H"] == pytest.approx(tr["entropy_rate"], abs=1e-9)
+    # sampled data: realised unigram close to the target shape, transitions close to the rows
+    x = ch.sample(np.random.default_rng(1), 200, 1000)
+    emp = np.bincount(x.ravel(), minlength=200) / x.size
+    assert 0.5 * np.abs(emp - ch.pi).sum() < 0.03
+    top = np.argmax(ch.pi)
+    nxt = x[:, 1:][x[:, :-1] == top]
+    assert 0.5 * np.abs(np.bincount(nxt, minlength=200) / nxt.size - d["P"][top]).sum() < 0.1
+
+
+@pytest.mark.parametrize("within", [0.4, 0.1])
+def test_categoriality_targets(within):
+    ch, tr = build_chain(1000, "markov", "zipf", n_groups=10, within_similarity=within,
+                         across_similarity=0.1, entropy_rate=5.0, seed=0)
+    assert abs(tr["within_similarity"] - within) <= TOL_SIM
+    assert abs(tr["across_similarity"] - 0.1) <= TOL_SIM
+    assert abs(tr["entropy_rate"] - 5.0) <= TOL_H
+    assert tr["stationary_tv"] < 1e-9
+
+
+def test_fast_stats_equal_dense_with_groups():
+    ch, tr = build_chain(150, "markov", "gaussian", n_groups=5, within_similarity=0.1,
+                         across_similarity=0.1, entropy_rate=5.0, seed=2)
+    d = dense_stats(ch)
+    assert d["within"] == pytest.approx(tr["within_similarity"], abs=1e-9)
+    assert d["across"] == pytest.approx(tr["across_similarity"], abs=1e-9)
+    assert d["H"] == pytest.approx(tr["entropy_rate"], abs=1e-9)
+
+
+def test_iid_has_no_dependency_and_markov_does():
+    iid, tr = build_chain(50, "iid", "zipf", seed=0)
+    x = iid.sample(np.random.default_rng(0), 100, 1000)
+    assert mutual_information(x, 50) < 0.03  # plug-in bias is ~ (V-1)^2 / (2 N ln 2) = 0.017 bits
+    assert tr["entropy_rate"] == pytest.approx(tr["marginal_entropy"])
+    mk, _ = build_chain(50, "markov", "zipf", entropy_rate=2.0, seed=0)
+    assert mutual_information(mk.sample(np.random.default_rng(0), 100, 1000), 50) > 0.5
+
+
+def test_frequency_reliability_imposed():
+    ch, _ = build_chain(500, "markov", "zipf", entropy_rate=5.0, seed=0)
+    for f, r in [(0.1, 0.3), (0.9, 0.9), (0.5, 0.1)]:
+        x, truth = generate_markov(ch, 1563, 64, f, r, seed=4)
+        m = measure_repeats(x)
+        assert abs(m["frequency"] - f) <= 0.02 and abs(m["reliability"] - r) <= 0.02
+        np.testing.assert_array_equal(m["n_copies"], truth["n_copies"])
+
+
+def test_source_and_determinism():
+    cfg = MarkovConfig(vocab=300, marginal="zipf", entropy_rate=4.0, frequency=0.3, reliability=0.7)
+    a = MarkovSource(cfg, seed=3, pool_tokens=20_000)
+    b = MarkovSource(cfg, seed=3, pool_tokens=20_000)
+    x, st = a.sample(np.random.default_rng(0), 16, 65)
+    y, _ = b.sample(np.random.default_rng(0), 16, 65)
+    assert x.tobytes() == y.tobytes() and x.min() >= 2 and x.max() < a.vocab_size == 302
+    assert set(st) == {"realised_frequency", "realised_reliability"}
+    assert a.fingerprint["chain_hash"] == b.fingerprint["chain_hash"]
+    assert a.val_sample(4, 65).tobytes() == b.val_sample(4, 65).tobytes()
+    plain = MarkovSource(MarkovConfig(vocab=300, dependency="iid"), seed=0, pool_tokens=0)
+    z, st = plain.sample(np.random.default_rng(0), 4, 65)
+    assert z.shape == (4, 65) and st == {}
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="marginal"):
+        build_chain(100, marginal_shape="cauchy")
+    with pytest.raises(ValueError, match="within_similarity"):
+        build_chain(100, n_groups=4, within_similarity=1.5)
+    with pytest.raises(ValueError, match="n_groups"):
+        build_chain(100, n_groups=80)
+    with pytest.raises(ValueError, match="entropy_rate"):  # above the marginal entropy: infeasible
+        build_chain(100, "markov", "zipf", entropy_rate=9.0)
+    with pytest.raises(ValueError, match="frequency"):
+        MarkovSource(MarkovConfig(vocab=100, frequency=1.5))
+    with pytest.raises(ValueError, match="vocab"):
+        ch, _ = build_chain(20, "markov", "uniform")
+        generate_markov(ch, 2, 64, 0.5, 0.5)
+
+
+@pytest.mark.slow
+def test_paper_scale_10k_within_a_minute():
+    import time
+
+    t0 = time.time()
+    ch, tr = build_chain(10_000, "markov", "zipf", entropy_rate=6.2, seed=0)
+    assert abs(tr["entropy_rate"] - 6.2) <= TOL_H
+    ch, tr = build_chain(10_000, "markov", "zipf", n_groups=50, within_similarity=0.4,
+                         across_similarity=0.05, entropy_rate=6.2, seed=0)
+    assert abs(tr["within_similarity"] - 0.4) <= TOL_SIM
+    assert time.time() - t0 < 120

@@ -1,0 +1,234 @@
+"""Grid specs: parsing, expansion, include/exclude, errors, presets, CLI; one failing-run grid."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ihtrain.config import ConfigError
+from ihtrain.grid import main, plan_local, run_state, to_execute
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def smoke_cache(tmp_path_factory):
+    """The tokenizer/corpus cache: $IHLAW_CACHE if set (built once, reused), else a session dir."""
+    return Path(os.environ.get("IHLAW_CACHE") or tmp_path_factory.mktemp("ihlaw-cache"))
+
+
+def spec_of(text: str):
+    return parse_spec(tomllib.loads(text), source="test.toml")
+
+
+BXC = """
+name = "g"
+description = "test grid"
+include = [{ "train.batch_size" = 4, "train.context" = 16 }]
+exclude = [{ "train.batch_size" = 16, "train.context" = 64 }]
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = 7
+[axes]
+"train.batch_size" = [8, 16]
+"train.context" = [32, 64]
+"""
+
+
+def test_product_include_exclude():
+    spec = spec_of(BXC)
+    runs = spec.expand()
+    points = [(r.config.train.batch_size, r.config.train.context) for r in runs]
+    # 2 x 2 product, minus (16, 64), plus the include point, in product order
+    assert points == [(8, 32), (8, 64), (16, 32), (4, 16)]
+    assert [r.origin for r in runs] == ["product"] * 3 + ["include[0]"]
+    assert all(r.config.name == "g" and r.config.train.max_steps == 7 for r in runs)
+    assert all(r.config.model.d_model == 32 for r in runs)  # from the cpu-smoke preset
+    assert len({r.run_id for r in runs}) == 4
+    assert runs[0].factors == {"train.batch_size": 8, "train.context": 32}
+    assert spec.columns == ["train.batch_size", "train.context"]
+    # run ids are the config's own hash: stable across parses
+    assert [r.run_id for r in spec_of(BXC).expand()] == [r.run_id for r in runs]
+
+
+def test_group_axis_forms_and_labels():
+    spec = spec_of("""
+name = "sizes"
+include = [{ size = "small", seed = 5 }]
+[base]
+preset = "cpu-smoke"
+[axes]
+seed = [0, 1]
+size = [{ label = "small", "model.d_model" = 32 }, { "model.d_model" = 64, "model.n_layer" = 1 }]
+model = [{ n_head = 2 }, { n_head = 4 }]
+""")
+    runs = spec.expand()
+    assert len(runs) == 2 * 2 * 2 + 1
+    assert spec.columns == ["seed", "size", "model.d_model", "model.n_layer", "model", "model.n_head"]
+    big = [r for r in runs if r.factors["size"] == "d_model=64,n_layer=1"]  # default label
+    assert len(big) == 4 and all(r.config.model.n_layer == 1 and r.config.model.d_model == 64 for r in big)
+    assert {r.factors["model"] for r in runs} == {"n_head=2", "n_head=4"}  # section key -> model.*
+    inc = runs[-1]
+    assert inc.factors["size"] == "small" and inc.config.seed == 5 and inc.config.model.d_model == 32
+    assert inc.factors["model.n_layer"] == 2  # not set by the level: the base value
+
+
+def test_exclude_by_group_label():
+    spec = spec_of("""
+name = "x"
+exclude = [{ size = "big", seed = 1 }]
+[base]
+preset = "cpu-smoke"
+[axes]
+seed = [0, 1]
+size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_model" = 64 }]
+""")
+    got = {(r.config.seed, r.factors["size"]) for r in spec.expand()}
+    assert got == {(0, "small"), (1, "small"), (0, "big")}
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('name = "e"\n[axes]\n"train.batchsize" = [1, 2]', "axes.train.batchsize: unknown config field"),
+    ('name = "e"\n[axes]\n"train.batch_size" = []', "axes.train.batch_size: empty axis"),
+    ('name = "e"\n[axes]\n"train.batch_size" = [8, "big"]', "axes.train.batch_size[1]: train.batch_size: expected an integer"),
+    ('name = "e"\n[axes]\n"train.budget" = ["steps", "forever"]', "train.budget: must be one of"),
+    ('name = "e"\n[base]\npreset = "nope"', "base.preset: unknown preset 'nope'"),
+    ('name = "e"\n[base.train]\nbatch = 3', "base: unknown config field 'train.batch'"),
+    ('name = "e"\ninclude = [{ "train.batch_size" = 8 }]\n[base]\npreset = "cpu-smoke"\n[axes]\n"train.batch_size" = [8, 16]',
+     "include[0]: duplicate run id"),
+    ('name = "e"\n[base]\npreset = "cpu-smoke"\n[axes]\n"train.batch_size" = [8]\ninclude = [{ seed = 1 }]',
+     "axes.include: include/exclude are top-level keys and must appear before the first [table]"),
+    ('name = "e"\nexclude = [{ "train.batch_size" = 4 }]\n[axes]\n"train.batch_size" = [8, 16]', "exclude[0]:"),
+    ('name = "e"\n[axes]\n"train.batch_size" = [8, 8]', "duplicate values"),
+    ('name = "e"\n[axes]\n"train.context" = [64, 512]', "axes: train.context: 512 is longer than the model's context"),
+    ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
+    ('description = "no name"', "name: a non-empty string"),
+    ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
+])
+def test_bad_specs_name_the_field(text, needle):
+    with pytest.raises(ConfigError) as e:
+        spec_of(text).expand()
+    assert needle in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_presets_parse_and_meet_the_brief():
+    paths = grid_preset_paths()
+    assert {"bxc-cpu", "bxc-paper"} <= set(paths)
+    for name in paths:
+        load_grid_preset(name).expand()  # every shipped spec (also other engineers') is valid
+    cpu = load_grid_preset("bxc-cpu").expand()
+    Bs = {r.config.train.batch_size for r in cpu}
+    Cs = {r.config.train.context for r in cpu}
+    Ns = {r.factors["size"] for r in cpu}
+    assert len(Bs) >= 3 and max(Bs) / min(Bs) >= 4 and len(Cs) >= 3 and max(Cs) / min(Cs) >= 4 and len(Ns) == 2
+    assert all(r.config.train.budget == "until-emergence" for r in cpu)
+    paper = load_grid_preset("bxc-paper").expand()
+    assert min(r.config.train.batch_size for r in paper) == 4 and max(r.config.train.batch_size for r in paper) == 512
+    assert min(r.config.train.context for r in paper) == 64 and max(r.config.train.context for r in paper) == 4096
+    assert all(r.config.train.lr == 2.5e-4 and r.config.train.schedule == "cosine" and r.config.model.n_head == 8
+               for r in paper)
+    with pytest.raises(ConfigError, match="unknown grid preset 'nope'"):
+        load_grid_preset("nope")
+
+
+def test_plan_local_splits_threads(monkeypatch):
+    monkeypatch.setattr("ihtrain.grid.cpu_count", lambda: 16)
+    assert plan_local(100, None, None, [], 1) == (16, 1)
+    assert plan_local(2, None, None, [], 1) == (2, 8)  # fewer runs than cores: threads go to them
+    assert plan_local(100, 4, None, [], 1) == (4, 4)
+    assert plan_local(100, None, 4, [], 1) == (4, 4)
+    assert plan_local(100, None, None, ["0", "1"], 3) == (6, 2)  # 2 GPUs x 3 runs each
+
+
+def test_resume_states(tmp_path):
+    run = spec_of(BXC).expand()[0]
+    assert run_state(run, tmp_path)[0] == "new"
+    (tmp_path / run.run_id).mkdir()
+    for status, state in (("running", "interrupted"), ("failed", "failed"), ("done", "done")):
+        (tmp_path / run.run_id / "status.json").write_text(json.dumps({"status": status, "step": 3}))
+        assert run_state(run, tmp_path)[0] == state
+    assert to_execute("interrupted", False) and to_execute("new", False) and not to_execute("done", True)
+    assert not to_execute("failed", False) and to_execute("failed", True)
+
+
+def test_cli_bad_input_exit_2_and_dry_run(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\n[axes]\n"train.batch_size" = []\n')
+    assert main(["--spec", str(bad), "--dry-run"]) == 2
+    assert "error: axes.train.batch_size: empty axis" in capsys.readouterr().err
+    assert main(["--preset", "nope", "--dry-run"]) == 2
+    assert "unknown grid preset 'nope'" in capsys.readouterr().err
+    assert main(["--preset", "bxc-cpu", "--set", "train.batch_size=3", "--dry-run"]) == 2
+    assert "--set train.batch_size: this field is an axis" in capsys.readouterr().err
+    good = tmp_path / "g.toml"
+    good.write_text(BXC)
+    assert main(["--spec", str(good), "--out", str(tmp_path / "out"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    ids = [r.run_id for r in spec_of(BXC).expand()]
+    assert all(i in out for i in ids) and "steps 7 upd" in out and out.count(" run\n") == 4
+    assert not (tmp_path / "out").exists()  # a dry run writes nothing
+    assert main(["--list-presets"]) == 0
+    assert "bxc-cpu" in capsys.readouterr().out
+
+
+def test_help_runs():
+    out = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--help"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.returncode == 0 and "--retry-failed" in out.stdout and "--runs-per-gpu" in out.stdout
+
+
+def test_lock_excludes_a_second_grid(tmp_path):
+    from ihtrain.grid import GridLock
+
+    a, b = GridLock(tmp_path), GridLock(tmp_path)
+    a.acquire()
+    # flock is per open file description, so a second acquire in this process is refused too
+    with pytest.raises(RuntimeError, match=f"pid {os.getpid()}"):
+        b.acquire()
+    a.release()
+    b.acquire()  # released (as the kernel does when the holder dies): free again
+    b.release()
+
+
+def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
+    """One run's data source does not exist: it fails at start, the other finishes, exit code 1."""
+    spec = tmp_path / "f.toml"
+    spec.write_text("""
+name = "fail"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = 6
+[base.metrics]
+n_evals = 3
+[axes]
+"data.source" = ["builtin", "text:/nonexistent/nothing-*.txt"]
+""")
+    out = tmp_path / "grid"
+    proc = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out),
+                           "--no-progress", "--no-figures", "--workers", "2"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300, env={**os.environ, "IHLAW_CACHE": str(smoke_cache)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    man = pd.read_parquet(out / "manifest.parquet").set_index("data.source")
+    assert man.loc["builtin", "status"] == "done" and man.loc["builtin", "steps"] == 6
+    bad = man.loc["text:/nonexistent/nothing-*.txt"]
+    assert bad["status"] == "failed" and bad["reason"]
+    assert "1 run(s) not done" in proc.stderr and bad["run_id"] in proc.stderr
+    assert (out / bad["run_id"] / "error.txt").is_file()
+    # rerun without --retry-failed: nothing to do, still non-zero; the done run is not retrained
+    mtime = (out / man.loc["builtin", "run_id"] / "metrics.parquet").stat().st_mtime_ns
+    again = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out),
+                            "--no-progress"], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                           env={**os.environ, "IHLAW_CACHE": str(smoke_cache)})
+    assert again.returncode == 1 and "0 to run" in again.stdout
+    assert (out / man.loc["builtin", "run_id"] / "metrics.parquet").stat().st_mtime_ns == mtime

@@ -1,0 +1,190 @@
+"""Trainer: schedules, exact resume, logs and provenance, clear errors on bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from ihtrain.config import ConfigError, resolve
+from ihtrain.train import eval_schedule, lr_at, main, total_steps_of, train_run
+
+
+def small_cfg(text_corpus, cache_dir, **overrides):
+    base = {
+        "data.source": f"text:{text_corpus}/*.txt", "data.vocab_size": 300, "data.cache_dir": str(cache_dir),
+        "model.n_layer": 2, "model.n_head": 2, "model.d_model": 32, "model.context": 64,
+        "train.batch_size": 8, "train.micro_batch_size": 4, "train.context": 32, "train.max_steps": 30,
+        "train.lr": 3e-3, "train.warmup_steps": 5, "train.checkpoint_every": 10,
+        "metrics.n_evals": 12, "metrics.probe_seqs": 16, "metrics.val_seqs": 4,
+    }
+    base.update(overrides)
+    return resolve("cpu-tiny", overrides=base)
+
+
+# ------------------------------------------------------------------------- schedules
+def test_eval_schedule_dense_log_then_even():
+    s = eval_schedule(10_000, 200, 0.5)
+    assert 200 <= len(s) <= 205 and s[0] == 0 and s[-1] == 10_000
+    assert np.all(np.diff(s) > 0)
+    # denser early: more points in the first 10% than a purely even schedule would give (20)
+    assert (s <= 1000).sum() > 60
+
+
+def test_eval_schedule_short_run_has_every_step():
+    assert eval_schedule(50, 200, 0.5).tolist() == list(range(51))
+
+
+def test_lr_warmup_then_cosine_floor(text_corpus, cache_dir):
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.schedule": "cosine", "train.min_lr_frac": 0.1})
+    total = total_steps_of(cfg)
+    assert lr_at(0, cfg, total) == pytest.approx(cfg.train.lr / 5)
+    assert lr_at(4, cfg, total) == pytest.approx(cfg.train.lr)
+    assert lr_at(total, cfg, total) == pytest.approx(0.1 * cfg.train.lr)
+    const = small_cfg(text_corpus, cache_dir, **{"train.schedule": "constant"})
+    assert lr_at(total - 1, const, total) == pytest.approx(const.train.lr)
+
+
+def test_token_budget_gives_steps(text_corpus, cache_dir):
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "tokens", "train.max_tokens": 8 * 32 * 7 + 1})
+    assert total_steps_of(cfg) == 8
+
+
+# ------------------------------------------------------------------------- a run
+@pytest.fixture(scope="module")
+def straight_run(text_corpus, cache_dir, tmp_path_factory):
+    cfg = small_cfg(text_corpus, cache_dir)
+    out = tmp_path_factory.mktemp("straight")
+    status = train_run(cfg, out, progress=False)
+    return cfg, out, status
+
+
+def test_run_directory_contract(straight_run):
+    cfg, out, status = straight_run
+    assert status["status"] == "done" and status["step"] == 30 and status["stop_reason"] == "max_steps"
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["run_id"] == cfg.run_id()
+    assert meta["config"]["train"]["batch_size"] == 8 and meta["seed"] == 0
+    assert meta["data_fingerprint"]["sha256"] and "torch" in meta["versions"]
+    assert meta["n_params_non_embedding"] < meta["n_params"]
+    m = pd.read_parquet(out / "metrics.parquet")
+    assert list(m.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
+    steps = sorted(m["step"].unique())
+    assert steps == eval_schedule(30, 12, 0.5).tolist()
+    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy"}
+    model_level = {"ar_acc", "ar_rank", "val_loss"}
+    assert set(m["metric"]) == per_head | model_level
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    for name in per_head:  # a dense (L, H) array per evaluation
+        assert len(m[(m.metric == name) & (m.step == 0)]) == 2 * 2
+    assert (m[m.metric.isin(model_level)][["layer", "head"]] == -1).all().all()
+    assert (m["tokens"] == m["step"] * 8 * 32).all()
+    t = pd.read_parquet(out / "train.parquet")
+    assert {"step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "wall_s"} <= set(t.columns)
+    assert np.isfinite(t["loss"]).all() and t["step"].max() == 30
+    assert (out / "checkpoints" / "final.pt").is_file() and (out / "curves.png").is_file()
+
+
+def test_done_run_is_not_retrained(straight_run):
+    cfg, out, _ = straight_run
+    before = (out / "metrics.parquet").stat().st_mtime_ns
+    assert train_run(cfg, out, progress=False)["status"] == "done"
+    assert (out / "metrics.parquet").stat().st_mtime_ns == before
+
+
+def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
+    """Train 30 steps straight vs stop at 15, resume to 30: identical logs and weights on CPU."""
+    cfg, straight, _ = straight_run
+    stopped = {"n": 0}
+
+    def stop_at_15():
+        stopped["n"] += 1
+        return stopped["n"] > 15
+
+    status = train_run(cfg, tmp_path, progress=False, should_stop=stop_at_15)
+    assert status["status"] == "running" and status["step"] == 15
+    assert train_run(cfg, tmp_path, progress=False)["status"] == "done"
+    for name in ("metrics", "train"):
+        a, b = pd.read_parquet(straight / f"{name}.parquet"), pd.read_parquet(tmp_path / f"{name}.parquet")
+        a, b = a.drop(columns=["tokens_per_s", "wall_s"], errors="ignore"), b.drop(columns=["tokens_per_s", "wall_s"], errors="ignore")
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+    w1 = torch.load(straight / "checkpoints" / "final.pt", weights_only=False)["model"]
+    w2 = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)["model"]
+    assert all(torch.equal(w1[k], w2[k]) for k in w1)
+
+
+def test_grad_accumulation_matches_full_batch(text_corpus, cache_dir, tmp_path):
+    """B = micro x accumulation: the same updates as one full batch (up to float rounding)."""
+    a = small_cfg(text_corpus, cache_dir, **{"train.micro_batch_size": 0, "train.max_steps": 5})
+    b = small_cfg(text_corpus, cache_dir, **{"train.micro_batch_size": 2, "train.max_steps": 5})
+    train_run(a, tmp_path / "a", progress=False, make_figures=False)
+    train_run(b, tmp_path / "b", progress=False, make_figures=False)
+    la = pd.read_parquet(tmp_path / "a" / "train.parquet")["loss"].to_numpy()
+    lb = pd.read_parquet(tmp_path / "b" / "train.parquet")["loss"].to_numpy()
+    np.testing.assert_allclose(la, lb, rtol=1e-4)
+
+
+def test_until_emergence_stops_after_margin(text_corpus, cache_dir, tmp_path):
+    # threshold 0 is crossed at step 0's evaluation... so use a tiny positive threshold crossed early
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 60,
+                                               "train.emergence_threshold": 1e-6, "train.emergence_margin": 1.0,
+                                               "metrics.n_evals": 61})
+    status = train_run(cfg, tmp_path, progress=False, make_figures=False)
+    assert status["stop_reason"] == "emerged"
+    assert status["step"] == 1 or status["step"] <= 4  # crossing at step 0 -> first eval after it
+    capped = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 10,
+                                                  "train.emergence_threshold": 0.99})
+    assert train_run(capped, tmp_path / "capped", progress=False, make_figures=False)["stop_reason"] == "max_steps"
+
+
+# ------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("overrides, field", [
+    ({"train.batch_size": 0}, "train.batch_size"),
+    ({"train.batch_size": -4}, "train.batch_size"),
+    ({"train.context": 512}, "train.context"),
+    ({"train.schedule": "linear"}, "train.schedule"),
+    ({"train.batch_sise": 4}, "train.batch_sise"),
+    ({"model.d_model": 30}, "model.d_model"),
+    ({"train.lr": "fast"}, "train.lr"),
+])
+def test_bad_config_names_the_field(overrides, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        resolve("cpu-tiny", overrides=overrides)
+
+
+def test_unknown_preset_lists_known():
+    with pytest.raises(ConfigError, match="cpu-tiny"):
+        resolve("gpt-5")
+
+
+def test_vocab_mismatch_is_a_clear_error(text_corpus, cache_dir, tmp_path):
+    cfg = small_cfg(text_corpus, cache_dir, **{"model.vocab_size": 999})
+    with pytest.raises(ConfigError, match="model.vocab_size"):
+        train_run(cfg, tmp_path, progress=False)
+    assert json.loads((tmp_path / "status.json").read_text())["status"] == "failed"
+
+
+def test_missing_corpus_is_a_clear_error(cache_dir, tmp_path):
+    cfg = resolve("cpu-tiny", overrides={"data.source": f"text:{tmp_path}/nothing-here/*.txt",
+                                         "data.cache_dir": str(cache_dir)})
+    with pytest.raises(Exception, match="nothing-here"):
+        train_run(cfg, tmp_path / "run", progress=False)
+
+
+def test_cli_exits_nonzero_with_one_line_reason(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "ihtrain.train", "--preset", "nope", "--out", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown preset 'nope'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = subprocess.run([sys.executable, "-m", "ihtrain.train", "--set", "train.batch_size=0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "train.batch_size" in r.stderr
+
+
+def test_cli_print_config_and_presets(capsys):
+    assert main(["--list-presets"]) == 0
+    assert "cpu-tiny" in capsys.readouterr().out
+    assert main(["--preset", "cpu-tiny", "--set", "train.batch_size=32", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"]["batch_size"] == 32
