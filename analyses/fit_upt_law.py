@@ -49,7 +49,9 @@ def parse_args(argv=None):
                         "varies (default auto)")
     p.add_argument("--no-measurement-error", action="store_true",
                    help="ignore the onset intervals (onset_lo/onset_hi not needed)")
-    p.add_argument("--no-compare", action="store_true", help="skip the size-term LOO comparison")
+    p.add_argument("--compare", choices=["auto", "on", "off"], default="auto",
+                   help="LOO comparison with/without the size term (a second fit); auto = on "
+                        "when N varies, except with --fast (default auto)")
     return p.parse_args(argv)
 
 
@@ -104,8 +106,10 @@ def main(argv=None) -> int:
     res.data.table.to_csv(out / "emergence.csv", index=False)
 
     compare, note = None, ""
-    if args.no_compare:
-        note = "Skipped (--no-compare)."
+    if args.compare == "off" or (args.compare == "auto" and args.fast):
+        note = ("Skipped (--compare off)." if args.compare == "off" else
+                "Skipped in --fast (it needs a second fit): rerun without --fast or with "
+                "--compare on.")
     elif not has_n:
         note = "Not identifiable: the table has a single model size N (or no N column)."
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
 
 def _savefig(fig, figdir: Path, name: str) -> str:
-    fig.savefig(figdir / f"{name}.png", dpi=150, bbox_inches="tight")
+    fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
     fig.savefig(figdir / f"{name}.pdf", bbox_inches="tight")
     import matplotlib.pyplot as plt
 
@@ -122,7 +123,13 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     summ = res.summary(hdi_prob)
     ols = res.ols(hdi_prob)
     diag = res.diagnostics()
-    loo_tab = _bayes.loo_table(res.loo())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning is reported below instead
+        loo_tab = _bayes.loo_table(res.loo())
+    n_bad = int(loo_tab["pareto_k_gt_0.7"].item())
+    if n_bad:
+        diag = diag + [f"LOO: {n_bad} run(s) with Pareto k > 0.7: PSIS-LOO is unreliable there "
+                       f"(influential runs)"]
     r = res.r_obs_pred
     plot_vars = [p for p in res.params if p != "T"]
 

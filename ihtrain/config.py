@@ -46,6 +46,7 @@ class SeminaturalConfig:
     reliability: float = 0.5  # P(B | A B ... A)
     top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
     base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 
 @dataclass
@@ -62,6 +63,7 @@ class MarkovConfig:
     entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
     frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
     reliability: float = -1.0
+    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 
 @dataclass
@@ -124,6 +126,10 @@ class TrainConfig:
     log_every: int = 10
 
 
+# Fields that change how a run executes but not what it computes (left out of run_id).
+EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every")
+
+
 @dataclass
 class MetricsConfig:
     enabled: bool = True
@@ -162,9 +168,16 @@ class RunConfig:
         return asdict(self)
 
     def run_id(self) -> str:
-        """Stable short hash of the resolved config (``name`` excluded: it is a label)."""
+        """Stable short hash of the resolved config.
+
+        Excluded: ``name`` (a label) and execution-only fields that do not change the trajectory
+        (device placement, threads, compile, checkpoint and log cadence), so a run keeps its id
+        when resumed on another machine or with another checkpoint setting.
+        """
         d = self.to_dict()
         d.pop("name", None)
+        for f in EXECUTION_ONLY_FIELDS:
+            d["train"].pop(f, None)
         blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -213,6 +226,19 @@ def validate(cfg: RunConfig) -> RunConfig:
     kinds = ("builtin", "seminatural", "markov")
     need(d.source in kinds or d.source.startswith(("text:", "hf:")), "data.source",
          f"must be one of builtin, text:PATH, hf:NAME[:CONFIG][:SPLIT], seminatural, markov; got {d.source!r}")
+    sn, mk, bi = d.seminatural, d.markov, d.biinduct
+    for name, v in (("data.seminatural.frequency", sn.frequency), ("data.seminatural.reliability", sn.reliability),
+                    ("data.biinduct.mix_start", bi.mix_start)):
+        need(0.0 <= v <= 1.0, name, f"must be a probability in [0, 1], got {v}")
+    for name, v in (("data.markov.frequency", mk.frequency), ("data.markov.reliability", mk.reliability)):
+        need(v < 0 or v <= 1.0, name, f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
+    need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
+    need(sn.pool_tokens >= 0 and mk.pool_tokens >= 0, "data.*.pool_tokens", "must be >= 0")
+    if bi.mode != "none":
+        need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
+        need(2 * bi.span_len + 1 <= t.context + 1, "data.biinduct.span_len",
+             f"a snippet S SEP S has 2 * span_len + 1 = {2 * bi.span_len + 1} tokens, longer than "
+             f"train.context + 1 = {t.context + 1}")
     need(d.tokenizer == "bpe" or d.tokenizer.startswith("pretrained:"), "data.tokenizer",
          f"must be 'bpe' or 'pretrained:NAME_OR_PATH', got {d.tokenizer!r}")
     return cfg

@@ -209,7 +209,7 @@ class LocalExecutor:
 
 def ray_task_options(threads: int, gpu_fraction: float) -> dict[str, Any]:
     """Per-run resource request: CPUs = threads; a GPU fraction packs small runs per device."""
-    opts: dict[str, Any] = {"num_cpus": threads, "max_retries": 0, "max_calls": 1}
+    opts: dict[str, Any] = {"num_cpus": threads, "max_retries": 0}
     if gpu_fraction > 0:
         opts["num_gpus"] = gpu_fraction
     return opts
@@ -228,11 +228,9 @@ class RayExecutor:
     Run directories must sit on a filesystem that every Ray node can write (a shared disk).
     """
 
-    def __init__(self, address: str | None = None, runs_per_gpu: int = 1, threads: int = 1,
-                 init_kwargs: dict | None = None):
+    def __init__(self, address: str | None = None, runs_per_gpu: int = 1, init_kwargs: dict | None = None):
         self.address = address
         self.runs_per_gpu = runs_per_gpu
-        self.threads = threads
         self.init_kwargs = init_kwargs or {}
 
     def run(self, tasks: list[Task], on_done: Callback, on_progress: Progress | None = None) -> None:
@@ -248,7 +246,7 @@ class RayExecutor:
         refs: dict[Any, Task] = {}
         try:
             gpu_fraction = 1.0 / self.runs_per_gpu if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
-            remote = ray.remote(_ray_entry)
+            remote = ray.remote(max_calls=1)(_ray_entry)  # a fresh worker process per run
             for t in tasks:
                 opts = ray_task_options(t.threads, gpu_fraction)
                 ref = remote.options(**opts, name=f"ihgrid-{t.run_id}").remote(t)

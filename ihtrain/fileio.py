@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp_path)`` then rename into place (same directory, so rename is atomic)."""
     path = Path(path)
@@ -17,6 +21,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual permissions
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from ihtrain import __version__
-from ihtrain.config import ConfigError, parse_set_args, validate, apply_overrides
+from ihtrain.config import ConfigError, apply_overrides, parse_set_args, validate
 from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task, read_status
 from ihtrain.fileio import atomic_write_json, atomic_write_parquet, atomic_write_text
 from ihtrain.grid_spec import (
@@ -145,7 +145,9 @@ def list_presets() -> str:
             lines.append(f"{name:<16} {size:<24} {spec.description}")
         except ConfigError as e:
             lines.append(f"{name:<16} {'(invalid)':<24} {e}")
-    return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {Path(list(grid_preset_paths().values())[0]).parent if grid_preset_paths() else '?'})"
+    from ihtrain.presets import GRID_SPEC_DIR
+
+    return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
 def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool) -> str:
@@ -254,7 +256,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
               + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU"))
     else:
         threads = args.threads_per_run or 1
-        executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu, threads=threads)
+        executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu)
         print(f"executor ray: {args.ray_address or 'local cluster'}, {threads} CPU(s) per run")
     for r in todo:
         st = states[r.run_id][1] or {}

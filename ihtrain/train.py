@@ -205,7 +205,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
 
     # ---- data and model
-    source = build_source(cfg.data, seed=cfg.seed)
+    source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=t.context)
     vocab = source.vocab_size
     if cfg.model.vocab_size not in (0, vocab):
         raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
@@ -219,7 +219,10 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     step_model = torch.compile(model) if t.compile else model
 
     total = total_steps_of(cfg)
-    schedule = set(eval_schedule(total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist())
+    schedule = set(eval_schedule(total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist()) \
+        if cfg.metrics.enabled else set()
+    if t.budget == "until-emergence" and not cfg.metrics.enabled:
+        raise ConfigError("train.budget: 'until-emergence' needs metrics.enabled=true (it watches the PS curve)")
     probes = make_probes(vocab, t.context, seed=cfg.seed, ordinary_range=source.ordinary_range,
                          sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
                          n=cfg.metrics.probe_len)
@@ -238,13 +241,15 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     # ---- resume
     ckpt_dir = run_dir / "checkpoints"
     last = ckpt_dir / "last.pt"
-    step, wall_before, crossing = 0, 0.0, None
+    step, wall_before, crossing, last_eval = 0, 0.0, None, -1
+    resumed_at = None  # a step whose evaluation the checkpoint already holds
     if last.is_file():
         ckpt = torch.load(last, map_location=device, weights_only=False)
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         torch.set_rng_state(ckpt["torch_rng"])
         step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
+        resumed_at = step if ckpt.get("evaluated") else None
     logs = _Logs(run_dir, upto_step=step if last.is_file() else None)
     if not last.is_file():
         for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
@@ -254,10 +259,12 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         logs.flush()
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                  "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
-                 "crossing": crossing, "run_id": cfg.run_id()}
+                 "crossing": crossing, "run_id": cfg.run_id(), "evaluated": last_eval == step}
         atomic_write(ckpt_dir / tag, lambda tmp: torch.save(state, tmp))
 
     def run_eval() -> float:
+        nonlocal last_eval
+        last_eval = step
         results = evaluate(model, probes, val_tokens=val_tokens.to(device), include=include)
         logs.add_metrics(to_rows(results, step=step, tokens=step * cfg.tokens_per_step))
         return float(np.max(results["ps"])) if "ps" in results else float("nan")
@@ -270,7 +277,6 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     bar = tqdm(total=total, initial=step, disable=not progress, desc=cfg.name, unit="upd", dynamic_ncols=True,
                leave=progress)
     ps_now = float("nan")
-    resumed_at = step if last.is_file() else None
     model.train()
     while True:
         if step in schedule and step != resumed_at:

@@ -12,7 +12,7 @@ from typing import Any
 from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, resolve_cache_dir
 
 
-def build_source(data_cfg: Any, seed: int = 0, progress: bool = True) -> TokenSource:
+def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> TokenSource:
     """``data.source`` -> a ready ``TokenSource`` (wrapped by Bi-Induct when ``data.biinduct.mode != "none"``)."""
     src = data_cfg.source
     if src == "seminatural":
@@ -34,7 +34,7 @@ def build_source(data_cfg: Any, seed: int = 0, progress: bool = True) -> TokenSo
     if data_cfg.biinduct.mode != "none":
         from ihtrain.data.biinduct import BiInductSource
 
-        return BiInductSource(base, data_cfg.biinduct, seed=seed)
+        return BiInductSource(base, data_cfg.biinduct, seed=seed, context=context)
     return base
 
 

@@ -24,7 +24,7 @@ SPEC = {
 
 
 def test_ray_task_options_pack_gpus():
-    assert ray_task_options(2, 0.0) == {"num_cpus": 2, "max_retries": 0, "max_calls": 1}
+    assert ray_task_options(2, 0.0) == {"num_cpus": 2, "max_retries": 0}
     assert ray_task_options(1, 0.25)["num_gpus"] == 0.25
 
 

@@ -1,0 +1,92 @@
+"""End-to-end tests of analyses/fit_upt_law.py and python -m ihstats.predict."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "analyses" / "fit_upt_law.py"
+EXAMPLE = ROOT / "data" / "example_emergence.csv"
+
+
+def run(args, cwd=ROOT, timeout=300):
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def fast_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("upt")
+    t0 = time.perf_counter()
+    p = run([SCRIPT, "--emergence", EXAMPLE, "--fast", "--out", out])
+    return out, p, time.perf_counter() - t0
+
+
+def test_fast_run_writes_report_netcdf_figures(fast_out):
+    out, p, wall = fast_out
+    assert p.returncode == 0, p.stderr[-2000:]
+    print(f"fit_upt_law.py --fast wall time: {wall:.1f} s")
+    for f in ("report.md", "report.html", "upt_law.nc", "upt_law_summary.json", "emergence.csv"):
+        assert (out / f).is_file(), f
+    for name in ("trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"):
+        assert (out / "figures" / f"{name}.png").is_file()
+        assert (out / "figures" / f"{name}.pdf").is_file()
+    doc = json.loads((out / "upt_law_summary.json").read_text())
+    summ = {r["param"]: r for r in doc["summary"]}
+    assert doc["sampler"] == {"draws": 300, "tune": 300, "chains": 2, "seed": 0,
+                              "target_accept": 0.9}
+    # the example was simulated with a = 0.37, b = 0.62: the 90% HDIs cover them
+    assert summ["a"]["hdi_lo"] < 0.37 < summ["a"]["hdi_hi"]
+    assert summ["b"]["hdi_lo"] < 0.62 < summ["b"]["hdi_hi"]
+    assert doc["r_obs_pred"] > 0.9 and doc["n_censored"] == 5
+    assert {r["param"] for r in doc["ols"]} >= {"a", "b", "log_T"}
+    assert "OLS (uncensored)" in p.stdout and "wrote" in p.stdout
+    assert "Skipped in --fast" in (out / "report.md").read_text()
+
+
+def test_predict_cli_with_saved_and_reference_posterior(fast_out):
+    out = fast_out[0]
+    p = run(["-m", "ihstats.predict", "--batch-size", 64, "--context", 256, "--posterior",
+             out / "upt_law.nc", "--json"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    row = json.loads(p.stdout)
+    truth = np.exp(13.26 - 0.37 * np.log(64) - 0.62 * np.log(256))  # ~3.95e3 updates
+    assert 0.8 < row["upt"] / truth < 1.25
+    assert row["upt_lo"] < row["upt"] < row["upt_hi"]
+    p = run(["-m", "ihstats.predict", "--batch-size", 64, "--context", 256])
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "SIMULATED" in p.stdout and "updates" in p.stdout
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--emergence", "/nonexistent.csv"], "--emergence: file not found"),
+    (["--runs", "/nonexistent_dir"], "--runs: directory not found"),
+    ([], "run `python -m ihtrain.grid` first or pass --emergence"),
+])
+def test_missing_inputs_one_line_errors(tmp_path, args, msg):
+    p = run([SCRIPT, *args], cwd=tmp_path)  # cwd without runs/bxc-cpu
+    assert p.returncode != 0
+    assert msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_bad_table_one_line_error(tmp_path):
+    t = pd.read_csv(EXAMPLE).assign(C=64)
+    t.to_csv(tmp_path / "bad.csv", index=False)
+    p = run([SCRIPT, "--emergence", tmp_path / "bad.csv", "--out", tmp_path / "o"])
+    assert p.returncode == 2
+    last = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert last == ["error: C: only one distinct value (64); the exponent b is not identifiable: "
+                    "the table needs runs at two or more values of C"]
+
+
+def test_help():
+    p = run([SCRIPT, "--help"])
+    assert p.returncode == 0 and "--emergence" in p.stdout and "--fast" in p.stdout
