@@ -1,0 +1,470 @@
+"""Head ablations (top-k heads against random head sets) and in-context-learning probes.
+
+    python -m ihtrain.ablate RUN_DIR [--score ps] [--top-k 2] [--random-sets 50] [--examples 100]
+    python -m ihtrain.ablate RUN_DIR --icl [--shots 10] [--examples 50]
+
+**Ablation.** :func:`ablate_heads` is a context manager that replaces chosen heads' outputs
+``o_h(s)`` by zero (``mode="zero"``) or by their mean over reference tokens (``mode="mean"``)
+*before* ``W_O`` sums the heads: a forward pre-hook on ``blocks[l].attn.c_proj``, whose input is
+the heads' outputs side by side, (B, T, H * d_head). Both forward paths go through ``c_proj``, so
+``model(idx)`` and the logits of ``run_with_cache`` see the ablation (``cache.head_out`` is taken
+before the hook and stays unablated). With no heads chosen no hook is registered: bit-identical.
+
+**Head sets** are one tuple of head indices per layer, ``((h, ...), (h, ...))``, as
+:func:`ihstats.permutation.choose_head_sets` returns them; random sets come from that function, so
+they have the top set's count per layer. Top-k rule (:func:`top_heads`), by a per-head score at the
+run's last logged step (default ``ps`` from ``metrics.parquet``), ties to the lower (layer, head):
+
+- ``--top-k K``: the K highest-scoring heads over the whole model;
+- ``--top-k K --per-layer``: the K highest in every layer;
+- ``--top-frac F``: ``max(1, round_half_up(F * L * H))`` heads over the whole model;
+- ``--top-frac F --per-layer``: ``max(1, round_half_up(F * H))`` per layer: at least one per layer
+  (so Sabry and Belz's "top 2% per layer" with 12-24 heads per layer is one head per layer).
+
+**Per-example metrics** (all higher-is-better, so one ``higher_is_better=True`` in
+``ihstats.permutation`` reads the whole table and a drop is a loss increase):
+``repeat_logprob`` (mean log-prob of the next token over the repeat probe's second copy,
+``s in [n, 2n-2]``, per sequence), ``repeat_acc`` (top-1 accuracy there, per sequence),
+``val_logprob`` (mean next-token log-prob per held-out sequence from ``source.val_sample``) and,
+for sources with a tokenizer, ``icl_logprob`` / ``icl_hits1`` (first answer token, per prompt).
+
+**ICL** (:func:`icl_scores`): prompts from :mod:`ihtrain.icl_tasks`; the score is the rank of the
+answer's first token among the vocabulary logits at the last prompt position (HITS@k: rank < k).
+Prompts longer than the training context lose their earliest demonstrations until they fit; the
+shots actually used are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from ihtrain.config import ConfigError, ModelConfig, RunConfig, from_dict
+from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
+from ihtrain.model import GPT
+
+HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
+MODES = ("zero", "mean")
+METRICS = ("repeat", "val", "icl")
+
+
+# ------------------------------------------------------------------------------ head sets
+def as_head_set(heads, n_layer: int, n_head: int) -> HeadSet:
+    """Normalise ``heads`` to one sorted tuple per layer.
+
+    Accepts a per-layer sequence of head-index sequences (``[[0], [1, 3]]``) or a dict
+    ``{layer: [heads]}`` (``(layer, head)`` pairs: :func:`pairs_to_head_set`). Raises ValueError
+    naming the bad layer/head.
+    """
+    if isinstance(heads, dict):
+        per = [tuple(heads.get(l, ())) for l in range(n_layer)]
+        extra = set(heads) - set(range(n_layer))
+        if extra:
+            raise ValueError(f"heads: layers {sorted(extra)} out of range [0, {n_layer})")
+    else:
+        per = [tuple(h) for h in heads]
+        if len(per) != n_layer:
+            raise ValueError(f"heads: need one entry per layer ({n_layer}), got {len(per)}")
+    for l, hs in enumerate(per):
+        bad = [h for h in hs if not 0 <= int(h) < n_head]
+        if bad:
+            raise ValueError(f"heads: layer {l} heads {bad} out of range [0, {n_head})")
+    return tuple(tuple(sorted({int(h) for h in hs})) for hs in per)
+
+
+def pairs_to_head_set(pairs: Iterable[tuple[int, int]], n_layer: int, n_head: int) -> HeadSet:
+    """``[(layer, head), ...]`` -> head set."""
+    d: dict[int, list[int]] = {}
+    for l, h in pairs:
+        d.setdefault(int(l), []).append(int(h))
+    return as_head_set(d, n_layer, n_head)
+
+
+def format_head_set(heads: HeadSet) -> str:
+    """``((0,), (1, 3))`` -> ``"L0H0 L1H1 L1H3"`` (the ``heads`` column of the table)."""
+    return " ".join(f"L{l}H{h}" for l, hs in enumerate(heads) for h in hs) or "-"
+
+
+def top_heads(scores: np.ndarray, k: int | None = None, frac: float | None = None,
+              per_layer: bool = False) -> HeadSet:
+    """Highest-scoring heads of an (L, H) score array; rounding rules in the module docstring."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 2:
+        raise ValueError(f"scores: expected an (n_layers, n_heads) array, got shape {s.shape}")
+    L, H = s.shape
+    if (k is None) == (frac is None):
+        raise ValueError("top_heads: give exactly one of k (--top-k) or frac (--top-frac)")
+    if frac is not None:
+        if not 0 < frac <= 1:
+            raise ValueError(f"--top-frac: must lie in (0, 1], got {frac}")
+        k = max(1, int(np.floor(frac * (H if per_layer else L * H) + 0.5)))
+    assert k is not None
+    limit = H if per_layer else L * H
+    if not 1 <= k <= limit:
+        where = f"the {H} heads per layer" if per_layer else f"the {L * H} heads ({L} layers x {H})"
+        raise ValueError(f"--top-k: must be in [1, {limit}] ({where}), got {k}")
+    if per_layer:
+        # stable sort of -score: ties go to the lower head index
+        return tuple(tuple(sorted(np.argsort(-s[l], kind="stable")[:k].tolist())) for l in range(L))
+    flat = np.argsort(-s.ravel(), kind="stable")[:k]
+    return pairs_to_head_set([divmod(int(i), H) for i in flat], L, H)
+
+
+def run_head_scores(run_dir: str | Path, score: str = "ps", step: int | None = None) -> np.ndarray:
+    """(L, H) per-head ``score`` at ``step`` (default: the last logged step) from metrics.parquet."""
+    path = Path(run_dir) / "metrics.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found (is {run_dir} a run directory?)")
+    m = pd.read_parquet(path)
+    m = m[(m["metric"] == score) & (m["head"] >= 0)]
+    if m.empty:
+        have = sorted(pd.read_parquet(path, columns=["metric"])["metric"].unique())
+        raise ValueError(f"--score: no per-head metric {score!r} in {path}; have {have}")
+    step = int(m["step"].max()) if step is None else int(step)
+    m = m[m["step"] == step]
+    if m.empty:
+        raise ValueError(f"--step: {score!r} was not logged at step {step}")
+    L, H = int(m["layer"].max()) + 1, int(m["head"].max()) + 1
+    out = np.full((L, H), np.nan)
+    out[m["layer"].to_numpy(), m["head"].to_numpy()] = m["value"].to_numpy()
+    return out
+
+
+# ------------------------------------------------------------------------------ ablation hooks
+@torch.no_grad()
+def head_means(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean of each head's output over batch and positions of ``tokens``: (L, H, d_head)."""
+    _, cache = model.run_with_cache(tokens, logits=False)
+    return cache.head_out.float().mean(dim=(1, 2))  # (L, B, T, H, dh) -> (L, H, dh)
+
+
+@contextmanager
+def ablate_heads(model: GPT, heads: HeadSet, mode: str = "zero",
+                 means: torch.Tensor | None = None) -> Iterator[GPT]:
+    """Within the block, the heads in ``heads`` write zero (or their mean) into ``c_proj``.
+
+    ``means`` (L, H, d_head) is required for ``mode="mean"`` (see :func:`head_means`).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode: {mode!r} not in {MODES}")
+    L, H = model.cfg.n_layer, model.cfg.n_head
+    heads = as_head_set(heads, L, H)
+    if mode == "mean" and (means is None or tuple(means.shape[:2]) != (L, H)):
+        raise ValueError(f"means: mode='mean' needs an (L={L}, H={H}, d_head) tensor from head_means()")
+    handles = []
+
+    def make_hook(layer: int, idx: list[int]):
+        def hook(module, args):
+            x = args[0]  # (B, T, H * dh): heads side by side
+            B, T, _ = x.shape
+            o = x.reshape(B, T, H, -1).clone()  # (B, T, H, dh); clone: never edit the caller's tensor
+            if mode == "zero":
+                o[:, :, idx] = 0.0
+            else:
+                o[:, :, idx] = means[layer, idx].to(o.dtype)  # (k, dh) broadcast over B, T
+            return (o.reshape(B, T, -1),) + tuple(args[1:])
+        return hook
+
+    try:
+        for l, hs in enumerate(heads):
+            if hs:  # nothing to ablate in this layer: no hook, so logits stay bit-identical
+                handles.append(model.blocks[l].attn.c_proj.register_forward_pre_hook(make_hook(l, list(hs))))
+        yield model
+    finally:
+        for h in handles:
+            h.remove()
+
+
+# ------------------------------------------------------------------------------ per-example metrics
+@torch.no_grad()
+def _next_token_logprobs(model: GPT, tokens: torch.Tensor, chunk: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """tokens (N, T+1) -> log-prob of each next token (N, T) and whether it was the argmax (N, T)."""
+    lps, hits = [], []
+    for i in range(0, tokens.shape[0], chunk):
+        x, y = tokens[i:i + chunk, :-1], tokens[i:i + chunk, 1:]
+        logits, _ = model(x)  # (b, T, V)
+        logp = F.log_softmax(logits.float(), dim=-1)
+        lps.append(logp.gather(-1, y.unsqueeze(-1)).squeeze(-1))  # (b, T)
+        hits.append((logits.argmax(-1) == y).float())
+    return torch.cat(lps), torch.cat(hits)
+
+
+def repeat_scores(model: GPT, repeat: torch.Tensor, n: int) -> dict[str, np.ndarray]:
+    """Per sequence of the repeat probe (N, 2n): mean log-prob and accuracy at s in [n, 2n-2]."""
+    lp, hit = _next_token_logprobs(model, repeat)  # (N, 2n-1): position s predicts s + 1
+    return {"repeat_logprob": lp[:, n:2 * n - 1].mean(1).cpu().numpy(),
+            "repeat_acc": hit[:, n:2 * n - 1].mean(1).cpu().numpy()}
+
+
+def val_scores(model: GPT, val: torch.Tensor) -> dict[str, np.ndarray]:
+    """Per held-out sequence (N, T+1): mean next-token log-prob."""
+    return {"val_logprob": _next_token_logprobs(model, val)[0].mean(1).cpu().numpy()}
+
+
+@dataclass
+class ICLBatch:
+    """Tokenised prompts of one task condition."""
+
+    task: str
+    permuted: bool
+    ids: list[list[int]]  # prompt token ids (ending with "A:")
+    answer: np.ndarray  # (P,) first token of " " + answer
+    shots: np.ndarray  # (P,) demonstrations kept after truncation to the context
+
+
+def tokenize_prompts(tokenizer, task: str, n_shots: int, n_prompts: int, max_len: int, seed: int = 0,
+                     permute_labels: bool = False) -> ICLBatch:
+    """Encode prompts; drop the earliest demonstrations of any prompt longer than ``max_len``."""
+    pairs = get_task(task)
+    prompts = build_prompts(pairs, min(n_shots, len(pairs) - 1), n_prompts, seed, permute_labels, task)
+    ids, ans, shots = [], [], []
+    for p in prompts:
+        first = tokenizer.encode(" " + p.answer)
+        if not first:
+            raise ValueError(f"task {task}: answer {p.answer!r} encodes to no tokens")
+        for k in range(len(p.demos), -1, -1):
+            enc = tokenizer.encode(format_prompt(p.demos[len(p.demos) - k:], p.query))
+            if len(enc) <= max_len:
+                break
+        else:  # even zero shots do not fit
+            raise ValueError(f"task {task}: the zero-shot prompt has {len(enc)} tokens, more than the "
+                             f"context {max_len}")
+        ids.append(enc)
+        ans.append(first[0])
+        shots.append(k)
+    return ICLBatch(task, permute_labels, ids, np.array(ans, dtype=np.int64), np.array(shots))
+
+
+@torch.no_grad()
+def icl_scores(model, batch: ICLBatch) -> dict[str, np.ndarray]:
+    """Per prompt: ``icl_rank`` (logits strictly above the answer's), ``icl_logprob``, ``icl_hits1/3``.
+
+    Prompts of equal length run together (no padding: learned positions would shift).
+    """
+    device = next(model.parameters()).device
+    P = len(batch.ids)
+    rank, logprob = np.zeros(P), np.zeros(P)
+    lengths = np.array([len(x) for x in batch.ids])
+    for T in np.unique(lengths):
+        idx = np.flatnonzero(lengths == T)
+        x = torch.tensor([batch.ids[i] for i in idx], dtype=torch.long, device=device)  # (b, T)
+        logits, _ = model(x)
+        last = logits[:, -1].float()  # (b, V)
+        tgt = torch.as_tensor(batch.answer[idx], device=device)
+        t_logit = last.gather(-1, tgt[:, None])  # (b, 1)
+        rank[idx] = (last > t_logit).sum(-1).cpu().numpy()
+        logprob[idx] = F.log_softmax(last, -1).gather(-1, tgt[:, None]).squeeze(-1).cpu().numpy()
+    return {"icl_rank": rank, "icl_logprob": logprob, "icl_hits1": (rank < 1).astype(float),
+            "icl_hits3": (rank < 3).astype(float)}
+
+
+# ------------------------------------------------------------------------------ runs
+@dataclass
+class LoadedRun:
+    model: GPT
+    cfg: RunConfig
+    source: object
+    step: int
+
+    @property
+    def tokenizer(self):
+        """The run's tokenizer (natural and Bi-Induct sources), else None."""
+        tok = getattr(self.source, "tokenizer", None)
+        return tok if tok is not None else getattr(getattr(self.source, "base", None), "tokenizer", None)
+
+
+def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -> LoadedRun:
+    """Final checkpoint, config and data source of a run directory (clear errors when missing)."""
+    from ihtrain.data import build_source
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"RUN_DIR {run_dir}: no such directory")
+    cfg_path, ckpt_path = run_dir / "config.json", run_dir / "checkpoints" / "final.pt"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
+    if not ckpt_path.is_file():
+        raise FileNotFoundError(f"{ckpt_path}: not found (has the run finished? see {run_dir}/status.json)")
+    cfg = from_dict(json.loads(cfg_path.read_text())["config"])
+    ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+    model = GPT(ModelConfig(**ckpt["model_config"])).to(device)
+    model.load_state_dict(ckpt["model"])
+    model.eval()
+    source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=cfg.train.context)
+    return LoadedRun(model, cfg, source, int(ckpt.get("step", -1)))
+
+
+def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence[str] = METRICS,
+                   n_shots: int = 10, tasks: Sequence[str] = TASK_NAMES) -> dict[str, object]:
+    """The fixed inputs every head set is scored on (same ids under every set)."""
+    from ihtrain.probes import make_probes
+
+    C, src = run.cfg.train.context, run.source
+    out: dict[str, object] = {}
+    if "repeat" in metrics:
+        pr = make_probes(src.vocab_size, C, seed=seed, ordinary_range=src.ordinary_range,
+                         sep_token=src.special_tokens.get("sep"), n_seqs=n_examples,
+                         n=run.cfg.metrics.probe_len)
+        out["repeat"] = (pr.repeat, pr.n)
+    if "val" in metrics:
+        out["val"] = torch.as_tensor(src.val_sample(n_examples, C + 1), dtype=torch.long)
+    if "icl" in metrics:
+        if run.tokenizer is None:
+            print(f"note: ICL metrics skipped: data.source={run.cfg.data.source!r} has no tokenizer",
+                  file=sys.stderr)
+        else:
+            out["icl"] = [tokenize_prompts(run.tokenizer, t, n_shots, n_examples, C, seed) for t in tasks]
+    return out
+
+
+def score_examples(model: GPT, inputs: dict[str, object]) -> dict[str, tuple[list[str], np.ndarray]]:
+    """metric -> (example ids, values) under whatever ablation is active."""
+    res: dict[str, tuple[list[str], np.ndarray]] = {}
+    if "repeat" in inputs:
+        rep, n = inputs["repeat"]  # type: ignore[misc]
+        ids = [f"seq{i}" for i in range(rep.shape[0])]
+        res.update({k: (ids, v) for k, v in repeat_scores(model, rep, n).items()})
+    if "val" in inputs:
+        val = inputs["val"]
+        ids = [f"val{i}" for i in range(val.shape[0])]  # type: ignore[union-attr]
+        res.update({k: (ids, v) for k, v in val_scores(model, val).items()})  # type: ignore[arg-type]
+    if "icl" in inputs:
+        ids, lp, h1 = [], [], []
+        for b in inputs["icl"]:  # type: ignore[union-attr]
+            s = icl_scores(model, b)
+            ids += [f"{b.task}:{i}" for i in range(len(b.ids))]
+            lp.append(s["icl_logprob"])
+            h1.append(s["icl_hits1"])
+        res["icl_logprob"] = (ids, np.concatenate(lp))
+        res["icl_hits1"] = (ids, np.concatenate(h1))
+    return res
+
+
+def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples: int = 100, seed: int = 0,
+                   mode: str = "zero", metrics: Sequence[str] = METRICS, condition: str | None = None,
+                   n_shots: int = 10) -> tuple[pd.DataFrame, dict]:
+    """Tidy ablation table (``ihstats.permutation`` contract, plus a ``heads`` column) and set info.
+
+    Rows: per metric, one per example x {none, top, each random set}.
+    """
+    from ihstats.permutation import choose_head_sets, count_head_sets
+
+    model, L, H = run.model, run.model.cfg.n_layer, run.model.cfg.n_head
+    top = as_head_set(top, L, H)
+    ks = [len(h) for h in top]
+    if count_head_sets([H] * L, ks) < 2:
+        raise ValueError(f"--top-k: the top set {format_head_set(top)} is the only set with "
+                         f"{ks} heads per layer; no random sets exist (choose fewer heads)")
+    rand, exact = choose_head_sets([H] * L, top, n_random, seed=seed)
+    inputs = example_inputs(run, n_examples, seed, metrics, n_shots)
+    means = head_means(model, inputs["val"][:, :-1] if "val" in inputs else  # type: ignore[index]
+                       torch.as_tensor(run.source.val_sample(32, run.cfg.train.context))) if mode == "mean" else None
+    condition = condition or run.cfg.name
+    sets = [("none", "none", tuple(() for _ in range(L))), ("top", "top", top)]
+    sets += [("random", f"r{i:03d}", s) for i, s in enumerate(rand)]
+    frames = []
+    for ablation, set_id, hs in sets:
+        with ablate_heads(model, hs, mode, means):
+            scores = score_examples(model, inputs)
+        for metric, (ids, v) in scores.items():
+            frames.append(pd.DataFrame({"condition": condition, "example": ids, "ablation": ablation,
+                                        "set_id": set_id, "value": v.astype(np.float64), "metric": metric,
+                                        "heads": format_head_set(hs)}))
+    info = {"top": format_head_set(top), "k_per_layer": ks, "n_random": len(rand), "exact": exact,
+            "n_possible": count_head_sets([H] * L, ks), "mode": mode, "step": run.step}
+    return pd.concat(frames, ignore_index=True), info
+
+
+def icl_report(run: LoadedRun, n_prompts: int = 50, n_shots: int = 10, seed: int = 0,
+               tasks: Sequence[str] = TASK_NAMES) -> pd.DataFrame:
+    """HITS@1/3 and mean rank per task, with and without the label permutation."""
+    if run.tokenizer is None:
+        raise ValueError(f"--icl: data.source={run.cfg.data.source!r} has no tokenizer; ICL probes need a "
+                         "natural source (builtin, text:, hf:, or Bi-Induct over one)")
+    rows = []
+    for task in tasks:
+        for permuted in (False, True):
+            b = tokenize_prompts(run.tokenizer, task, n_shots, n_prompts, run.cfg.train.context, seed, permuted)
+            s = icl_scores(run.model, b)
+            rows.append({"task": task, "label_permuted": permuted, "n_prompts": len(b.ids),
+                         "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
+                         "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
+                         "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ihtrain.ablate", description="Ablate a run's top-k heads "
+                                "against random head sets (tidy table for analyses/ablation_tests.py), or "
+                                "probe its in-context learning (--icl).")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory with config.json and checkpoints/final.pt")
+    p.add_argument("--score", default="ps", help="per-head metric in metrics.parquet that ranks heads (default ps)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--top-k", type=int, default=None, help="ablate the K top heads (default 2; per layer "
+                   "with --per-layer)")
+    g.add_argument("--top-frac", type=float, default=None, help="ablate max(1, round(F x heads)) top heads")
+    p.add_argument("--per-layer", action="store_true", help="apply --top-k/--top-frac within each layer")
+    p.add_argument("--random-sets", type=int, default=50, help="random head sets with the top set's count "
+                   "per layer (default 50; all of them if fewer exist)")
+    p.add_argument("--examples", type=int, default=100, help="examples per metric (ICL: prompts per task)")
+    p.add_argument("--metrics", default="repeat,val,icl", help="comma list of repeat, val, icl")
+    p.add_argument("--mode", choices=MODES, default="zero", help="zero- or mean-ablation (default zero)")
+    p.add_argument("--condition", default=None, help="condition label in the table (default: the run's name)")
+    p.add_argument("--icl", action="store_true", help="only the ICL probe: HITS@1/3 per task, +- label permutation")
+    p.add_argument("--shots", type=int, default=10, help="ICL demonstrations per prompt (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of probes, prompts and random sets")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--out", default=None, help="output CSV (default RUN_DIR/ablation.csv or RUN_DIR/icl.csv)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        for name in ("random_sets", "examples"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(args, name)}")
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        if not metrics or set(metrics) - set(METRICS):
+            raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")
+        run = load_run(args.run_dir, args.device)
+        if args.icl:
+            rep = icl_report(run, args.examples, args.shots, args.seed)
+            out = Path(args.out or Path(args.run_dir) / "icl.csv")
+            rep.to_csv(out, index=False)
+            print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+            print(f"wrote {out}")
+            return 0
+        scores = run_head_scores(args.run_dir, args.score)
+        k = 2 if args.top_k is None and args.top_frac is None else args.top_k
+        top = top_heads(scores, k=k, frac=args.top_frac, per_layer=args.per_layer)
+        table, info = ablation_table(run, top, args.random_sets, args.examples, args.seed, args.mode,
+                                     metrics, args.condition, args.shots)
+    except (FileNotFoundError, ValueError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out or Path(args.run_dir) / "ablation.csv")
+    table.to_csv(out, index=False)
+    summary = (table.groupby(["metric", "ablation"])["value"].mean().unstack("ablation")
+               .reindex(columns=["none", "top", "random"]))
+    print(f"top set ({args.score}): {info['top']}; {info['n_random']} random sets"
+          f"{' (all others: exact)' if info['exact'] else ''} of {info['n_possible']} possible; {args.mode}-ablation")
+    print(summary.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(f"wrote {out} (analyse with: python analyses/ablation_tests.py --table {out} "
+          f"--n-possible {info['n_possible']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
