@@ -30,6 +30,9 @@ for sources with a tokenizer, ``icl_logprob`` / ``icl_hits1`` (first answer toke
 
 **ICL** (:func:`icl_scores`): prompts from :mod:`ihtrain.icl_tasks`; the score is the rank of the
 answer's first token among the vocabulary logits at the last prompt position (HITS@k: rank < k).
+The answer is tokenised in running text (``prompt + " " + answer``); a small BPE that keeps the
+space as its own token gets that token appended to the prompt, and the first token carrying a
+character of the answer is scored (:func:`encode_query`).
 Prompts longer than the training context lose their earliest demonstrations until they fit; the
 shots actually used are reported.
 """
@@ -217,9 +220,29 @@ class ICLBatch:
 
     task: str
     permuted: bool
-    ids: list[list[int]]  # prompt token ids (ending with "A:")
-    answer: np.ndarray  # (P,) first token of " " + answer
+    ids: list[list[int]]  # prompt token ids (ending with "A:", plus a bare-space token if the BPE has one)
+    answer: np.ndarray  # (P,) first answer token that carries a character (see encode_query)
     shots: np.ndarray  # (P,) demonstrations kept after truncation to the context
+
+
+def encode_query(tokenizer, prompt: str, answer: str) -> tuple[list[int], int]:
+    """Prompt ids and the answer's first scored token, tokenised as in running text.
+
+    ``prompt + " " + answer`` is encoded whole; the answer's tokens are what follows the prompt's
+    own encoding. Leading whitespace-only tokens (a small BPE keeps ``" "`` apart from ``"b"``)
+    are moved into the prompt, since they are the same for every answer: the scored token is the
+    first one that carries a character of the answer.
+    """
+    p_ids = tokenizer.encode(prompt)
+    full = tokenizer.encode(prompt + " " + answer)
+    if full[:len(p_ids)] != p_ids:  # the merge crossed the boundary: encode the parts apart
+        full = p_ids + tokenizer.encode(" " + answer)
+    k = len(p_ids)
+    while k < len(full) - 1 and not tokenizer.decode([full[k]]).strip():
+        k += 1
+    if k >= len(full):
+        raise ValueError(f"answer {answer!r}: encodes to no tokens")
+    return full[:k], full[k]
 
 
 def tokenize_prompts(tokenizer, task: str, n_shots: int, n_prompts: int, max_len: int, seed: int = 0,
@@ -229,18 +252,15 @@ def tokenize_prompts(tokenizer, task: str, n_shots: int, n_prompts: int, max_len
     prompts = build_prompts(pairs, min(n_shots, len(pairs) - 1), n_prompts, seed, permute_labels, task)
     ids, ans, shots = [], [], []
     for p in prompts:
-        first = tokenizer.encode(" " + p.answer)
-        if not first:
-            raise ValueError(f"task {task}: answer {p.answer!r} encodes to no tokens")
         for k in range(len(p.demos), -1, -1):
-            enc = tokenizer.encode(format_prompt(p.demos[len(p.demos) - k:], p.query))
+            enc, first = encode_query(tokenizer, format_prompt(p.demos[len(p.demos) - k:], p.query), p.answer)
             if len(enc) <= max_len:
                 break
         else:  # even zero shots do not fit
             raise ValueError(f"task {task}: the zero-shot prompt has {len(enc)} tokens, more than the "
                              f"context {max_len}")
         ids.append(enc)
-        ans.append(first[0])
+        ans.append(first)
         shots.append(k)
     return ICLBatch(task, permute_labels, ids, np.array(ans, dtype=np.int64), np.array(shots))
 
@@ -367,8 +387,10 @@ def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples:
                          f"{ks} heads per layer; no random sets exist (choose fewer heads)")
     rand, exact = choose_head_sets([H] * L, top, n_random, seed=seed)
     inputs = example_inputs(run, n_examples, seed, metrics, n_shots)
-    means = head_means(model, inputs["val"][:, :-1] if "val" in inputs else  # type: ignore[index]
-                       torch.as_tensor(run.source.val_sample(32, run.cfg.train.context))) if mode == "mean" else None
+    means = None
+    if mode == "mean":  # reference activations: held-out text, never the probe being scored
+        ref = torch.as_tensor(run.source.val_sample(32, run.cfg.train.context), dtype=torch.long)
+        means = head_means(model, ref.to(next(model.parameters()).device))
     condition = condition or run.cfg.name
     sets = [("none", "none", tuple(() for _ in range(L))), ("top", "top", top)]
     sets += [("random", f"r{i:03d}", s) for i, s in enumerate(rand)]
@@ -425,6 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shots", type=int, default=10, help="ICL demonstrations per prompt (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of probes, prompts and random sets")
     p.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--out", default=None, help="output CSV (default RUN_DIR/ablation.csv or RUN_DIR/icl.csv)")
     return p
 
@@ -435,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("random_sets", "examples"):
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(args, name)}")
+        if args.threads > 0:
+            torch.set_num_threads(args.threads)
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
         if not metrics or set(metrics) - set(METRICS):
             raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")

@@ -17,15 +17,17 @@ GRID_SPEC_DIR = Path(__file__).parent
 # name -> (one-line description, dotted overrides)
 RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "cpu-tiny": (
-        "2-layer 4-head width-128 GPT on the builtin docstring corpus (BPE 512); grows an "
-        "induction head on a 2-core CPU",
+        "2-layer 4-head width-128 GPT (with MLPs) on the builtin docstring corpus, BPE 1024, B=16, "
+        "C=256, AdamW 2e-2 constant after warmup; the fastest setting found that grows an induction "
+        "head (max PS > 0.5) on CPU",
         {
             "name": "cpu-tiny",
             "model.n_layer": 2, "model.n_head": 4, "model.d_model": 128, "model.context": 256,
-            "data.source": "builtin", "data.vocab_size": 512,
-            "train.batch_size": 16, "train.context": 128, "train.lr": 1e-2,
+            "data.source": "builtin", "data.vocab_size": 1024,
+            "train.batch_size": 16, "train.context": 256, "train.lr": 2e-2,
             "train.schedule": "constant", "train.warmup_steps": 100,
-            "train.budget": "steps", "train.max_steps": 8000, "train.threads": 0,
+            "train.budget": "steps", "train.max_steps": 6000,
+            "metrics.val_seqs": 16,
         },
     ),
     "cpu-smoke": (

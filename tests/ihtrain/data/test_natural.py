@@ -236,7 +236,7 @@ def test_build_source_dispatch(tmp_path, monkeypatch):
                              biinduct=dataclasses.replace(cfg.biinduct, mode="forward"))
     assert isinstance(build_source(bi, seed=5, progress=False), Bi)
     (base, bcfg), kw = calls["BiInductSource"]
-    assert isinstance(base, NaturalSource) and bcfg is bi.biinduct and kw == {"seed": 5}
+    assert isinstance(base, NaturalSource) and bcfg is bi.biinduct and kw == {"seed": 5, "context": None}
 
 
 def test_pretrained_tokenizer_stream(tmp_path):

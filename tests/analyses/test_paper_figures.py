@@ -1,0 +1,137 @@
+"""paper_figures/make.py: every figure in fast mode on the shipped examples and a fake grid."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ihstats.simulate import simulate_curve, write_fake_grid
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "paper_figures" / "make.py"
+EXAMPLE = ROOT / "data" / "example_emergence.csv"
+
+spec = importlib.util.spec_from_file_location("paper_figures_make", SCRIPT)
+make = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = make  # dataclasses look their module up while the file executes
+spec.loader.exec_module(make)
+
+COLUMNS = {
+    "emergence_curves": {"run_id", "step", "max_ps", "B", "C", "onset", "onset_lo", "onset_hi",
+                         "censored", "last_step"},
+    "upt_law": {"run_id", "B", "C", "observed", "predicted", "pred_lo", "pred_hi", "censored",
+                "log_observed", "log_predicted"},
+    "frontier": {"frequency", "reliability_median", "reliability_lo", "reliability_hi",
+                 "glm_reliability"},
+    "ablation": {"condition", "ablation", "set_id", "drop", "p_random", "p_random_holm"},
+}
+
+
+def fake_grid(path: Path) -> dict[tuple[int, int], float]:
+    """Six emerging runs (planted onsets) over B x C and one flat (censored) run."""
+    truth, runs = {}, []
+    for i, (C, B) in enumerate([(c, b) for c in (64, 128) for b in (8, 16, 32)]):
+        onset = 2000 * (16 / B) ** 0.4 * (128 / C) ** 0.6
+        truth[(B, C)] = onset
+        curve = simulate_curve("sigmoid", "mixed", n=60, last_step=10_000, onset=onset, width=0.8,
+                               seed=i)
+        runs.append((curve, {"train.batch_size": B, "train.context": C}))
+    flat = simulate_curve("flat", "mixed", n=60, last_step=10_000, seed=99)
+    runs.append((flat, {"train.batch_size": 64, "train.context": 128}))
+    write_fake_grid(path, runs)
+    return truth
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("paper")
+    truth = fake_grid(tmp / "grid")
+    out = tmp / "out"
+    rc = make.main(["--runs", str(tmp / "grid"), "--emergence", str(EXAMPLE), "--out", str(out)])
+    return rc, out, truth
+
+
+def test_help_and_list():
+    r = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "--full" in r.stdout and "--only" in r.stdout
+    r = subprocess.run([sys.executable, str(SCRIPT), "--list"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0
+    assert [line.split()[0] for line in r.stdout.splitlines()] == list(make.REGISTRY)
+
+
+def test_every_figure_written_with_its_data(made):
+    rc, out, _ = made
+    assert rc == 0
+    for name, cols in COLUMNS.items():
+        for ext in ("png", "pdf", "csv"):
+            assert (out / f"{name}.{ext}").stat().st_size > 0, f"{name}.{ext}"
+        df = pd.read_csv(out / f"{name}.csv")
+        assert cols <= set(df.columns), (name, cols - set(df.columns))
+        assert len(df) > 0
+    assert {"param", "mean", "hdi_lo", "hdi_hi"} <= set(pd.read_csv(out / "upt_law_params.csv"))
+    assert {"B", "C", "upt"} <= set(pd.read_csv(out / "upt_law_law.csv"))
+    assert {"n_runs", "n_formed"} <= set(pd.read_csv(out / "frontier_cells.csv"))
+
+
+def test_index_names_sources_and_commands(made):
+    _, out, _ = made
+    index = (out / "INDEX.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in index.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in make.REGISTRY}
+    assert set(rows) == set(make.REGISTRY)
+    assert all("| ok |" in r for r in rows.values())
+    assert "real:" in rows["emergence_curves"]
+    for name in ("upt_law", "frontier", "ablation"):  # fell back to / given the shipped examples
+        assert "SIMULATED" in rows[name], name
+    assert "--only upt_law --runs" in rows["upt_law"] and "--emergence" in rows["upt_law"]
+    assert "--emergence" not in rows["frontier"]
+
+
+def test_known_answers(made):
+    _, out, truth = made
+    em = pd.read_csv(out / "emergence_curves.csv").groupby("run_id").first()
+    flat = em[em["B"] == 64]
+    assert flat["censored"].all()
+    for r in em[em["B"] != 64].itertuples():  # planted onsets recovered within ~25%
+        assert not r.censored
+        assert abs(np.log(r.onset / truth[(r.B, r.C)])) < 0.25, (r.B, r.C, r.onset)
+    # example_emergence.csv was simulated with a = 0.37, b = 0.62
+    p = pd.read_csv(out / "upt_law_params.csv").set_index("param")
+    assert p.at["a", "hdi_lo"] < 0.37 < p.at["a", "hdi_hi"]
+    assert p.at["b", "hdi_lo"] < 0.62 < p.at["b", "hdi_hi"]
+    # the frontier falls with frequency (rarer patterns need more reliable ones)
+    fr = pd.read_csv(out / "frontier.csv")
+    assert fr["reliability_median"].iloc[0] > fr["reliability_median"].iloc[-1]
+    ab = pd.read_csv(out / "ablation.csv")
+    for _, g in ab.groupby("condition"):
+        top = g.loc[g["ablation"] == "top", "drop"].iloc[0]
+        assert top > g.loc[g["ablation"] == "random", "drop"].mean()
+        assert g["p_random"].iloc[0] < 0.05
+
+
+def test_failure_is_reported_and_others_still_run(made, tmp_path):
+    grid = made[1].parent / "grid"
+    bad = tmp_path / "bad.csv"
+    pd.read_csv(ROOT / "data" / "example_ablation.csv").drop(columns="value").head(50).to_csv(bad)
+    out = tmp_path / "out"
+    rc = make.main(["--only", "ablation", "emergence_curves", "--ablation-table", str(bad),
+                    "--runs", str(grid), "--out", str(out)])
+    assert rc == 1
+    assert (out / "emergence_curves.png").is_file() and not (out / "ablation.png").exists()
+    index = (out / "INDEX.md").read_text()
+    assert "| ablation | FAILED |" in index and "| emergence_curves | ok |" in index
+
+
+def test_emergence_skipped_without_runs_and_bad_runs_dir(tmp_path):
+    rc = make.main(["--only", "emergence_curves", "--out", str(tmp_path)])
+    assert rc == 0
+    assert "| emergence_curves | skipped |" in (tmp_path / "INDEX.md").read_text()
+    assert make.main(["--runs", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
