@@ -108,10 +108,11 @@ class TrainConfig:
     emergence_threshold: float = 0.5  # until-emergence: max PS that counts as formed
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
     lr: float = 3e-3
-    schedule: Literal["cosine", "constant"] = "cosine"
+    schedule: Literal["cosine", "constant", "wsd"] = "cosine"  # wsd: warmup, stable, linear decay
     warmup_steps: int = 0  # 0: use warmup_frac
     warmup_frac: float = 0.01
-    min_lr_frac: float = 0.1  # cosine floor as a fraction of lr
+    min_lr_frac: float = 0.1  # cosine / wsd floor as a fraction of lr
+    decay_frac: float = 0.2  # wsd: the final fraction of the budget over which lr decays linearly
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.95
@@ -211,6 +212,7 @@ def validate(cfg: RunConfig) -> RunConfig:
     need(t.lr > 0, "train.lr", f"must be > 0, got {t.lr}")
     need(0 <= t.warmup_frac < 1, "train.warmup_frac", f"must be in [0, 1), got {t.warmup_frac}")
     need(0 <= t.min_lr_frac <= 1, "train.min_lr_frac", f"must be in [0, 1], got {t.min_lr_frac}")
+    need(0 < t.decay_frac <= 1, "train.decay_frac", f"must be in (0, 1], got {t.decay_frac}")
     need(t.grad_clip >= 0, "train.grad_clip", "must be >= 0")
     need(t.device == "auto" or t.device == "cpu" or t.device.startswith("cuda") or t.device == "mps",
          "train.device", f"must be auto, cpu, cuda or cuda:N, got {t.device!r}")

@@ -57,15 +57,25 @@ def eval_schedule(total_steps: int, n_evals: int, log_fraction: float) -> np.nda
 
 
 def lr_at(step: int, cfg: RunConfig, total_steps: int) -> float:
-    """Warmup (linear) then cosine to ``min_lr_frac * lr`` or constant."""
+    """Linear warmup, then constant, cosine to ``min_lr_frac * lr``, or wsd.
+
+    wsd (warmup-stable-decay): constant until the last ``decay_frac`` of the budget, then linear
+    to ``min_lr_frac * lr``; its trajectory equals the constant schedule's until the decay starts,
+    and the final anneal sharpens attention patterns that a constant high rate keeps noisy.
+    """
     t = cfg.train
     warmup = t.warmup_steps or int(round(t.warmup_frac * total_steps))
     if step < warmup:
         return t.lr * (step + 1) / warmup
     if t.schedule == "constant":
         return t.lr
-    progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
     floor = t.min_lr_frac * t.lr
+    if t.schedule == "wsd":
+        decay_start = int(round((1 - t.decay_frac) * total_steps))
+        if step < decay_start:
+            return t.lr
+        return t.lr - (t.lr - floor) * (step - decay_start) / max(1, total_steps - decay_start)
+    progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
     return floor + 0.5 * (t.lr - floor) * (1 + math.cos(math.pi * progress))
 
 

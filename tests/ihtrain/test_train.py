@@ -48,6 +48,15 @@ def test_lr_warmup_then_cosine_floor(text_corpus, cache_dir):
     assert lr_at(total - 1, const, total) == pytest.approx(const.train.lr)
 
 
+def test_wsd_is_constant_then_linear_decay(text_corpus, cache_dir):
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.schedule": "wsd", "train.decay_frac": 0.5,
+                                               "train.min_lr_frac": 0.0, "train.max_steps": 100})
+    lr = cfg.train.lr
+    assert lr_at(10, cfg, 100) == lr_at(49, cfg, 100) == pytest.approx(lr)
+    assert lr_at(75, cfg, 100) == pytest.approx(lr / 2)
+    assert lr_at(100, cfg, 100) == pytest.approx(0.0)
+
+
 def test_token_budget_gives_steps(text_corpus, cache_dir):
     cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "tokens", "train.max_tokens": 8 * 32 * 7 + 1})
     assert total_steps_of(cfg) == 8
