@@ -246,14 +246,23 @@ class GPT(nn.Module):
     # ------------------------------------------------------------------------------ training helpers
     def configure_optimizer(self, weight_decay: float, lr: float, betas: tuple[float, float],
                             device_type: str) -> torch.optim.AdamW:
-        """AdamW with weight decay on 2-D weights (matmuls, embeddings) only, fused on CUDA."""
+        """AdamW with weight decay on 2-D weights (matmuls, embeddings) only.
+
+        Fused kernels on CUDA and on CPU (torch >= 2.4): on CPU the fused step is an order of
+        magnitude faster than the default per-parameter loop, which for a small model is a large
+        share of the update (nanoGPT fuses on CUDA only).
+        """
         params = [p for p in self.parameters() if p.requires_grad]
         groups = [
             {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
         ]
-        extra = {"fused": True} if device_type == "cuda" else {}
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, **extra)
+        if device_type in ("cuda", "cpu"):
+            try:
+                return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
+            except (RuntimeError, TypeError):  # an older torch without the fused CPU kernel
+                pass
+        return torch.optim.AdamW(groups, lr=lr, betas=betas)
 
     def estimate_flops_per_token(self, T: int | None = None) -> float:
         """Training FLOPs per token, ``6 N + 12 L H Q T`` (PaLM appendix B, as nanoGPT).
