@@ -100,7 +100,7 @@ def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarra
 
 
 # ------------------------------------------------------------------------------ logit attribution
-@torch.no_grad()
+@torch.inference_mode()
 def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """Logit attribution of each head's own output to the correct next token, s in [n, 2n-2]."""
     n, L = probes.n, model.cfg.n_layer
@@ -149,7 +149,7 @@ def ar_rank(model: GPT, probes: ProbeSet, acts: Activations) -> float:
     return _ar(probes, acts)[1]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def val_loss(model: GPT, probes: ProbeSet, acts: Activations, chunk: int = 64) -> float:
     """Mean next-token cross-entropy over held-out tokens ``acts.val_tokens`` (n, T+1)."""
     val = acts.val_tokens
@@ -169,7 +169,7 @@ def val_loss(model: GPT, probes: ProbeSet, acts: Activations, chunk: int = 64) -
 
 
 # ------------------------------------------------------------------------------ weights only
-@torch.no_grad()
+@torch.inference_mode()
 def ov_eigenvalues(model: GPT) -> torch.Tensor:
     """Nonzero-spectrum eigenvalues of each head's ``W_E W_V W_O W_U^T``: (L, H, d_head) complex.
 
@@ -223,7 +223,7 @@ METRIC_NAMES: tuple[str, ...] = tuple(REGISTRY)
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
              include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
     """Compute the metrics in ``include`` (default: all; ``val_loss`` only when ``val_tokens`` is
-    given) in eval mode under ``torch.no_grad``; the model's train/eval mode is restored after.
+    given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
@@ -241,7 +241,7 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
     was_training = model.training
     model.eval()
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             out: dict[str, np.ndarray | float] = {}
             for name in names:
                 v = REGISTRY[name].fn(model, acts.probes, acts)
