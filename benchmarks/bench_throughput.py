@@ -12,7 +12,6 @@ Prints tokens/s of each and the ratio ihtrain / reference (>= 1 means we are at 
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
 import time
 

@@ -11,9 +11,9 @@ with each checkpoint, so what is on disk always agrees with the last checkpoint.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
-import os
 import platform
 import subprocess
 import sys
@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from ihtrain import __version__
-from ihtrain.config import ConfigError, RunConfig, from_dict, parse_set_args, resolve, to_json
+from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.fileio import atomic_write, atomic_write_json, atomic_write_parquet
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
@@ -221,8 +221,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
                           f"size {vocab} for data.source={cfg.data.source!r}; set model.vocab_size=0 to take it "
                           f"from the data")
-    model_cfg = from_dict(cfg.to_dict()).model
-    model_cfg.vocab_size = vocab
+    model_cfg = dataclasses.replace(cfg.model, vocab_size=vocab)
     torch.manual_seed(cfg.seed)
     model = GPT(model_cfg).to(device)
     optimizer = model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), device.type)
