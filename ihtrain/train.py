@@ -56,12 +56,16 @@ def eval_schedule(total_steps: int, n_evals: int, log_fraction: float) -> np.nda
         n_lin += target - len(steps)
 
 
-def lr_at(step: int, cfg: RunConfig, total_steps: int) -> float:
+def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = None) -> float:
     """Linear warmup, then constant, cosine to ``min_lr_frac * lr``, or wsd.
 
     wsd (warmup-stable-decay): constant until the last ``decay_frac`` of the budget, then linear
     to ``min_lr_frac * lr``; its trajectory equals the constant schedule's until the decay starts,
     and the final anneal sharpens attention patterns that a constant high rate keeps noisy.
+    Under ``budget = "until-emergence"`` the budget is unknown until max PS crosses the threshold
+    (at update ``crossing``): wsd stays constant until then, and afterwards the budget is the stop
+    step ``ceil(crossing * (1 + emergence_margin))``, so the anneal fills the final ``decay_frac``
+    of it (never starting before ``crossing``). The onset is thus measured at a constant rate.
     """
     t = cfg.train
     warmup = t.warmup_steps or int(round(t.warmup_frac * total_steps))
@@ -72,11 +76,21 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int) -> float:
     floor = t.min_lr_frac * t.lr
     if t.schedule == "wsd":
         decay_start = int(round((1 - t.decay_frac) * total_steps))
+        if t.budget == "until-emergence":
+            if crossing is None:
+                return t.lr
+            total_steps = emergence_stop_step(cfg, crossing)
+            decay_start = max(crossing, int(round((1 - t.decay_frac) * total_steps)))
         if step < decay_start:
             return t.lr
         return t.lr - (t.lr - floor) * (step - decay_start) / max(1, total_steps - decay_start)
     progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
     return floor + 0.5 * (t.lr - floor) * (1 + math.cos(math.pi * progress))
+
+
+def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
+    """Until-emergence: the update to stop at once max PS crossed the threshold at ``crossing``."""
+    return max(crossing + 1, math.ceil(crossing * (1 + cfg.train.emergence_margin)))
 
 
 def total_steps_of(cfg: RunConfig) -> int:
@@ -287,23 +301,25 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
                leave=progress)
     ps_now = float("nan")
     model.train()
+    until_emergence = t.budget == "until-emergence"
     while True:
-        if step in schedule and step != resumed_at:
+        # until-emergence stops exactly at its stop step (evaluated there), not at the next scheduled evaluation
+        at_stop = until_emergence and crossing is not None and step >= emergence_stop_step(cfg, crossing)
+        if (step in schedule or at_stop) and step != resumed_at:
             ps_now = run_eval()
-            if t.budget == "until-emergence":
-                if crossing is None and ps_now >= t.emergence_threshold:
-                    crossing = step
-                if crossing is not None and step >= math.ceil(crossing * (1 + t.emergence_margin)) and step > crossing:
-                    stop_reason = "emerged"
-                    break
+            if until_emergence and crossing is None and ps_now >= t.emergence_threshold:
+                crossing = step
             bar.set_postfix(ps=f"{ps_now:.2f}", refresh=False)
+        if at_stop:
+            stop_reason = "emerged"
+            break
         if step >= total:
             break
         if should_stop is not None and should_stop():
             stop_reason = "interrupted"
             break
 
-        lr = lr_at(step, cfg, total)
+        lr = lr_at(step, cfg, total, crossing)
         for group in optimizer.param_groups:
             group["lr"] = lr
         rng = np.random.default_rng([cfg.seed, TRAIN_DATA_STREAM, step])

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ihtrain.config import ConfigError, resolve
-from ihtrain.train import eval_schedule, lr_at, main, total_steps_of, train_run
+from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, total_steps_of, train_run
 
 
 def small_cfg(text_corpus, cache_dir, **overrides):
@@ -143,10 +143,30 @@ def test_until_emergence_stops_after_margin(text_corpus, cache_dir, tmp_path):
                                                "metrics.n_evals": 61})
     status = train_run(cfg, tmp_path, progress=False, make_figures=False)
     assert status["stop_reason"] == "emerged"
-    assert status["step"] == 1 or status["step"] <= 4  # crossing at step 0 -> first eval after it
+    assert status["step"] == 1  # crossed at step 0's evaluation -> stop step max(0 + 1, ceil(0 * 2))
+    ps_steps = pd.read_parquet(tmp_path / "metrics.parquet").query("metric == 'ps'")["step"].unique()
+    assert ps_steps.max() == 1  # the stop step itself is evaluated, and nothing after it
     capped = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 10,
                                                   "train.emergence_threshold": 0.99})
     assert train_run(capped, tmp_path / "capped", progress=False, make_figures=False)["stop_reason"] == "max_steps"
+
+
+def test_wsd_until_emergence_anneals_over_the_margin():
+    # constant until max PS crosses (unknown budget), then the final decay_frac of the stop step anneals
+    cfg = resolve("cpu-tiny", overrides={"train.budget": "until-emergence", "train.schedule": "wsd",
+                                         "train.max_steps": 30000, "train.emergence_margin": 1.0,
+                                         "train.decay_frac": 0.25, "train.min_lr_frac": 0.1, "train.warmup_steps": 10})
+    lr = cfg.train.lr
+    assert emergence_stop_step(cfg, 1000) == 2000
+    assert lr_at(5000, cfg, 30000, crossing=None) == pytest.approx(lr)  # not crossed: stable, whatever the cap
+    assert lr_at(1499, cfg, 30000, crossing=1000) == pytest.approx(lr)
+    assert lr_at(1750, cfg, 30000, crossing=1000) == pytest.approx(lr - 0.9 * lr / 2)
+    assert lr_at(2000, cfg, 30000, crossing=1000) == pytest.approx(0.1 * lr)
+    # a decay longer than the margin never starts before the crossing
+    long = resolve("cpu-tiny", overrides={"train.budget": "until-emergence", "train.schedule": "wsd",
+                                          "train.emergence_margin": 0.5, "train.decay_frac": 0.9})
+    assert lr_at(1000, long, 30000, crossing=1000) == pytest.approx(long.train.lr)
+    assert lr_at(1001, long, 30000, crossing=1000) < long.train.lr
 
 
 # ------------------------------------------------------------------------- bad input
