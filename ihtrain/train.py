@@ -64,8 +64,9 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = No
     and the final anneal sharpens attention patterns that a constant high rate keeps noisy.
     Under ``budget = "until-emergence"`` the budget is unknown until max PS crosses the threshold
     (at update ``crossing``): wsd stays constant until then, and afterwards the budget is the stop
-    step ``ceil(crossing * (1 + emergence_margin))``, so the anneal fills the final ``decay_frac``
-    of it (never starting before ``crossing``). The onset is thus measured at a constant rate.
+    step ``ceil(crossing * (1 + emergence_margin))`` (or the cap ``max_steps`` if that comes first),
+    so the anneal fills the final ``decay_frac`` of it, never starting before ``crossing``. The
+    onset is thus measured at a constant rate.
     """
     t = cfg.train
     warmup = t.warmup_steps or int(round(t.warmup_frac * total_steps))
@@ -79,7 +80,7 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = No
         if t.budget == "until-emergence":
             if crossing is None:
                 return t.lr
-            total_steps = emergence_stop_step(cfg, crossing)
+            total_steps = min(total_steps, emergence_stop_step(cfg, crossing))  # the cap may come first
             decay_start = max(crossing, int(round((1 - t.decay_frac) * total_steps)))
         if step < decay_start:
             return t.lr

@@ -162,6 +162,9 @@ def test_wsd_until_emergence_anneals_over_the_margin():
     assert lr_at(1499, cfg, 30000, crossing=1000) == pytest.approx(lr)
     assert lr_at(1750, cfg, 30000, crossing=1000) == pytest.approx(lr - 0.9 * lr / 2)
     assert lr_at(2000, cfg, 30000, crossing=1000) == pytest.approx(0.1 * lr)
+    # a stop step beyond the cap: the anneal ends at the cap instead
+    assert lr_at(3000, cfg, 4000, crossing=3000) == pytest.approx(lr)
+    assert lr_at(3500, cfg, 4000, crossing=3000) == pytest.approx(lr - 0.9 * lr / 2)
     # a decay longer than the margin never starts before the crossing
     long = resolve("cpu-tiny", overrides={"train.budget": "until-emergence", "train.schedule": "wsd",
                                           "train.emergence_margin": 0.5, "train.decay_frac": 0.9})
