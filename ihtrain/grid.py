@@ -93,6 +93,22 @@ def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFra
     return pd.concat([man.drop(columns=["reason"]), extra, man[["reason"]]], axis=1)
 
 
+def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
+    """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
+    summary = summary_frame(spec, runs, grid_dir)
+    holder = GridLock(grid_dir).holder()
+    if holder:  # a live grid: its unfinished runs are running (or queued to resume), not abandoned
+        summary.loc[summary["status"] == "interrupted", "status"] = "running"
+    show = summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
+    show["wall_min"] = (show.pop("wall_s") / 60).round(1)
+    show["max_ps"] = show["max_ps"].round(3)
+    counts = summary["status"].value_counts().to_dict()
+    wall = summary["wall_s"].sum(skipna=True)
+    return (f"grid {spec.name} in {grid_dir}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            + f"; {wall / 3600:.2f} run-hours of training so far"
+            + (f"; a grid is running on it ({holder})" if holder else "") + "\n" + format_table(show))
+
+
 # ------------------------------------------------------------------------------ lock
 class GridLock:
     """An exclusive lock on a grid directory: ``flock`` (released by the kernel when the holder
@@ -117,6 +133,21 @@ class GridLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
         self.fd = fd
+
+    def holder(self) -> str | None:
+        """Who holds the lock now (``"pid N on HOST"``), or None when no live grid holds it."""
+        import fcntl
+
+        if not self.path.is_file():
+            return None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+        finally:
+            os.close(fd)  # also drops the shared lock if we got it
+        return None
 
     def release(self) -> None:
         if self.fd is not None:
@@ -324,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--dry-run", action="store_true", help="print the runs, their ids, budgets and what would "
                      "happen to each, then exit")
     src.add_argument("--list-presets", action="store_true", help="print the grid presets and exit")
+    src.add_argument("--status", action="store_true", help="print each run's state in the grid directory (status, "
+                     "updates, max PS, threshold crossing, wall time) without running anything; safe while the "
+                     "grid runs")
     ex = p.add_argument_group("where to run")
     ex.add_argument("--executor", choices=("local", "ray"), default="local", help="local worker processes or Ray")
     ex.add_argument("--workers", type=int, help="local: parallel runs (default: CPUs // threads per run; on "
@@ -357,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
         print(dry_run_table(runs, grid_dir, args.retry_failed))
+        return 0
+    if args.status:
+        print(status_report(spec, runs, grid_dir))
         return 0
     lock = GridLock(grid_dir)
     try:

@@ -232,3 +232,31 @@ n_evals = 3
                            env={**os.environ, "IHLAW_CACHE": str(smoke_cache)})
     assert again.returncode == 1 and "0 to run" in again.stdout
     assert (out / man.loc["builtin", "run_id"] / "metrics.parquet").stat().st_mtime_ns == mtime
+    # --status reads the grid without running it: the done run's numbers, the failed one's state
+    st = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--status"],
+                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert st.returncode == 0, st.stderr
+    assert "1 done, 1 failed" in st.stdout and "a grid is running" not in st.stdout
+    done_line = next(line for line in st.stdout.splitlines() if man.loc["builtin", "run_id"] in line)
+    assert " done " in done_line and " 6 " in done_line
+
+
+def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_path, capsys):
+    from ihtrain.grid import GridLock
+
+    good = tmp_path / "g.toml"
+    good.write_text(BXC)
+    run = spec_of(BXC).expand()[0]
+    (tmp_path / "out" / run.run_id).mkdir(parents=True)
+    (tmp_path / "out" / run.run_id / "status.json").write_text(json.dumps({"status": "running", "step": 3}))
+    args = ["--spec", str(good), "--out", str(tmp_path / "out"), "--status"]
+    assert main(args) == 0
+    assert "1 interrupted, 3 pending" in capsys.readouterr().out  # nobody runs it: a killed grid left it
+    lock = GridLock(tmp_path / "out")
+    lock.acquire()
+    try:
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert "3 pending, 1 running" in out and f"pid {os.getpid()}" in out
+    finally:
+        lock.release()
