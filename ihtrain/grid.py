@@ -50,13 +50,16 @@ def to_execute(state: str, retry_failed: bool) -> bool:
     return state in ("new", "interrupted") or (state == "failed" and retry_failed)
 
 
-def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
+def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
+    """One row per run. A ``running`` status reads as ``interrupted`` unless ``live`` (a grid holds
+    the lock, so its unfinished runs are running or queued to resume, not abandoned)."""
+    unfinished = "running" if live else "interrupted"
     rows = []
     for r in runs:
         st = read_status(grid_dir / r.run_id) or {}
         status = st.get("status", "pending")
         rows.append({"run_id": r.run_id, **r.factors, "budget": r.config.train.budget,
-                     "status": "interrupted" if status == "running" else status,
+                     "status": unfinished if status == "running" else status,
                      "stop_reason": st.get("stop_reason", ""), "steps": int(st.get("step", 0)),
                      "tokens": int(st.get("step", 0)) * r.config.tokens_per_step, "reason": st.get("reason", "")})
     cols = ["run_id", *spec.columns, "budget", "status", "stop_reason", "steps", "tokens", "reason"]
@@ -87,19 +90,22 @@ def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
     return out
 
 
-def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
-    man = manifest_frame(spec, runs, grid_dir)
+def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
+    man = manifest_frame(spec, runs, grid_dir, live)
     extra = pd.DataFrame([run_summary(r, grid_dir, r.config.train.emergence_threshold) for r in runs])
     return pd.concat([man.drop(columns=["reason"]), extra, man[["reason"]]], axis=1)
 
 
+def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as printed: without budget and reason, factor columns by their last name part."""
+    return summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
+
+
 def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
     """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
-    summary = summary_frame(spec, runs, grid_dir)
     holder = GridLock(grid_dir).holder()
-    if holder:  # a live grid: its unfinished runs are running (or queued to resume), not abandoned
-        summary.loc[summary["status"] == "interrupted", "status"] = "running"
-    show = summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
+    summary = summary_frame(spec, runs, grid_dir, live=holder is not None)
+    show = summary_display(summary)
     show["wall_min"] = (show.pop("wall_s") / 60).round(1)
     show["max_ps"] = show["max_ps"].round(3)
     counts = summary["status"].value_counts().to_dict()
@@ -110,6 +116,11 @@ def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
 
 
 # ------------------------------------------------------------------------------ lock
+def _holder_text(fd: int) -> str:
+    """The ``pid N on HOST`` line a lock holder wrote into the lock file."""
+    return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+
+
 class GridLock:
     """An exclusive lock on a grid directory: ``flock`` (released by the kernel when the holder
     dies, even by kill -9) on ``.grid.lock``, which also names the holder's pid for the message."""
@@ -126,7 +137,7 @@ class GridLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+            holder = _holder_text(fd)
             os.close(fd)
             raise RuntimeError(f"{self.path.parent}: another grid is running on this directory ({holder}); "
                                f"wait for it or stop it") from None
@@ -144,7 +155,7 @@ class GridLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+            return _holder_text(fd)
         finally:
             os.close(fd)  # also drops the shared lock if we got it
         return None
@@ -325,8 +336,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     write_manifest(spec, runs, grid_dir)
     summary = summary_frame(spec, runs, grid_dir)
     atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
-    show = summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
-    print(format_table(show))
+    print(format_table(summary_display(summary)))
     failed = summary[summary["status"] != "done"]
     print(f"grid {spec.name}: {len(summary) - len(failed)}/{len(summary)} runs done in {time.time() - t0:.0f} s; "
           f"wrote {grid_dir}/manifest.parquet, summary.csv")

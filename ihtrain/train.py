@@ -76,12 +76,13 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = No
         return t.lr
     floor = t.min_lr_frac * t.lr
     if t.schedule == "wsd":
-        decay_start = int(round((1 - t.decay_frac) * total_steps))
+        earliest = 0
         if t.budget == "until-emergence":
             if crossing is None:
                 return t.lr
             total_steps = min(total_steps, emergence_stop_step(cfg, crossing))  # the cap may come first
-            decay_start = max(crossing, int(round((1 - t.decay_frac) * total_steps)))
+            earliest = crossing
+        decay_start = max(earliest, int(round((1 - t.decay_frac) * total_steps)))
         if step < decay_start:
             return t.lr
         return t.lr - (t.lr - floor) * (step - decay_start) / max(1, total_steps - decay_start)
