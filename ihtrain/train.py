@@ -148,15 +148,16 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
 class _Logs:
     """Buffered tidy logs; flushed atomically (with the checkpoint that they agree with)."""
 
-    def __init__(self, run_dir: Path, upto_step: int | None):
+    def __init__(self, run_dir: Path, keep_through: dict[str, int] | None):
+        """keep_through: per kind, the last step whose logged rows the checkpoint agrees with."""
         self.run_dir = run_dir
         self.frames: dict[str, list[pd.DataFrame]] = {"metrics": [], "train": []}
         self.pending: dict[str, list] = {"metrics": [], "train": []}
         for kind in self.frames:
             path = run_dir / f"{kind}.parquet"
-            if upto_step is not None and path.is_file():
+            if keep_through is not None and path.is_file():
                 old = pd.read_parquet(path)
-                self.frames[kind].append(old[old["step"] <= upto_step])
+                self.frames[kind].append(old[old["step"] <= keep_through[kind]])
 
     def add_metrics(self, frame: pd.DataFrame) -> None:
         self.pending["metrics"].append(frame)
@@ -275,7 +276,11 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         torch.set_rng_state(ckpt["torch_rng"])
         step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
         resumed_at = step if ckpt.get("evaluated") else None
-    logs = _Logs(run_dir, upto_step=step if last.is_file() else None)
+    # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
+    # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
+    # otherwise the resumed loop evaluates that step again.
+    logs = _Logs(run_dir, keep_through={"train": step, "metrics": step if resumed_at is not None else step - 1}
+                 if last.is_file() else None)
     if not last.is_file():
         for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
             (run_dir / f"{kind}.parquet").unlink(missing_ok=True)

@@ -125,6 +125,35 @@ def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
 
 
+def test_resume_drops_rows_flushed_after_its_checkpoint(straight_run, tmp_path):
+    """A kill between a later flush and its checkpoint leaves rows past (and at) the checkpoint's
+    step on disk; a checkpoint saved before its step's evaluation must not keep that step's rows."""
+    cfg, straight, _ = straight_run
+    eval_steps = sorted(set(pd.read_parquet(straight / "metrics.parquet")["step"]))
+    stop = next(s for s in eval_steps if 5 <= s < 25)
+    calls = {"n": 0}
+
+    def stop_at():
+        calls["n"] += 1
+        return calls["n"] > stop
+
+    assert train_run(cfg, tmp_path, progress=False, should_stop=stop_at)["step"] == stop
+    # the on-disk state of the crash: logs from a later flush, checkpoint taken before step `stop` was evaluated
+    for name in ("metrics", "train"):
+        (tmp_path / f"{name}.parquet").write_bytes((straight / f"{name}.parquet").read_bytes())
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    ckpt["evaluated"] = False
+    torch.save(ckpt, tmp_path / "checkpoints" / "last.pt")
+
+    assert train_run(cfg, tmp_path, progress=False, make_figures=False)["status"] == "done"
+    m = pd.read_parquet(tmp_path / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    for name in ("metrics", "train"):
+        a, b = pd.read_parquet(straight / f"{name}.parquet"), pd.read_parquet(tmp_path / f"{name}.parquet")
+        a, b = a.drop(columns=["tokens_per_s", "wall_s"], errors="ignore"), b.drop(columns=["tokens_per_s", "wall_s"], errors="ignore")
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+
+
 def test_grad_accumulation_matches_full_batch(text_corpus, cache_dir, tmp_path):
     """B = micro x accumulation: the same updates as one full batch (up to float rounding)."""
     a = small_cfg(text_corpus, cache_dir, **{"train.micro_batch_size": 0, "train.max_steps": 5})
