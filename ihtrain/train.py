@@ -269,6 +269,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     last = ckpt_dir / "last.pt"
     step, wall_before, crossing, last_eval = 0, 0.0, None, -1
     resumed_at = None  # a step whose evaluation the checkpoint already holds
+    keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
     if last.is_file():
         ckpt = torch.load(last, map_location=device, weights_only=False)
         model.load_state_dict(ckpt["model"])
@@ -276,14 +277,14 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         torch.set_rng_state(ckpt["torch_rng"])
         step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
         resumed_at = step if ckpt.get("evaluated") else None
-    # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
-    # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
-    # otherwise the resumed loop evaluates that step again.
-    logs = _Logs(run_dir, keep_through={"train": step, "metrics": step if resumed_at is not None else step - 1}
-                 if last.is_file() else None)
-    if not last.is_file():
+        # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
+        # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
+        # otherwise the resumed loop evaluates that step again.
+        keep_through = {"train": step, "metrics": step if resumed_at is not None else step - 1}
+    else:
         for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
             (run_dir / f"{kind}.parquet").unlink(missing_ok=True)
+    logs = _Logs(run_dir, keep_through)
 
     def save_checkpoint(tag: str = "last.pt") -> None:
         logs.flush()

@@ -104,6 +104,14 @@ def test_done_run_is_not_retrained(straight_run):
     assert (out / "metrics.parquet").stat().st_mtime_ns == before
 
 
+def assert_same_logs(run_a, run_b):
+    """metrics and train logs equal exactly, apart from the timing columns."""
+    for name in ("metrics", "train"):
+        a, b = pd.read_parquet(run_a / f"{name}.parquet"), pd.read_parquet(run_b / f"{name}.parquet")
+        a, b = a.drop(columns=["tokens_per_s", "wall_s"], errors="ignore"), b.drop(columns=["tokens_per_s", "wall_s"], errors="ignore")
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+
+
 def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
     """Train 30 steps straight vs stop at 15, resume to 30: identical logs and weights on CPU."""
     cfg, straight, _ = straight_run
@@ -116,10 +124,7 @@ def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
     status = train_run(cfg, tmp_path, progress=False, should_stop=stop_at_15)
     assert status["status"] == "running" and status["step"] == 15
     assert train_run(cfg, tmp_path, progress=False)["status"] == "done"
-    for name in ("metrics", "train"):
-        a, b = pd.read_parquet(straight / f"{name}.parquet"), pd.read_parquet(tmp_path / f"{name}.parquet")
-        a, b = a.drop(columns=["tokens_per_s", "wall_s"], errors="ignore"), b.drop(columns=["tokens_per_s", "wall_s"], errors="ignore")
-        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+    assert_same_logs(straight, tmp_path)
     w1 = torch.load(straight / "checkpoints" / "final.pt", weights_only=False)["model"]
     w2 = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)["model"]
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
@@ -148,10 +153,7 @@ def test_resume_drops_rows_flushed_after_its_checkpoint(straight_run, tmp_path):
     assert train_run(cfg, tmp_path, progress=False, make_figures=False)["status"] == "done"
     m = pd.read_parquet(tmp_path / "metrics.parquet")
     assert not m.duplicated(["step", "metric", "layer", "head"]).any()
-    for name in ("metrics", "train"):
-        a, b = pd.read_parquet(straight / f"{name}.parquet"), pd.read_parquet(tmp_path / f"{name}.parquet")
-        a, b = a.drop(columns=["tokens_per_s", "wall_s"], errors="ignore"), b.drop(columns=["tokens_per_s", "wall_s"], errors="ignore")
-        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_exact=True)
+    assert_same_logs(straight, tmp_path)
 
 
 def test_grad_accumulation_matches_full_batch(text_corpus, cache_dir, tmp_path):
