@@ -30,6 +30,7 @@ from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task, read_st
 from ihtrain.fileio import atomic_write_json, atomic_write_parquet, atomic_write_text
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
+    train_flops_per_token,
 )
 
 DEFAULT_PRESET = "bxc-cpu"
@@ -48,6 +49,23 @@ def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
 
 def to_execute(state: str, retry_failed: bool) -> bool:
     return state in ("new", "interrupted") or (state == "failed" and retry_failed)
+
+
+def flops_left(run: Run, state: dict[str, Any] | None) -> float:
+    """Training FLOPs between a run's checkpoint and its budget's cap (until-emergence: the cap
+    bounds the run, and its tokens per update and model size set its pace)."""
+    steps_left = budget_of(run.config)["max_steps"] - int((state or {}).get("step", 0))
+    return max(0, steps_left) * run.config.tokens_per_step * train_flops_per_token(run.config)
+
+
+def start_order(todo: list[Run], states: dict[str, tuple[str, Any]], order: str) -> list[Run]:
+    """``longest-first``: interrupted runs resume first (their results are closest), then the rest
+    start by most FLOPs left, ties in spec order. With several workers this is the classic
+    longest-processing-time rule: in spec order the largest-B x C runs would start last and keep one
+    worker busy for hours after the others finish. ``spec``: as listed."""
+    if order == "spec":
+        return list(todo)
+    return sorted(todo, key=lambda r: (states[r.run_id][0] != "interrupted", -flops_left(r, states[r.run_id][1])))
 
 
 def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
@@ -192,15 +210,18 @@ def list_presets() -> str:
     return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
-def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool) -> str:
+def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first") -> str:
+    states = {r.run_id: run_state(r, grid_dir) for r in runs}
+    todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed)]
+    start = {r.run_id: i + 1 for i, r in enumerate(start_order(todo, states, order))}
     rows = []
     for i, r in enumerate(runs):
-        state, st = run_state(r, grid_dir)
+        state, st = states[r.run_id]
         action = "run" if state == "new" else (
             f"resume from step {st['step']}" if state == "interrupted" else
             "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
         rows.append({"#": i, "run_id": r.run_id, **{k.split(".")[-1]: v for k, v in r.factors.items()},
-                     "budget": describe_budget(r.config), "action": action})
+                     "budget": describe_budget(r.config), "starts": start.get(r.run_id, "-"), "action": action})
     return format_table(pd.DataFrame(rows))
 
 
@@ -278,7 +299,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     from ihtrain.schema import check_grid_dir
 
     states = {r.run_id: run_state(r, grid_dir) for r in runs}
-    todo = [r for r in runs if to_execute(states[r.run_id][0], args.retry_failed)]
+    todo = start_order([r for r in runs if to_execute(states[r.run_id][0], args.retry_failed)], states, args.order)
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
     if others:
         print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")
@@ -364,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--retry-failed", action="store_true", help="rerun runs recorded as failed")
     src.add_argument("--dry-run", action="store_true", help="print the runs, their ids, budgets and what would "
                      "happen to each, then exit")
+    src.add_argument("--order", choices=("longest-first", "spec"), default="longest-first",
+                     help="start order: most training FLOPs left under the cap first (shortest grid on "
+                     "several workers), or the spec's order")
     src.add_argument("--list-presets", action="store_true", help="print the grid presets and exit")
     src.add_argument("--status", action="store_true", help="print each run's state in the grid directory (status, "
                      "updates, max PS, threshold crossing, wall time) without running anything; safe while the "
@@ -400,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
-        print(dry_run_table(runs, grid_dir, args.retry_failed))
+        print(dry_run_table(runs, grid_dir, args.retry_failed, args.order))
         return 0
     if args.status:
         print(status_report(spec, runs, grid_dir))

@@ -330,6 +330,16 @@ def budget_of(cfg: RunConfig) -> dict[str, Any]:
     return {"budget": t.budget, "max_steps": steps, "max_tokens": steps * cfg.tokens_per_step}
 
 
+def train_flops_per_token(cfg: RunConfig) -> float:
+    """Training FLOPs per token from the config alone: ``6 N + 12 L d T``, as
+    ``GPT.estimate_flops_per_token``. ``N`` counts the blocks' matmul weights and, when the config
+    fixes ``vocab_size``, the unembedding; a vocabulary taken from the data source is left out."""
+    m = cfg.model
+    per_block = 4 * m.d_model**2 + (0 if m.attn_only else 2 * m.mlp_ratio * m.d_model**2)
+    n = m.n_layer * per_block + m.vocab_size * m.d_model
+    return 6 * n + 12 * m.n_layer * m.d_model * cfg.train.context
+
+
 def human(n: float) -> str:
     for unit, k in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= k:

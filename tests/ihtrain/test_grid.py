@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from ihtrain.config import ConfigError
-from ihtrain.grid import main, plan_local, run_state, to_execute
-from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec
+from ihtrain.grid import main, plan_local, run_state, start_order, to_execute
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec, train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,6 +159,39 @@ def test_resume_states(tmp_path):
         assert run_state(run, tmp_path)[0] == state
     assert to_execute("interrupted", False) and to_execute("new", False) and not to_execute("done", True)
     assert not to_execute("failed", False) and to_execute("failed", True)
+
+
+def test_start_order_resumes_interrupted_runs_then_longest_first(tmp_path):
+    runs = spec_of(BXC).expand()  # (8, 32), (8, 64), (16, 32), (4, 16); 7 updates each
+
+    def points(order):
+        states = {r.run_id: run_state(r, tmp_path) for r in runs}
+        return [(r.config.train.batch_size, r.config.train.context) for r in start_order(runs, states, order)]
+
+    # same tokens per update for (8, 64) and (16, 32): the longer context costs more attention FLOPs
+    assert points("longest-first") == [(8, 64), (16, 32), (8, 32), (4, 16)]
+    assert points("spec") == [(8, 32), (8, 64), (16, 32), (4, 16)]
+    (tmp_path / runs[3].run_id).mkdir()
+    (tmp_path / runs[3].run_id / "status.json").write_text(json.dumps({"status": "running", "step": 3}))
+    assert points("longest-first") == [(4, 16), (8, 64), (16, 32), (8, 32)]
+
+
+def test_train_flops_per_token_matches_the_model():
+    import torch
+
+    from ihtrain.model import GPT
+
+    cfg = spec_of(BXC).expand()[1].config
+    cfg.model.vocab_size = 300
+    with torch.device("meta"):
+        model = GPT(cfg.model)
+    # the model also counts biases and layer norms: 2% of N at width 32, less when wider
+    want = model.estimate_flops_per_token(cfg.train.context)
+    assert train_flops_per_token(cfg) == pytest.approx(want, rel=0.03)
+    cfg.model.attn_only = True
+    with torch.device("meta"):
+        model = GPT(cfg.model)
+    assert train_flops_per_token(cfg) == pytest.approx(model.estimate_flops_per_token(cfg.train.context), rel=0.03)
 
 
 def test_cli_bad_input_exit_2_and_dry_run(tmp_path, capsys):
