@@ -39,7 +39,8 @@ def test_two_run_grid_on_a_local_ray_cluster(tmp_path, monkeypatch):
              runtime_env={"env_vars": {"IHLAW_CACHE": cache, "OMP_NUM_THREADS": "1"}})
     try:
         args = argparse.Namespace(executor="ray", ray_address=None, threads_per_run=1, runs_per_gpu=1,
-                                  retry_failed=False, no_progress=True, no_figures=True, workers=None)
+                                  retry_failed=False, no_progress=True, no_figures=True, workers=None,
+                                  order="longest-first")
         code = execute(spec, runs, out, args)
         # the grid reused our cluster: it is still up (a grid only shuts down a cluster it started)
         assert ray.is_initialized()
