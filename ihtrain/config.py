@@ -22,6 +22,12 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range (message names the field)."""
 
 
+def flops_per_token(n_matmul_params: int, n_layer: int, d_attn: int, context: int) -> float:
+    """Training FLOPs per token, ``6 N + 12 L d T`` (PaLM appendix B, as nanoGPT): ``N`` weights
+    that do matmuls, and attention scores and mixing over a context of ``T``."""
+    return 6 * n_matmul_params + 12 * n_layer * d_attn * context
+
+
 @dataclass
 class ModelConfig:
     """GPT-2-style decoder. ``vocab_size = 0`` means: take it from the data source."""

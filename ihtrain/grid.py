@@ -68,6 +68,14 @@ def start_order(todo: list[Run], states: dict[str, tuple[str, Any]], order: str)
     return sorted(todo, key=lambda r: (states[r.run_id][0] != "interrupted", -flops_left(r, states[r.run_id][1])))
 
 
+def queue(runs: list[Run], grid_dir: Path, retry_failed: bool,
+          order: str) -> tuple[dict[str, tuple[str, Any]], list[Run]]:
+    """Each run's (state, status) and the runs to execute, in start order."""
+    states = {r.run_id: run_state(r, grid_dir) for r in runs}
+    todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed)]
+    return states, start_order(todo, states, order)
+
+
 def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
     """One row per run. A ``running`` status reads as ``interrupted`` unless ``live`` (a grid holds
     the lock, so its unfinished runs are running or queued to resume, not abandoned)."""
@@ -211,9 +219,8 @@ def list_presets() -> str:
 
 
 def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first") -> str:
-    states = {r.run_id: run_state(r, grid_dir) for r in runs}
-    todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed)]
-    start = {r.run_id: i + 1 for i, r in enumerate(start_order(todo, states, order))}
+    states, todo = queue(runs, grid_dir, retry_failed, order)
+    start = {r.run_id: i + 1 for i, r in enumerate(todo)}
     rows = []
     for i, r in enumerate(runs):
         state, st = states[r.run_id]
@@ -298,8 +305,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
 
     from ihtrain.schema import check_grid_dir
 
-    states = {r.run_id: run_state(r, grid_dir) for r in runs}
-    todo = start_order([r for r in runs if to_execute(states[r.run_id][0], args.retry_failed)], states, args.order)
+    states, todo = queue(runs, grid_dir, args.retry_failed, args.order)
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
     if others:
         print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")

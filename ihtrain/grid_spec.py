@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, field_names, flatten, get_field, load_toml, set_field, validate,
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, load_toml, set_field,
+    validate,
 )
 
 SPEC_KEYS = ("name", "description", "include", "exclude", "base", "axes")
@@ -331,13 +332,12 @@ def budget_of(cfg: RunConfig) -> dict[str, Any]:
 
 
 def train_flops_per_token(cfg: RunConfig) -> float:
-    """Training FLOPs per token from the config alone: ``6 N + 12 L d T``, as
-    ``GPT.estimate_flops_per_token``. ``N`` counts the blocks' matmul weights and, when the config
-    fixes ``vocab_size``, the unembedding; a vocabulary taken from the data source is left out."""
+    """``GPT.estimate_flops_per_token`` from the config alone, without building the model: ``N``
+    counts the blocks' matmul weights and, when the config fixes ``vocab_size``, the unembedding
+    (a vocabulary taken from the data source is left out)."""
     m = cfg.model
     per_block = 4 * m.d_model**2 + (0 if m.attn_only else 2 * m.mlp_ratio * m.d_model**2)
-    n = m.n_layer * per_block + m.vocab_size * m.d_model
-    return 6 * n + 12 * m.n_layer * m.d_model * cfg.train.context
+    return flops_per_token(m.n_layer * per_block + m.vocab_size * m.d_model, m.n_layer, m.d_model, cfg.train.context)
 
 
 def human(n: float) -> str:

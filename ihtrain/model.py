@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ihtrain.config import ModelConfig
+from ihtrain.config import ModelConfig, flops_per_token
 
 
 @dataclass
@@ -265,7 +265,7 @@ class GPT(nn.Module):
         return torch.optim.AdamW(groups, lr=lr, betas=betas)
 
     def estimate_flops_per_token(self, T: int | None = None) -> float:
-        """Training FLOPs per token, ``6 N + 12 L H Q T`` (PaLM appendix B, as nanoGPT).
+        """Training FLOPs per token, ``6 N + 12 L H Q T`` (:func:`ihtrain.config.flops_per_token`).
 
         ``N`` counts the weights that do matmuls: all but the position embedding and, when untied,
         the token embedding (a lookup); the unembedding is counted.
@@ -275,7 +275,7 @@ class GPT(nn.Module):
         if not c.tie_embeddings:
             n -= self.wte.weight.numel()
         T = T or c.context
-        return 6 * n + 12 * c.n_layer * c.n_head * (c.d_model // c.n_head) * T
+        return flops_per_token(n, c.n_layer, c.n_head * (c.d_model // c.n_head), T)
 
     def estimate_mfu(self, tokens_per_s: float, peak_flops: float, T: int | None = None) -> float:
         """Model FLOPs utilisation: achieved training FLOP/s over ``peak_flops`` (e.g. 989e12 for

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from ihtrain.executors import ray_task_options  # noqa: E402
-from ihtrain.grid import execute  # noqa: E402
+from ihtrain.grid import build_parser, execute  # noqa: E402
 from ihtrain.grid_spec import parse_spec  # noqa: E402
 from ihtrain.schema import check_grid_dir  # noqa: E402
 
@@ -38,9 +37,9 @@ def test_two_run_grid_on_a_local_ray_cluster(tmp_path, monkeypatch):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"IHLAW_CACHE": cache, "OMP_NUM_THREADS": "1"}})
     try:
-        args = argparse.Namespace(executor="ray", ray_address=None, threads_per_run=1, runs_per_gpu=1,
-                                  retry_failed=False, no_progress=True, no_figures=True, workers=None,
-                                  order="longest-first")
+        # the CLI's own parser: every option the grid reads gets its default
+        args = build_parser().parse_args(["--executor", "ray", "--threads-per-run", "1", "--no-progress",
+                                          "--no-figures"])
         code = execute(spec, runs, out, args)
         # the grid reused our cluster: it is still up (a grid only shuts down a cluster it started)
         assert ray.is_initialized()
