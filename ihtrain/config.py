@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import math
 import tomllib
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -110,7 +111,7 @@ class TrainConfig:
     context: int = 128  # C: training sequence length
     budget: Literal["steps", "tokens", "until-emergence"] = "steps"
     max_steps: int = 2000  # used by budget=steps, and as the cap for until-emergence
-    max_tokens: int = 0  # used by budget=tokens
+    max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
     emergence_threshold: float = 0.5  # until-emergence: max PS that counts as formed
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
     lr: float = 3e-3
@@ -171,6 +172,29 @@ class RunConfig:
     def tokens_per_step(self) -> int:
         return self.train.batch_size * self.train.context
 
+    @property
+    def cap_steps(self) -> int:
+        """The most updates the budget allows: the budget itself for ``steps`` and ``tokens``, the
+        cap for ``until-emergence``. There ``max_tokens > 0`` caps tokens too, so a grid over B x C
+        can give every run the same token cap (a fixed update cap lets the largest B x C runs train
+        B x C times as many tokens before giving up)."""
+        t = self.train
+        by_tokens = math.ceil(t.max_tokens / self.tokens_per_step) if t.max_tokens > 0 else None
+        if t.budget == "tokens":
+            return by_tokens or 0
+        if t.budget == "until-emergence" and by_tokens is not None:
+            return min(t.max_steps, by_tokens)
+        return t.max_steps
+
+    @property
+    def cap_reason(self) -> str:
+        """The ``stop_reason`` a run gets when it reaches :attr:`cap_steps`."""
+        t = self.train
+        if t.budget == "tokens" or (t.budget == "until-emergence" and t.max_tokens > 0
+                                    and math.ceil(t.max_tokens / self.tokens_per_step) < t.max_steps):
+            return "max_tokens"
+        return "max_steps"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -215,6 +239,7 @@ def validate(cfg: RunConfig) -> RunConfig:
         need(t.max_tokens > 0, "train.max_tokens", "must be > 0 when train.budget='tokens'")
     else:
         need(t.max_steps > 0, "train.max_steps", f"must be > 0 when train.budget='{t.budget}'")
+        need(t.max_tokens >= 0, "train.max_tokens", f"must be >= 0 (0: no token cap), got {t.max_tokens}")
     need(t.lr > 0, "train.lr", f"must be > 0, got {t.lr}")
     need(0 <= t.warmup_frac < 1, "train.warmup_frac", f"must be in [0, 1), got {t.warmup_frac}")
     need(0 <= t.min_lr_frac <= 1, "train.min_lr_frac", f"must be in [0, 1], got {t.min_lr_frac}")

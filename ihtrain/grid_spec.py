@@ -31,7 +31,6 @@ against the level's label). Every run's config ``name`` is the grid name.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -326,9 +325,8 @@ def load_grid_preset(name: str) -> GridSpec:
 
 def budget_of(cfg: RunConfig) -> dict[str, Any]:
     """Budget kind and its cap in updates and tokens (until-emergence: the cap is an upper bound)."""
-    t = cfg.train
-    steps = math.ceil(t.max_tokens / cfg.tokens_per_step) if t.budget == "tokens" else t.max_steps
-    return {"budget": t.budget, "max_steps": steps, "max_tokens": steps * cfg.tokens_per_step}
+    steps = cfg.cap_steps
+    return {"budget": cfg.train.budget, "max_steps": steps, "max_tokens": steps * cfg.tokens_per_step}
 
 
 def train_flops_per_token(cfg: RunConfig) -> float:

@@ -96,10 +96,7 @@ def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
 
 
 def total_steps_of(cfg: RunConfig) -> int:
-    t = cfg.train
-    if t.budget == "tokens":
-        return math.ceil(t.max_tokens / cfg.tokens_per_step)
-    return t.max_steps
+    return cfg.cap_steps
 
 
 # ---------------------------------------------------------------------------- provenance
@@ -303,7 +300,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     # ---- loop
     t_start = time.perf_counter()
     last_ckpt_time, last_log_time, last_log_step = t_start, t_start, step
-    stop_reason = {"steps": "max_steps", "tokens": "max_tokens", "until-emergence": "max_steps"}[t.budget]
+    stop_reason = cfg.cap_reason
     micro, accum = cfg.micro_batch, cfg.grad_accum
     bar = tqdm(total=total, initial=step, disable=not progress, desc=cfg.name, unit="upd", dynamic_ncols=True,
                leave=progress)

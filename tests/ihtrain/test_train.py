@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ihtrain.config import ConfigError, resolve
+from ihtrain.grid_spec import budget_of
 from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, total_steps_of, train_run
 
 
@@ -180,6 +181,24 @@ def test_until_emergence_stops_after_margin(text_corpus, cache_dir, tmp_path):
     capped = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 10,
                                                   "train.emergence_threshold": 0.99})
     assert train_run(capped, tmp_path / "capped", progress=False, make_figures=False)["stop_reason"] == "max_steps"
+
+
+def test_until_emergence_token_cap(text_corpus, cache_dir, tmp_path):
+    # max_tokens caps an until-emergence run in tokens too; whichever cap comes first stops it
+    def cap(**o):
+        return small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", **o})
+    tps = cap().tokens_per_step
+    assert (cap(**{"train.max_steps": 50}).cap_steps, cap(**{"train.max_steps": 50}).cap_reason) == (50, "max_steps")
+    by_tokens = cap(**{"train.max_steps": 50, "train.max_tokens": 6 * tps + 1, "train.emergence_threshold": 0.99})
+    assert (by_tokens.cap_steps, by_tokens.cap_reason) == (7, "max_tokens")
+    by_steps = cap(**{"train.max_steps": 5, "train.max_tokens": 100 * tps})
+    assert (by_steps.cap_steps, by_steps.cap_reason) == (5, "max_steps")
+    assert budget_of(by_tokens) == {"budget": "until-emergence", "max_steps": 7, "max_tokens": 7 * tps}
+    status = train_run(by_tokens, tmp_path, progress=False, make_figures=False)
+    assert (status["stop_reason"], status["step"]) == ("max_tokens", 7)
+    assert pd.read_parquet(tmp_path / "train.parquet")["step"].max() <= 7
+    with pytest.raises(ConfigError, match="train.max_tokens"):
+        cap(**{"train.max_tokens": -1})
 
 
 def test_wsd_until_emergence_anneals_over_the_margin():
