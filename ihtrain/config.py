@@ -190,10 +190,8 @@ class RunConfig:
     def cap_reason(self) -> str:
         """The ``stop_reason`` a run gets when it reaches :attr:`cap_steps`."""
         t = self.train
-        if t.budget == "tokens" or (t.budget == "until-emergence" and t.max_tokens > 0
-                                    and math.ceil(t.max_tokens / self.tokens_per_step) < t.max_steps):
-            return "max_tokens"
-        return "max_steps"
+        by_tokens = t.budget == "tokens" or (t.budget == "until-emergence" and self.cap_steps < t.max_steps)
+        return "max_tokens" if by_tokens else "max_steps"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

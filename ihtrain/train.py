@@ -95,10 +95,6 @@ def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
     return max(crossing + 1, math.ceil(crossing * (1 + cfg.train.emergence_margin)))
 
 
-def total_steps_of(cfg: RunConfig) -> int:
-    return cfg.cap_steps
-
-
 # ---------------------------------------------------------------------------- provenance
 def package_versions() -> dict[str, str]:
     from importlib import metadata
@@ -241,7 +237,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     optimizer = model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), device.type)
     step_model = torch.compile(model) if t.compile else model
 
-    total = total_steps_of(cfg)
+    total = cfg.cap_steps
     schedule = set(eval_schedule(total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist()) \
         if cfg.metrics.enabled else set()
     if t.budget == "until-emergence" and not cfg.metrics.enabled:

@@ -11,7 +11,7 @@ import torch
 
 from ihtrain.config import ConfigError, resolve
 from ihtrain.grid_spec import budget_of
-from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, total_steps_of, train_run
+from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, train_run
 
 
 def small_cfg(text_corpus, cache_dir, **overrides):
@@ -41,7 +41,7 @@ def test_eval_schedule_short_run_has_every_step():
 
 def test_lr_warmup_then_cosine_floor(text_corpus, cache_dir):
     cfg = small_cfg(text_corpus, cache_dir, **{"train.schedule": "cosine", "train.min_lr_frac": 0.1})
-    total = total_steps_of(cfg)
+    total = cfg.cap_steps
     assert lr_at(0, cfg, total) == pytest.approx(cfg.train.lr / 5)
     assert lr_at(4, cfg, total) == pytest.approx(cfg.train.lr)
     assert lr_at(total, cfg, total) == pytest.approx(0.1 * cfg.train.lr)
@@ -60,7 +60,7 @@ def test_wsd_is_constant_then_linear_decay(text_corpus, cache_dir):
 
 def test_token_budget_gives_steps(text_corpus, cache_dir):
     cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "tokens", "train.max_tokens": 8 * 32 * 7 + 1})
-    assert total_steps_of(cfg) == 8
+    assert cfg.cap_steps == 8
 
 
 # ------------------------------------------------------------------------- a run
@@ -188,7 +188,8 @@ def test_until_emergence_token_cap(text_corpus, cache_dir, tmp_path):
     def cap(**o):
         return small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", **o})
     tps = cap().tokens_per_step
-    assert (cap(**{"train.max_steps": 50}).cap_steps, cap(**{"train.max_steps": 50}).cap_reason) == (50, "max_steps")
+    steps_only = cap(**{"train.max_steps": 50})
+    assert (steps_only.cap_steps, steps_only.cap_reason) == (50, "max_steps")
     by_tokens = cap(**{"train.max_steps": 50, "train.max_tokens": 6 * tps + 1, "train.emergence_threshold": 0.99})
     assert (by_tokens.cap_steps, by_tokens.cap_reason) == (7, "max_tokens")
     by_steps = cap(**{"train.max_steps": 5, "train.max_tokens": 100 * tps})
