@@ -3,6 +3,7 @@
     python -m ihtrain.grid                          # the default preset, bxc-cpu
     python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
     python -m ihtrain.grid --spec my_grid.toml --dry-run
+    python -m ihtrain.grid --only 2500654b3228,dd64   # some runs of the default grid (ids or prefixes)
     python -m ihtrain.grid --spec my_grid.toml --executor ray --ray-address auto
 
 Rerunning the same command resumes: done runs are skipped, interrupted runs resume from their
@@ -68,11 +69,11 @@ def start_order(todo: list[Run], states: dict[str, tuple[str, Any]], order: str)
     return sorted(todo, key=lambda r: (states[r.run_id][0] != "interrupted", -flops_left(r, states[r.run_id][1])))
 
 
-def queue(runs: list[Run], grid_dir: Path, retry_failed: bool,
-          order: str) -> tuple[dict[str, tuple[str, Any]], list[Run]]:
-    """Each run's (state, status) and the runs to execute, in start order."""
+def queue(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str,
+          only: set[str] | None = None) -> tuple[dict[str, tuple[str, Any]], list[Run]]:
+    """Each run's (state, status) and the runs to execute (of ``only``, if given), in start order."""
     states = {r.run_id: run_state(r, grid_dir) for r in runs}
-    todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed)]
+    todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed) and (only is None or r.run_id in only)]
     return states, start_order(todo, states, order)
 
 
@@ -218,13 +219,29 @@ def list_presets() -> str:
     return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
-def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first") -> str:
-    states, todo = queue(runs, grid_dir, retry_failed, order)
+def select_runs(runs: list[Run], only: str | None) -> set[str] | None:
+    """``--only``: comma-separated run ids or unique id prefixes -> the selected ids (None: all)."""
+    if only is None:
+        return None
+    chosen = set()
+    for key in (k.strip() for k in only.split(",")):
+        hits = [r.run_id for r in runs if key and r.run_id.startswith(key)]
+        if len(hits) != 1:
+            what = "no run id" if not hits else f"{len(hits)} run ids ({', '.join(hits)})"
+            raise ConfigError(f"--only: {what} of this grid start with {key!r}; its ids: "
+                              + ", ".join(r.run_id for r in runs))
+        chosen.add(hits[0])
+    return chosen
+
+
+def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first",
+                  only: set[str] | None = None) -> str:
+    states, todo = queue(runs, grid_dir, retry_failed, order, only)
     start = {r.run_id: i + 1 for i, r in enumerate(todo)}
     rows = []
     for i, r in enumerate(runs):
         state, st = states[r.run_id]
-        action = "run" if state == "new" else (
+        action = "skip (not in --only)" if only is not None and r.run_id not in only else "run" if state == "new" else (
             f"resume from step {st['step']}" if state == "interrupted" else
             "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
         rows.append({"#": i, "run_id": r.run_id, **{k.split(".")[-1]: v for k, v in r.factors.items()},
@@ -300,12 +317,13 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
     })
 
 
-def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Namespace) -> int:
+def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Namespace,
+            only: set[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
     from ihtrain.schema import check_grid_dir
 
-    states, todo = queue(runs, grid_dir, args.retry_failed, args.order)
+    states, todo = queue(runs, grid_dir, args.retry_failed, args.order, only)
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
     if others:
         print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")
@@ -364,8 +382,9 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     summary = summary_frame(spec, runs, grid_dir)
     atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
     print(format_table(summary_display(summary)))
-    failed = summary[summary["status"] != "done"]
-    print(f"grid {spec.name}: {len(summary) - len(failed)}/{len(summary)} runs done in {time.time() - t0:.0f} s; "
+    failed = summary[(summary["status"] != "done") & (summary["run_id"].isin(only) if only else True)]
+    n_done = int((summary["status"] == "done").sum())
+    print(f"grid {spec.name}: {n_done}/{len(summary)} runs done in {time.time() - t0:.0f} s; "
           f"wrote {grid_dir}/manifest.parquet, summary.csv")
     if len(failed):
         for _, row in failed.iterrows():
@@ -388,6 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
                      help="override a base config field for every run, e.g. --set train.max_steps=100")
     src.add_argument("--out", help="grid directory (default: runs/<grid name>)")
+    src.add_argument("--only", metavar="ID[,ID...]", help="run only these runs of the grid (run ids or unique "
+                     "id prefixes); the others are left as they are")
     src.add_argument("--retry-failed", action="store_true", help="rerun runs recorded as failed")
     src.add_argument("--dry-run", action="store_true", help="print the runs, their ids, budgets and what would "
                      "happen to each, then exit")
@@ -424,13 +445,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = load(args)
         runs = spec.expand()
+        only = select_runs(runs, args.only)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
-        print(dry_run_table(runs, grid_dir, args.retry_failed, args.order))
+        print(dry_run_table(runs, grid_dir, args.retry_failed, args.order, only))
         return 0
     if args.status:
         print(status_report(spec, runs, grid_dir))
@@ -442,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_LOCKED
     try:
-        return execute(spec, runs, grid_dir, args)
+        return execute(spec, runs, grid_dir, args, only)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -5,6 +5,7 @@ Used by ``python -m ihtrain.grid`` at the end of a grid, beside the fuller check
 warn or fail; ``assert_grid_dir`` raises. No torch import.
 
     python -m ihtrain.schema runs/bxc-cpu
+    python -m ihtrain.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def _json(path: Path, problems: list[str]) -> dict | None:
         return None
 
 
-def check_run_dir(run_dir: str | Path) -> list[str]:
-    """Problems with one run directory; a finished run must have every file, a running one may not."""
+def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
+    """Problems with one run directory; a finished run must have every file, a running one may not.
+    ``weights=False`` checks logs only (a copy without checkpoints, e.g. data/reference_runs)."""
     rd = Path(run_dir)
     problems: list[str] = []
     status = _json(rd / "status.json", problems)
@@ -62,7 +64,7 @@ def check_run_dir(run_dir: str | Path) -> list[str]:
             problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
     if not done:
         return problems
-    if not (rd / "checkpoints" / "final.pt").is_file():
+    if weights and not (rd / "checkpoints" / "final.pt").is_file():
         problems.append(f"{rd}/checkpoints/final.pt: missing for a done run")
     problems += check_metrics(rd / "metrics.parquet")
     tp = rd / "train.parquet"
@@ -110,7 +112,7 @@ def check_metrics(path: Path) -> list[str]:
     return problems
 
 
-def check_grid_dir(grid_dir: str | Path) -> list[str]:
+def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     """Problems with a grid directory: grid.json, manifest.parquet, and every listed run."""
     gd = Path(grid_dir)
     problems: list[str] = []
@@ -142,7 +144,7 @@ def check_grid_dir(grid_dir: str | Path) -> list[str]:
         disk = "interrupted" if st.get("status") == "running" else st.get("status")
         if disk != row["status"]:
             problems.append(f"{mp}: {row['run_id']} is {row['status']} in the manifest but {disk} on disk")
-        problems += check_run_dir(rd)
+        problems += check_run_dir(rd, weights)
     return problems
 
 
@@ -158,9 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihtrain.schema", description="Check a grid or run directory "
                                 "against the data contract.")
     p.add_argument("path", help="grid directory (with manifest.parquet) or run directory (with status.json)")
+    p.add_argument("--logs-only", action="store_true", help="do not require checkpoints/final.pt (a copy of "
+                   "the logs without weights)")
     args = p.parse_args(argv)
     path = Path(args.path)
-    problems = check_grid_dir(path) if (path / "manifest.parquet").is_file() else check_run_dir(path)
+    check = check_grid_dir if (path / "manifest.parquet").is_file() else check_run_dir
+    problems = check(path, weights=not args.logs_only)
     for msg in problems:
         print(msg)
     print(f"{path}: {'ok' if not problems else f'{len(problems)} problem(s)'}")

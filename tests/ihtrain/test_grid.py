@@ -231,10 +231,8 @@ def test_lock_excludes_a_second_grid(tmp_path):
     b.release()
 
 
-def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
-    """One run's data source does not exist: it fails at start, the other finishes, exit code 1."""
-    spec = tmp_path / "f.toml"
-    spec.write_text("""
+# two runs: the builtin corpus, and a text source whose files do not exist (fails at start)
+GOOD_AND_MISSING_SOURCE = """
 name = "fail"
 [base]
 preset = "cpu-smoke"
@@ -244,7 +242,13 @@ max_steps = 6
 n_evals = 3
 [axes]
 "data.source" = ["builtin", "text:/nonexistent/nothing-*.txt"]
-""")
+"""
+
+
+def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
+    """One run's data source does not exist: it fails at start, the other finishes, exit code 1."""
+    spec = tmp_path / "f.toml"
+    spec.write_text(GOOD_AND_MISSING_SOURCE)
     out = tmp_path / "grid"
     proc = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out),
                            "--no-progress", "--no-figures", "--workers", "2"], capture_output=True, text=True,
@@ -291,3 +295,37 @@ def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_pa
         assert "3 pending, 1 running" in out and f"pid {os.getpid()}" in out
     finally:
         lock.release()
+
+
+def test_only_runs_the_chosen_runs(tmp_path, smoke_cache, capsys, monkeypatch):
+    """--only picks runs by id prefix: the others are neither run nor counted as failures."""
+    monkeypatch.setenv("IHLAW_CACHE", str(smoke_cache))
+    spec = tmp_path / "o.toml"
+    spec.write_text(GOOD_AND_MISSING_SOURCE)
+    good, bad = (r.run_id for r in spec_of(spec.read_text()).expand())
+    out = tmp_path / "grid"
+    base = ["--spec", str(spec), "--out", str(out), "--no-progress", "--no-figures", "--workers", "1"]
+    assert main(base + ["--dry-run", "--only", good[:5]]) == 0
+    table = capsys.readouterr().out
+    assert "skip (not in --only)" in next(line for line in table.splitlines() if bad in line)
+    assert main(base + ["--only", f"{bad}x"]) == 2  # no such id: a clear error, nothing written
+    assert f"--only: no run id of this grid start with '{bad}x'" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(base + ["--only", good[:5]]) == 0  # the failing run is not attempted
+    man = pd.read_parquet(out / "manifest.parquet").set_index("run_id")
+    assert man.loc[good, "status"] == "done" and man.loc[bad, "status"] == "pending"
+    assert not (out / bad).exists()
+
+
+def test_reference_grids_follow_the_contract():
+    """The committed grid logs (no weights) pass the logs-only schema check and load in ihstats."""
+    from ihstats.io import load_grid
+    from ihtrain.schema import check_grid_dir
+
+    grids = sorted((ROOT / "data" / "reference_runs").glob("bxc-cpu-*"))
+    assert grids
+    for grid in grids:
+        assert check_grid_dir(grid, weights=False) == []
+        assert all("final.pt" in p for p in check_grid_dir(grid))  # the default asks for the weights
+        data = load_grid(grid)
+        assert set(data.runs["run_id"]) == set(pd.read_parquet(grid / "manifest.parquet")["run_id"])
