@@ -241,9 +241,12 @@ def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: st
     rows = []
     for i, r in enumerate(runs):
         state, st = states[r.run_id]
-        action = "skip (not in --only)" if only is not None and r.run_id not in only else "run" if state == "new" else (
-            f"resume from step {st['step']}" if state == "interrupted" else
-            "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
+        if only is not None and r.run_id not in only:
+            action = "skip (not in --only)"
+        else:
+            action = "run" if state == "new" else (
+                f"resume from step {st['step']}" if state == "interrupted" else
+                "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
         rows.append({"#": i, "run_id": r.run_id, **{k.split(".")[-1]: v for k, v in r.factors.items()},
                      "budget": describe_budget(r.config), "starts": start.get(r.run_id, "-"), "action": action})
     return format_table(pd.DataFrame(rows))
