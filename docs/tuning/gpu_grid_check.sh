@@ -3,8 +3,9 @@
 #
 #   OUT=some/dir bash docs/tuning/gpu_grid_check.sh [grid seconds, default 420] [runs per GPU, default 8]
 #
-# GRID_ARGS (e.g. "--spec docs/tuning/specs/bxc-cpu-gpu-fp32-probe.toml") runs another grid with the
-# same data config instead of the preset; GRID_DIR names its directory.
+# GRID_ARGS (e.g. "--spec docs/tuning/specs/bxc-cpu-d160-lr15e3-probe.toml", or "--only ID,ID")
+# runs another grid with the same data config, or some runs of the preset; GRID_DIR names its
+# directory.
 # Written for a lent GPU machine with torch but without this package installed (PYTHONPATH=.)
 # and without pymc/arviz/ruptures (training needs none of them). It leaves in $OUT: the log, GPU
 # utilisation samples (nvidia-smi dmon) and the grid directory without checkpoints as a tarball;
