@@ -17,6 +17,9 @@ GRID=${GRID_DIR:-/tmp/bxc-cpu-gpu}
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export IHLAW_CACHE=${IHLAW_CACHE:-/tmp/ihlaw-cache}
 mkdir -p "$OUT"
+pack() {  # the grid directory without checkpoints -> tarball $1
+  tar czf "$1" --exclude=checkpoints -C "$(dirname "$GRID")" "$(basename "$GRID")"
+}
 {
   date -u
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -38,8 +41,7 @@ PY
   nvidia-smi dmon -s u -d 5 > "$OUT/dmon.txt" 2>&1 &
   DMON=$!
   # A snapshot of the grid every 60 s, so that the logs come back even if this script is cut off.
-  (while sleep 60; do tar czf "$OUT/snapshot.tgz.tmp" --exclude=checkpoints -C "$(dirname "$GRID")" \
-     "$(basename "$GRID")" 2>/dev/null && mv "$OUT/snapshot.tgz.tmp" "$OUT/snapshot.tgz"; done) &
+  (while sleep 60; do pack "$OUT/snapshot.tgz.tmp" 2>/dev/null && mv "$OUT/snapshot.tgz.tmp" "$OUT/snapshot.tgz"; done) &
   SNAP=$!
   # SIGINT: the grid stops its workers, which checkpoint; a rerun of the same command resumes.
   time timeout -s INT -k 60 "$GRID_S" python3 -m ihtrain.grid ${GRID_ARGS:-} --out "$GRID" --runs-per-gpu "$PER_GPU" --no-progress
@@ -48,6 +50,6 @@ PY
   python3 -m ihtrain.grid ${GRID_ARGS:-} --out "$GRID" --status
   python3 -m ihtrain.schema "$GRID" && echo "schema check: ok"
 } 2>&1 | tee "$OUT/gpu_check.log"
-tar czf "$OUT/bxc-cpu-gpu.tgz" --exclude=checkpoints -C "$(dirname "$GRID")" "$(basename "$GRID")"
+pack "$OUT/bxc-cpu-gpu.tgz"
 rm -f "$OUT/snapshot.tgz" "$OUT/snapshot.tgz.tmp"
 ls -la "$OUT"
