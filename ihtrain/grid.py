@@ -283,6 +283,34 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
     return w, t
 
 
+# ------------------------------------------------------------------------------ data, once
+def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
+    """Build each distinct cached token stream the runs read (corpus, tokenizer, token memmap) once,
+    here, before any worker starts: on a cold cache every worker would build the same one at once.
+    Sources made in memory (markov, Bi-Induct snippets) are left to the workers, which would make
+    them anyway. A stream that fails here is reported, not raised: its runs record the error.
+    Returns one line per stream for the grid's log."""
+    from ihtrain.data import DataError, cached_stream_config, load_stream
+
+    streams: dict[str, tuple[Any, int]] = {}
+    for r in todo:
+        cfg = cached_stream_config(r.config.data)
+        if cfg is not None:
+            key = repr((cfg.source, cfg.max_corpus_chars, cfg.cache_dir, cfg.tokenizer, cfg.vocab_size))
+            streams[key] = (cfg, streams.get(key, (cfg, 0))[1] + 1)
+    lines = []
+    for cfg, n_runs in streams.values():
+        t0 = time.perf_counter()
+        try:
+            fp = load_stream(cfg, progress=progress).fingerprint
+        except (DataError, OSError, ImportError, ValueError) as e:
+            lines.append(f"data {cfg.source}: not ready ({e}); its {n_runs} run(s) will record the error")
+            continue
+        lines.append(f"data {cfg.source} ({fp['tokenizer']['name']}): {human(fp['n_tokens'])} tokens ready in "
+                     f"{time.perf_counter() - t0:.1f} s for {n_runs} run(s)")
+    return lines
+
+
 # ------------------------------------------------------------------------------ the grid
 def load(args: argparse.Namespace) -> GridSpec:
     if args.spec and args.preset:
@@ -336,6 +364,9 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     print(f"grid {spec.name}: {len(runs)} runs in {grid_dir}; {len(todo)} to run "
           f"({n_skip['done']} done, {n_skip['failed'] if not args.retry_failed else 0} failed skipped)")
 
+    if args.executor == "local" or not args.ray_address:  # a remote cluster's nodes have their own caches
+        for line in prepare_data(todo, progress=not args.no_progress):
+            print(line)
     by_id = {r.run_id: r for r in runs}
     tasks = []
     if args.executor == "local":
@@ -377,8 +408,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     except KeyboardInterrupt:
         bar.close()
         write_manifest(spec, runs, grid_dir)
-        print(f"interrupted; rerun the same command to resume ({grid_dir})", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        raise
     bar.close()
 
     write_manifest(spec, runs, grid_dir)
@@ -471,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # while the data was being built, or from the executor (runs checkpointed)
+        print(f"interrupted; rerun the same command to resume ({grid_dir})", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         lock.release()
 

@@ -4,8 +4,8 @@
 #   OUT=some/dir bash docs/tuning/gpu_grid_check.sh [grid seconds, default 420] [runs per GPU, default 8]
 #
 # GRID_ARGS (e.g. "--spec docs/tuning/specs/bxc-cpu-d160-lr15e3-probe.toml", or "--only ID,ID")
-# runs another grid with the same data config, or some runs of the preset; GRID_DIR names its
-# directory.
+# runs another grid, or some runs of the preset; GRID_DIR names its directory. The grid builds the
+# corpus, tokenizer and token stream once before its workers start (its log says how long).
 # Written for a lent GPU machine with torch but without this package installed (PYTHONPATH=.)
 # and without pymc/arviz/ruptures (training needs none of them). It leaves in $OUT: the log, GPU
 # utilisation samples (nvidia-smi dmon) and the grid directory without checkpoints as a tarball;
@@ -26,18 +26,6 @@ pack() {  # the grid directory without checkpoints -> tarball $1
   echo "cpus: $(nproc)"
   python3 -c "import sys, torch; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available())"
   timeout 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/ihtrain/test_model.py
-  # The corpus, tokenizer and token stream once, before the workers start (each would build them).
-  python3 - <<'PY'
-import time
-t0 = time.time()
-from ihtrain.data import build_source
-from ihtrain.grid_spec import load_grid_preset
-runs = load_grid_preset("bxc-cpu").expand()
-assert len({repr(r.config.data) for r in runs}) == 1 and len({r.config.seed for r in runs}) == 1
-cfg = runs[0].config
-src = build_source(cfg.data, seed=cfg.seed, progress=False, context=cfg.train.context)
-print(f"data ready in {time.time() - t0:.0f} s:", src.fingerprint)
-PY
   nvidia-smi dmon -s u -d 5 > "$OUT/dmon.txt" 2>&1 &
   DMON=$!
   # A snapshot of the grid every 60 s, so that the logs come back even if this script is cut off.

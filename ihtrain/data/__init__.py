@@ -38,6 +38,21 @@ def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: i
     return base
 
 
+def cached_stream_config(data_cfg: Any) -> Any | None:
+    """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
+    disk) that ``build_source(data_cfg)`` reads: the source itself, or a semi-natural source's base
+    corpus; None for a source built only in memory (markov). Bi-Induct wraps its base source, so
+    the base decides."""
+    import dataclasses
+
+    src = data_cfg.source
+    if src == "builtin" or src.startswith(("text:", "hf:")):
+        return data_cfg
+    if src == "seminatural":  # as SeminaturalSource._load_stream builds it
+        return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
+    return None
+
+
 def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data stays cheap
     if name in ("NaturalSource", "TokenStream", "load_stream", "build_corpus"):
         from ihtrain.data import natural
@@ -50,6 +65,6 @@ def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data st
     raise AttributeError(f"module 'ihtrain.data' has no attribute {name!r}")
 
 
-__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "resolve_cache_dir",
+__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "cached_stream_config", "resolve_cache_dir",
            "NaturalSource", "TokenStream", "load_stream", "build_corpus", "Tokenizer", "train_bpe",
            "load_pretrained"]

@@ -259,6 +259,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
     bad = man.loc["text:/nonexistent/nothing-*.txt"]
     assert bad["status"] == "failed" and bad["reason"]
     assert "1 run(s) not done" in proc.stderr and bad["run_id"] in proc.stderr
+    assert "data text:/nonexistent/nothing-*.txt: not ready" in proc.stdout  # reported before the workers
     assert (out / bad["run_id"] / "error.txt").is_file()
     # rerun without --retry-failed: nothing to do, still non-zero; the done run is not retrained
     mtime = (out / man.loc["builtin", "run_id"] / "metrics.parquet").stat().st_mtime_ns
@@ -315,6 +316,34 @@ def test_only_runs_the_chosen_runs(tmp_path, smoke_cache, capsys, monkeypatch):
     man = pd.read_parquet(out / "manifest.parquet").set_index("run_id")
     assert man.loc[good, "status"] == "done" and man.loc[bad, "status"] == "pending"
     assert not (out / bad).exists()
+
+
+def test_prepare_data_builds_each_cached_stream_once(tmp_path):
+    """The grid builds the token streams its runs read before any worker starts: one per distinct
+    corpus and tokenizer (a semi-natural source reads its base corpus), none for markov; a source
+    that cannot be built is reported, not raised."""
+    from ihtrain.grid import prepare_data
+
+    runs = spec_of(f"""
+name = "prep"
+[base]
+preset = "cpu-smoke"
+[base.data]
+max_corpus_chars = 100000
+cache_dir = "{tmp_path / 'cache'}"
+[axes]
+seed = [0, 1]
+"data.source" = ["builtin", "seminatural", "markov", "text:{tmp_path}/none-*.txt"]
+""").expand()
+    lines = prepare_data(runs, progress=False)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("data builtin (bpe-300): ") and lines[0].endswith("for 4 run(s)")
+    assert lines[1].startswith(f"data text:{tmp_path}/none-*.txt: not ready (") and "2 run(s)" in lines[1]
+    tokens = list((tmp_path / "cache" / "tokens").glob("*.npy"))
+    assert len(tokens) == 1
+    mtime = tokens[0].stat().st_mtime_ns
+    assert prepare_data(runs[:1], progress=False)[0].endswith("for 1 run(s)")  # cached now: not rebuilt
+    assert tokens[0].stat().st_mtime_ns == mtime
 
 
 def test_reference_grids_follow_the_contract():

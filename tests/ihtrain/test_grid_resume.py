@@ -69,22 +69,34 @@ def worker_pids(run_dir: Path) -> list[int]:
             if "worker pid " in line]
 
 
-def test_sigkill_then_rerun_completes_each_run_once(tmp_path, smoke_cache):
-    spec = tmp_path / "kill.toml"
+def start_grid(tmp_path: Path, smoke_cache: Path) -> tuple[list[str], dict, Path, subprocess.Popen]:
+    """The SPEC grid, one run at a time, in the background: (command, env, grid dir, process)."""
+    spec = tmp_path / "grid.toml"
     spec.write_text(SPEC)
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
            "--threads-per-run", "1", "--no-progress", "--no-figures"]
     env = {**os.environ, "IHLAW_CACHE": str(smoke_cache)}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return cmd, env, out, proc
+
+
+def runs_in(out: Path, state: str) -> list[Path]:
+    """Run directories that are ``done``, or ``part-way`` (running, checkpointed, not finished)."""
+    runs = [d for d in out.iterdir() if d.is_dir()] if out.is_dir() else []
+    if state == "done":
+        return [d for d in runs if status(d).get("status") == "done"]
+    return [d for d in runs if status(d).get("status") == "running" and 0 < status(d).get("step", 0) < STEPS]
+
+
+def test_sigkill_then_rerun_completes_each_run_once(tmp_path, smoke_cache):
+    cmd, env, out, proc = start_grid(tmp_path, smoke_cache)
 
     # wait until one run is done and another is part-way (a checkpoint, not finished), then kill -9
     deadline = time.time() + 240
     killed_in = None
     while time.time() < deadline and proc.poll() is None:
-        runs = [d for d in out.iterdir() if d.is_dir()] if out.is_dir() else []
-        done = [d for d in runs if status(d).get("status") == "done"]
-        part = [d for d in runs if status(d).get("status") == "running" and 0 < status(d).get("step", 0) < STEPS]
+        done, part = runs_in(out, "done"), runs_in(out, "part-way")
         if done and part:
             proc.send_signal(signal.SIGKILL)
             killed_in = part[0]
@@ -140,3 +152,29 @@ def test_sigkill_then_rerun_completes_each_run_once(tmp_path, smoke_cache):
             assert starts == 2 and step_at_kill > 0
         else:
             assert starts == 1
+
+
+def test_ctrl_c_stops_the_grid_resumably(tmp_path, smoke_cache):
+    """SIGINT (Ctrl-C, or `timeout -s INT`): the workers checkpoint, the grid exits 130 with a resume
+    hint, and the same command finishes the interrupted run from its checkpoint."""
+    cmd, env, out, proc = start_grid(tmp_path, smoke_cache)
+    deadline = time.time() + 240
+    part = []
+    while time.time() < deadline and proc.poll() is None and not part:
+        part = runs_in(out, "part-way")
+        time.sleep(0.05)
+    assert part, "never saw a run part-way before the grid ended"
+    proc.send_signal(signal.SIGINT)
+    log = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, log
+    assert f"interrupted; rerun the same command to resume ({out})" in log
+    stopped = status(part[0])
+    assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < STEPS, stopped
+
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    man = pd.read_parquet(out / "manifest.parquet")
+    assert (man["status"] == "done").all() and (man["steps"] == STEPS).all()
+    assert len(worker_pids(part[0])) == 2  # resumed, not restarted from scratch
+    m = pd.read_parquet(part[0] / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
