@@ -322,6 +322,7 @@ def test_prepare_data_builds_each_cached_stream_once(tmp_path):
     """The grid builds the token streams its runs read before any worker starts: one per distinct
     corpus and tokenizer (a semi-natural source reads its base corpus), none for markov; a source
     that cannot be built is reported, not raised."""
+    from ihtrain.data import build_source
     from ihtrain.grid import prepare_data
 
     runs = spec_of(f"""
@@ -343,6 +344,9 @@ seed = [0, 1]
     assert len(tokens) == 1
     mtime = tokens[0].stat().st_mtime_ns
     assert prepare_data(runs[:1], progress=False)[0].endswith("for 1 run(s)")  # cached now: not rebuilt
+    semi = next(r.config for r in runs if r.config.data.source == "seminatural")
+    assert build_source(semi.data, seed=semi.seed, progress=False).vocab_size > 2  # its worker reads the same
+    assert list((tmp_path / "cache" / "tokens").glob("*.npy")) == tokens
     assert tokens[0].stat().st_mtime_ns == mtime
 
 
