@@ -23,6 +23,18 @@ A spec names a base run config and axes to sweep; the grid is the product of the
     size = [{ label = "small", "model.d_model" = 64 }, { label = "large", "model.d_model" = 128 }]
     # model = [{ n_layer = 2, d_model = 64 }, { n_layer = 2, d_model = 128 }]   (section key)
 
+A spec can start from another: ``extends = "bxc-cpu"`` (a grid preset, or a spec file path,
+relative to this spec) takes that spec's base, axes, include and exclude; this spec's ``[base]``
+fields go on top of the parent's, each of its axes replaces the parent's axis of the same key (or
+is added after them), and its include/exclude, when given, replace the parent's. ``name`` is this
+spec's own. The grid directory's ``grid.json`` records the resolved spec, so a later change to the
+parent does not hide what ran::
+
+    name = "bxc-cpu-seeds"
+    extends = "bxc-cpu"
+    [axes]
+    seed = [0, 1, 2]               # the default grid, three seeds per point
+
 Exclude entries are applied to the product only; include points are added after excluding
 (as in CI matrix specs). Include/exclude keys are dotted fields or group-axis names (matched
 against the level's label). Every run's config ``name`` is the grid name.
@@ -40,7 +52,7 @@ from ihtrain.config import (
     validate,
 )
 
-SPEC_KEYS = ("name", "description", "include", "exclude", "base", "axes")
+SPEC_KEYS = ("name", "description", "extends", "include", "exclude", "base", "axes")
 LABEL_KEY = "label"
 
 
@@ -251,12 +263,48 @@ def _check_types(levels: list[dict[str, Any]], where: str) -> None:
                 raise ConfigError(f"{where}[{i}]: {e}") from None
 
 
-def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
-    """Validate a spec dict (from TOML); raise ConfigError naming the bad field."""
+def _check_top_level(data: dict[str, Any], source: str) -> None:
     unknown = [k for k in data if k not in SPEC_KEYS]
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r}; allowed: {', '.join(SPEC_KEYS)} "
                           f"(config fields go under [base])")
+
+
+def resolve_extends(data: dict[str, Any], source: str = "<spec>", seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A spec dict with ``extends`` -> the merged spec dict (rules in the module docstring)."""
+    ref = data.get("extends")
+    if ref is None:
+        return data
+    presets = grid_preset_paths()
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(f"{source}: extends: expected a grid preset name or a spec file path, got {ref!r}")
+    path = presets.get(ref) or Path(ref)
+    if not path.is_absolute() and ref not in presets and Path(source).is_file():
+        path = Path(source).parent / path
+    if not path.is_file():
+        raise ConfigError(f"{source}: extends: {ref!r} is neither a grid preset ({', '.join(presets)}) "
+                          f"nor a spec file")
+    if str(path.resolve()) in seen:
+        raise ConfigError(f"{source}: extends: {ref!r} extends this spec again (a cycle)")
+    parent = load_toml(path)
+    _check_top_level(parent, str(path))
+    parent = resolve_extends(parent, str(path), (*seen, str(path.resolve())))
+    merged = {k: v for k, v in parent.items() if k in ("include", "exclude")}
+    for key in ("base", "axes"):
+        for part in (parent, data):
+            if not isinstance(part.get(key, {}), dict):
+                raise ConfigError(f"{source if part is data else path}: {key}: expected a table")
+    merged["base"] = {**flatten(parent.get("base", {})), **flatten(data.get("base", {}))}
+    merged["axes"] = {**parent.get("axes", {}), **data.get("axes", {})}
+    merged.update({k: v for k, v in data.items() if k not in ("base", "axes")})
+    merged.setdefault("description", f"{ref}, extended: {parent.get('description', '')}")
+    return merged
+
+
+def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
+    """Validate a spec dict (from TOML); raise ConfigError naming the bad field."""
+    _check_top_level(data, source)
+    data = resolve_extends(data, source)
     name = data.get("name")
     if not isinstance(name, str) or not name or "/" in name:
         raise ConfigError(f"{source}: name: a non-empty string without '/' is required, got {name!r}")

@@ -113,12 +113,45 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-cpu, "),
+    ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
+    ('name = "e"\nextends = "bxc-cpu"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
 def test_bad_specs_name_the_field(text, needle):
     with pytest.raises(ConfigError) as e:
         spec_of(text).expand()
     assert needle in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_extends_merges_base_axes_and_lists(tmp_path):
+    """A spec that extends another: base fields on top, axes replaced by key or added, include and
+    exclude inherited unless given; the same runs as the spec written out in full."""
+    parent = tmp_path / "parent.toml"
+    parent.write_text(BXC)
+    (tmp_path / "sub").mkdir()
+    child = tmp_path / "sub" / "child.toml"
+    child.write_text('name = "c"\nextends = "../parent.toml"\n[base.train]\nlr = 1e-3\n'
+                     '[axes]\n"train.context" = [16, 32, 64]\nseed = [0, 1]\n')
+    from ihtrain.grid_spec import load_spec
+
+    spec = load_spec(child)
+    assert spec.name == "c" and spec.raw["extends"] == "../parent.toml"
+    assert spec.raw["base"]["train.max_steps"] == 7 and len(spec.raw["exclude"]) == 1  # grid.json: resolved
+    assert [ax.name for ax in spec.axes] == ["train.batch_size", "train.context", "seed"]
+    full = spec_of(BXC.replace('name = "g"', 'name = "c"').replace("max_steps = 7", "max_steps = 7\nlr = 1e-3")
+                   .replace('"train.context" = [32, 64]', '"train.context" = [16, 32, 64]\nseed = [0, 1]'))
+    assert [r.run_id for r in spec.expand()] == [r.run_id for r in full.expand()]
+    assert len(spec.expand()) == 2 * 3 * 2 - 2 + 1  # the parent's exclude (both seeds) and include
+    # the default grid with its width-160 level at another rate: 9 runs, the preset's other fields
+    probe = spec_of('name = "p"\nextends = "bxc-cpu"\n[axes]\n'
+                    'size = [{ label = "d160", "model.d_model" = 160, "train.lr" = 1.5e-2 }]').expand()
+    assert len(probe) == 9 and {(r.config.model.d_model, r.config.train.lr) for r in probe} == {(160, 1.5e-2)}
+    assert {r.config.train.dtype for r in probe} == {"float32"}
+    loop = tmp_path / "loop.toml"
+    loop.write_text('name = "l"\nextends = "loop.toml"\n')
+    with pytest.raises(ConfigError, match="a cycle"):
+        load_spec(loop)
 
 
 def test_presets_parse_and_meet_the_brief():
