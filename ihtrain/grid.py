@@ -9,6 +9,8 @@
 Rerunning the same command resumes: done runs are skipped, interrupted runs resume from their
 last checkpoint, failed runs rerun only with ``--retry-failed``. Exit codes: 0 all runs done,
 1 some run failed, 2 bad input, 3 another grid holds the directory's lock, 130 interrupted.
+Ctrl-C, ``kill -INT`` and ``kill`` (SIGTERM) all stop the grid the same way: each running run
+checkpoints and stays resumable.
 Spec format: :mod:`ihtrain.grid_spec`.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -422,8 +425,12 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     if len(failed):
         for _, row in failed.iterrows():
             print(f"  {row['status']}: {row['run_id']}: {row['reason']} ({grid_dir / row['run_id']})", file=sys.stderr)
-        hint = "" if args.retry_failed else "; rerun with --retry-failed to retry"
-        print(f"error: {len(failed)} run(s) not done{hint}", file=sys.stderr)
+        hints = []
+        if (failed["status"] == "failed").any() and not args.retry_failed:
+            hints.append("rerun with --retry-failed to retry the failed")
+        if (failed["status"] != "failed").any():
+            hints.append("rerun the same command to resume the interrupted")
+        print(f"error: {len(failed)} run(s) not done" + "".join(f"; {h}" for h in hints), file=sys.stderr)
         return EXIT_FAILED
     problems = check_grid_dir(grid_dir)
     print("schema check: ok" if not problems else "schema check: " + "; ".join(problems[:5]))
@@ -465,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.list_presets:
@@ -490,6 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.status:
         print(status_report(spec, runs, grid_dir))
         return 0
+    # SIGTERM stops the grid like Ctrl-C, and SIGINT does so even when the shell started the grid
+    # in the background with SIGINT ignored (``cmd &`` in a script, nohup)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     lock = GridLock(grid_dir)
     try:
         lock.acquire()

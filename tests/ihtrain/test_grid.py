@@ -291,7 +291,8 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
     assert man.loc["builtin", "status"] == "done" and man.loc["builtin", "steps"] == 6
     bad = man.loc["text:/nonexistent/nothing-*.txt"]
     assert bad["status"] == "failed" and bad["reason"]
-    assert "1 run(s) not done" in proc.stderr and bad["run_id"] in proc.stderr
+    assert "1 run(s) not done; rerun with --retry-failed to retry the failed\n" in proc.stderr
+    assert bad["run_id"] in proc.stderr
     assert "data text:/nonexistent/nothing-*.txt: not ready" in proc.stdout  # reported before the workers
     assert (out / bad["run_id"] / "error.txt").is_file()
     # rerun without --retry-failed: nothing to do, still non-zero; the done run is not retrained

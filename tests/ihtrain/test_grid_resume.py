@@ -69,15 +69,19 @@ def worker_pids(run_dir: Path) -> list[int]:
             if "worker pid " in line]
 
 
-def start_grid(tmp_path: Path, smoke_cache: Path) -> tuple[list[str], dict, Path, subprocess.Popen]:
-    """The SPEC grid, one run at a time, in the background: (command, env, grid dir, process)."""
+def start_grid(tmp_path: Path, smoke_cache: Path, sigint_ignored: bool = False
+               ) -> tuple[list[str], dict, Path, subprocess.Popen]:
+    """The SPEC grid, one run at a time, in the background: (command, env, grid dir, process).
+    ``sigint_ignored``: start it as a shell starts ``cmd &`` in a script, with SIGINT ignored."""
     spec = tmp_path / "grid.toml"
     spec.write_text(SPEC)
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
            "--threads-per-run", "1", "--no-progress", "--no-figures"]
     env = {**os.environ, "IHLAW_CACHE": str(smoke_cache)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=ignore)
     return cmd, env, out, proc
 
 
@@ -154,17 +158,19 @@ def test_sigkill_then_rerun_completes_each_run_once(tmp_path, smoke_cache):
             assert starts == 1
 
 
-def test_ctrl_c_stops_the_grid_resumably(tmp_path, smoke_cache):
-    """SIGINT (Ctrl-C, or `timeout -s INT`): the workers checkpoint, the grid exits 130 with a resume
-    hint, and the same command finishes the interrupted run from its checkpoint."""
-    cmd, env, out, proc = start_grid(tmp_path, smoke_cache)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_kill_stops_the_grid_resumably(tmp_path, smoke_cache, signum):
+    """SIGINT (Ctrl-C, `timeout -s INT`; here to a grid started with SIGINT ignored, as `cmd &` in
+    a script starts it) or SIGTERM (`kill`): the workers checkpoint, the grid exits 130 with a
+    resume hint, and the same command finishes the interrupted run from its checkpoint."""
+    cmd, env, out, proc = start_grid(tmp_path, smoke_cache, sigint_ignored=signum == signal.SIGINT)
     deadline = time.time() + 240
     part = []
     while time.time() < deadline and proc.poll() is None and not part:
         part = runs_in(out, "part-way")
         time.sleep(0.05)
     assert part, "never saw a run part-way before the grid ended"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     log = proc.communicate(timeout=120)[0]
     assert proc.returncode == 130, log
     assert f"interrupted; rerun the same command to resume ({out})" in log
