@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -295,22 +296,24 @@ def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
     Returns one line per stream for the grid's log."""
     from ihtrain.data import DataError, cached_stream_config, load_stream
 
-    streams: dict[str, tuple[Any, int]] = {}
+    streams: dict[str, Any] = {}  # the fields the token cache depends on -> the stream's config
+    n_runs: Counter[str] = Counter()
     for r in todo:
         cfg = cached_stream_config(r.config.data)
         if cfg is not None:
             key = repr((cfg.source, cfg.max_corpus_chars, cfg.cache_dir, cfg.tokenizer, cfg.vocab_size))
-            streams[key] = (cfg, streams.get(key, (cfg, 0))[1] + 1)
+            streams.setdefault(key, cfg)
+            n_runs[key] += 1
     lines = []
-    for cfg, n_runs in streams.values():
+    for key, cfg in streams.items():
         t0 = time.perf_counter()
         try:
             fp = load_stream(cfg, progress=progress).fingerprint
         except (DataError, OSError, ImportError, ValueError) as e:
-            lines.append(f"data {cfg.source}: not ready ({e}); its {n_runs} run(s) will record the error")
+            lines.append(f"data {cfg.source}: not ready ({e}); its {n_runs[key]} run(s) will record the error")
             continue
         lines.append(f"data {cfg.source} ({fp['tokenizer']['name']}): {human(fp['n_tokens'])} tokens ready in "
-                     f"{time.perf_counter() - t0:.1f} s for {n_runs} run(s)")
+                     f"{time.perf_counter() - t0:.1f} s for {n_runs[key]} run(s)")
     return lines
 
 
@@ -501,16 +504,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.status:
         print(status_report(spec, runs, grid_dir))
         return 0
-    # SIGTERM stops the grid like Ctrl-C, and SIGINT does so even when the shell started the grid
-    # in the background with SIGINT ignored (``cmd &`` in a script, nohup)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
     lock = GridLock(grid_dir)
     try:
         lock.acquire()
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_LOCKED
+    # SIGTERM stops the grid like Ctrl-C, and SIGINT does so even when the shell started the grid
+    # in the background with SIGINT ignored (``cmd &`` in a script, nohup); restored on return
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
     try:
         return execute(spec, runs, grid_dir, args, only)
     except ConfigError as e:
@@ -521,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     finally:
         lock.release()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 if __name__ == "__main__":

@@ -275,12 +275,12 @@ def resolve_extends(data: dict[str, Any], source: str = "<spec>", seen: tuple[st
     ref = data.get("extends")
     if ref is None:
         return data
-    presets = grid_preset_paths()
     if not isinstance(ref, str) or not ref:
         raise ConfigError(f"{source}: extends: expected a grid preset name or a spec file path, got {ref!r}")
+    presets = grid_preset_paths()
     path = presets.get(ref) or Path(ref)
-    if not path.is_absolute() and ref not in presets and Path(source).is_file():
-        path = Path(source).parent / path
+    if ref not in presets and not path.is_absolute() and Path(source).is_file():
+        path = Path(source).parent / path  # relative to the spec that extends
     if not path.is_file():
         raise ConfigError(f"{source}: extends: {ref!r} is neither a grid preset ({', '.join(presets)}) "
                           f"nor a spec file")

@@ -48,7 +48,7 @@ def cached_stream_config(data_cfg: Any) -> Any | None:
     src = data_cfg.source
     if src == "builtin" or src.startswith(("text:", "hf:")):
         return data_cfg
-    if src == "seminatural":  # as SeminaturalSource._load_stream builds it
+    if src == "seminatural":  # its bigram statistics come from this corpus (SeminaturalSource reads it here)
         return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
     return None
 

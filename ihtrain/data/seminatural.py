@@ -179,12 +179,13 @@ class SeminaturalSource:
         import dataclasses
 
         from ihtrain.config import DataConfig
+        from ihtrain.data import cached_stream_config
         from ihtrain.data.natural import load_stream
 
         base = self._data_cfg if self._data_cfg is not None else DataConfig()
-        base = dataclasses.replace(base, source=self.cfg.base_source,
+        base = dataclasses.replace(base, source="seminatural", seminatural=self.cfg,
                                    cache_dir=self._cache_dir or getattr(base, "cache_dir", ""))
-        return load_stream(base)
+        return load_stream(cached_stream_config(base))  # the stream the grid prepares for this source
 
     # ------------------------------------------------------------------ TokenSource protocol
     @property
