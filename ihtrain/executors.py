@@ -104,8 +104,17 @@ def _place(threads: int, gpu: str | None) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
 
 
-def run_task(task: Task, counter: Any = None, parent_pid: int | None = None) -> dict[str, Any]:
-    """Train one run in this process (called in the worker). Returns its final status."""
+STOP_FILE = "stop.request"  # in a run directory: a Ray run's request to checkpoint and stop
+STOP_FILE_POLL_S = 0.5
+
+
+def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
+             stop_file: Path | None = None) -> dict[str, Any]:
+    """Train one run in this process (called in the worker). Returns its final status.
+
+    The run stops at the next update boundary, checkpointed and resumable, on SIGTERM, when its
+    parent (the grid) is gone, or when ``stop_file`` appears (polled every 0.5 s, so the check
+    costs nothing next to an update)."""
     import torch
 
     from ihtrain.config import from_dict
@@ -113,11 +122,18 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None) -> 
 
     torch.set_num_threads(max(1, task.threads))
     cfg = from_dict(task.config)
+    next_poll = [0.0]
 
-    def should_stop() -> bool:  # called once per update: progress, SIGTERM, orphan check
+    def stop_file_seen() -> bool:
+        if stop_file is None or time.monotonic() < next_poll[0]:
+            return False
+        next_poll[0] = time.monotonic() + STOP_FILE_POLL_S
+        return stop_file.exists()
+
+    def should_stop() -> bool:  # called once per update: progress, SIGTERM, orphan check, stop file
         if counter is not None:
             counter.value += 1
-        return _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid)
+        return _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid) or stop_file_seen()
 
     return train_run(cfg, task.run_dir, progress=False, should_stop=should_stop, make_figures=task.make_figures)
 
@@ -207,6 +223,15 @@ class LocalExecutor:
             raise
 
 
+def _python_signal_handlers() -> dict[int, Any]:
+    """The Python handlers of SIGINT and SIGTERM (main thread only, where they can be set)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: h for s in (signal.SIGINT, signal.SIGTERM) if callable(h := signal.getsignal(s))}
+
+
 def ray_task_options(threads: int, gpu_fraction: float) -> dict[str, Any]:
     """Per-run resource request: CPUs = threads; a GPU fraction packs small runs per device."""
     opts: dict[str, Any] = {"num_cpus": threads, "max_retries": 0}
@@ -215,23 +240,31 @@ def ray_task_options(threads: int, gpu_fraction: float) -> dict[str, Any]:
     return opts
 
 
-def _ray_entry(task: Task) -> dict[str, Any]:
+def _ray_entry(task: Task) -> dict[str, Any] | None:
     # Ray sets CUDA_VISIBLE_DEVICES for GPU tasks; a fresh worker per task (max_calls=1)
+    stop_file = Path(task.run_dir) / STOP_FILE
+    if stop_file.exists():  # the grid was stopped before this task started: leave the run as it is
+        return None
     task.gpu = None
     _place(task.threads, None)
-    return run_task(task)
+    return run_task(task, stop_file=stop_file)
 
 
 class RayExecutor:
     """Each run a Ray task with ``num_cpus = threads`` and ``num_gpus = 1 / runs_per_gpu`` (if GPUs).
 
-    Run directories must sit on a filesystem that every Ray node can write (a shared disk).
+    Run directories must sit on a filesystem that every Ray node can write (a shared disk). That
+    disk also carries the stop request: on Ctrl-C or SIGTERM the grid writes ``stop.request`` into
+    each unfinished run's directory, the runs checkpoint and return, and tasks not yet started
+    return at once; only a run still busy after ``grace_s`` is cancelled by force.
     """
 
-    def __init__(self, address: str | None = None, runs_per_gpu: int = 1, init_kwargs: dict | None = None):
+    def __init__(self, address: str | None = None, runs_per_gpu: int = 1, init_kwargs: dict | None = None,
+                 grace_s: float = 120.0):
         self.address = address
         self.runs_per_gpu = runs_per_gpu
         self.init_kwargs = init_kwargs or {}
+        self.grace_s = grace_s
 
     def run(self, tasks: list[Task], on_done: Callback, on_progress: Progress | None = None) -> None:
         try:
@@ -241,9 +274,18 @@ class RayExecutor:
         started = False
         if not ray.is_initialized():
             kwargs = {"include_dashboard": False, "log_to_driver": False, **self.init_kwargs}
+            handlers = _python_signal_handlers()
             ray.init(address=self.address, **kwargs)
+            # Ray's core worker installs its own C-level SIGTERM handler, which exits at once; put
+            # the grid's back so that `kill` stops the runs gracefully, as without Ray
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
             started = True
         refs: dict[Any, Task] = {}
+        stop_files = [Path(t.run_dir) / STOP_FILE for t in tasks]
+        for f in stop_files:  # left by an earlier stop that died before cleaning up
+            f.unlink(missing_ok=True)
+        waiting: list[Any] = []
         try:
             gpu_fraction = 1.0 / self.runs_per_gpu if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
             remote = ray.remote(max_calls=1)(_ray_entry)  # a fresh worker process per run
@@ -251,7 +293,7 @@ class RayExecutor:
                 opts = ray_task_options(t.threads, gpu_fraction)
                 ref = remote.options(**opts, name=f"ihgrid-{t.run_id}").remote(t)
                 refs[ref] = t
-            waiting = list(refs)
+                waiting.append(ref)
             while waiting:
                 ready, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
                 for ref in ready:
@@ -265,9 +307,23 @@ class RayExecutor:
                 if on_progress is not None:
                     on_progress({})
         except KeyboardInterrupt:
-            for ref in refs:
-                ray.cancel(ref, force=True)
+            self._stop(ray, waiting, refs)
             raise
         finally:
+            for f in stop_files:
+                f.unlink(missing_ok=True)
             if started:
                 ray.shutdown()
+
+    def _stop(self, ray: Any, waiting: list[Any], refs: dict[Any, Task]) -> None:
+        """Ask the unfinished runs to checkpoint and stop; force-cancel what is left after grace_s
+        (or at a second Ctrl-C)."""
+        for ref in waiting:
+            Path(refs[ref].run_dir).mkdir(parents=True, exist_ok=True)
+            (Path(refs[ref].run_dir) / STOP_FILE).touch()
+        try:
+            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=self.grace_s)
+        except KeyboardInterrupt:
+            pass
+        for ref in waiting:
+            ray.cancel(ref, force=True)

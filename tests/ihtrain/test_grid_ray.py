@@ -53,3 +53,71 @@ def test_two_run_grid_on_a_local_ray_cluster(tmp_path, monkeypatch):
     for r in runs:
         m = pd.read_parquet(out / r.run_id / "metrics.parquet")
         assert m["step"].max() == 8 and not m.duplicated(["step", "metric", "layer", "head"]).any()
+
+
+def test_a_ray_task_started_after_a_stop_leaves_its_run_untouched(tmp_path):
+    """A task still queued when the grid stops returns at once: no status, no checkpoint."""
+    from ihtrain.executors import STOP_FILE, Task, _ray_entry
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / STOP_FILE).touch()
+    task = Task("r0", parse_spec(SPEC).expand()[0].config.to_dict(), str(run_dir), total_steps=8)
+    assert _ray_entry(task) is None
+    assert sorted(p.name for p in run_dir.iterdir()) == [STOP_FILE]
+
+
+def test_sigterm_stops_ray_runs_gracefully_and_the_rerun_resumes(tmp_path):
+    """SIGTERM to a grid on its own local Ray cluster: the run checkpoints where it stands and
+    records stop_reason interrupted (a forced cancel would leave neither), the grid exits 130 and
+    cleans up its stop files, and the same command finishes the run from that checkpoint."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import torch
+
+    from test_grid_resume import ROOT, status
+
+    steps, every = 1500, 100  # periodic checkpoints only every 100 updates
+    spec = tmp_path / "grid.toml"
+    spec.write_text(f"""
+name = "raystop"
+description = "one smoke run as a Ray task"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = {steps}
+checkpoint_every = {every}
+[base.metrics]
+n_evals = 6
+""")
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--executor", "ray",
+           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+    env = {**os.environ, "IHLAW_CACHE": os.environ.get("IHLAW_CACHE") or str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run_dir = None
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and run_dir is None:
+        run_dir = next((d for d in out.glob("*/") if 0 < status(d).get("step", 0) < steps), None)
+        time.sleep(0.05)
+    assert run_dir is not None, "never saw the run part-way before the grid ended"
+    proc.send_signal(signal.SIGTERM)
+    log = proc.communicate(timeout=180)[0]
+    assert proc.returncode == 130, log
+    stopped = status(run_dir)
+    assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
+    ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
+    assert ckpt["step"] == stopped["step"]  # checkpointed at the stop, not at the last periodic save
+    assert not list(out.rglob("stop.request"))
+
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert status(run_dir)["status"] == "done" and status(run_dir)["step"] == steps
+    assert check_grid_dir(out) == []
+    m = pd.read_parquet(run_dir / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    tr = pd.read_parquet(run_dir / "train.parquet")
+    assert tr["step"].is_unique and tr["step"].max() == steps
