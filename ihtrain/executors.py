@@ -105,16 +105,17 @@ def _place(threads: int, gpu: str | None) -> None:
 
 
 STOP_FILE = "stop.request"  # in a run directory: a Ray run's request to checkpoint and stop
-STOP_FILE_POLL_S = 0.5
+POLL_S = 0.5  # how often a run reports its progress (Ray) and looks for its stop file
 
 
 def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
-             stop_file: Path | None = None) -> dict[str, Any]:
+             stop_file: Path | None = None, report: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Train one run in this process (called in the worker). Returns its final status.
 
     The run stops at the next update boundary, checkpointed and resumable, on SIGTERM, when its
-    parent (the grid) is gone, or when ``stop_file`` appears (polled every 0.5 s, so the check
-    costs nothing next to an update)."""
+    parent (the grid) is gone, or when ``stop_file`` appears. Progress goes to ``counter.value``
+    (a shared integer, every update) and to ``report`` (every 0.5 s, with the stop-file check, so
+    neither costs anything next to an update)."""
     import torch
 
     from ihtrain.config import from_dict
@@ -122,18 +123,22 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
 
     torch.set_num_threads(max(1, task.threads))
     cfg = from_dict(task.config)
-    next_poll = [0.0]
+    calls = 0  # should_stop runs once before each update and once at the end: updates done = calls - 1
+    next_poll = 0.0
 
-    def stop_file_seen() -> bool:
-        if stop_file is None or time.monotonic() < next_poll[0]:
-            return False
-        next_poll[0] = time.monotonic() + STOP_FILE_POLL_S
-        return stop_file.exists()
-
-    def should_stop() -> bool:  # called once per update: progress, SIGTERM, orphan check, stop file
+    def should_stop() -> bool:
+        nonlocal calls, next_poll
+        calls += 1
         if counter is not None:
-            counter.value += 1
-        return _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid) or stop_file_seen()
+            counter.value = calls
+        if _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid):
+            return True
+        if time.monotonic() < next_poll:
+            return False
+        next_poll = time.monotonic() + POLL_S
+        if report is not None:
+            report(calls)
+        return stop_file is not None and stop_file.exists()
 
     return train_run(cfg, task.run_dir, progress=False, should_stop=should_stop, make_figures=task.make_figures)
 
@@ -240,14 +245,29 @@ def ray_task_options(threads: int, gpu_fraction: float) -> dict[str, Any]:
     return opts
 
 
-def _ray_entry(task: Task) -> dict[str, Any] | None:
+class ProgressBoard:
+    """A Ray actor (``num_cpus=0``) where running tasks post their update counts and the grid
+    reads them for its per-run progress, on any node of the cluster."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def post(self, run_id: str, calls: int) -> None:
+        self.calls[run_id] = calls
+
+    def read(self) -> dict[str, int]:
+        return dict(self.calls)
+
+
+def _ray_entry(task: Task, board: Any = None) -> dict[str, Any] | None:
     # Ray sets CUDA_VISIBLE_DEVICES for GPU tasks; a fresh worker per task (max_calls=1)
     stop_file = Path(task.run_dir) / STOP_FILE
     if stop_file.exists():  # the grid was stopped before this task started: leave the run as it is
         return None
     task.gpu = None
     _place(task.threads, None)
-    return run_task(task, stop_file=stop_file)
+    report = (lambda calls: board.post.remote(task.run_id, calls)) if board is not None else None
+    return run_task(task, stop_file=stop_file, report=report)
 
 
 class RayExecutor:
@@ -286,14 +306,17 @@ class RayExecutor:
         for f in stop_files:  # left by an earlier stop that died before cleaning up
             f.unlink(missing_ok=True)
         waiting: list[Any] = []
+        board = None
         try:
             gpu_fraction = 1.0 / self.runs_per_gpu if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
             remote = ray.remote(max_calls=1)(_ray_entry)  # a fresh worker process per run
+            board = ray.remote(num_cpus=0)(ProgressBoard).remote()
             for t in tasks:
                 opts = ray_task_options(t.threads, gpu_fraction)
-                ref = remote.options(**opts, name=f"ihgrid-{t.run_id}").remote(t)
+                ref = remote.options(**opts, name=f"ihgrid-{t.run_id}").remote(t, board)
                 refs[ref] = t
                 waiting.append(ref)
+            reading = board.read.remote()
             while waiting:
                 ready, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
                 for ref in ready:
@@ -304,14 +327,22 @@ class RayExecutor:
                     except Exception as e:  # noqa: BLE001 - task error or lost worker
                         err = f"ray task failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                     on_done(Outcome(t.run_id, settle(t.run_dir, 1 if err else 0, err)))
-                if on_progress is not None:
-                    on_progress({})
+                if on_progress is not None and reading is not None and not ray.wait([reading], timeout=0)[1]:
+                    try:  # the board's last answer; ask again, never block on it
+                        calls, reading = ray.get(reading), board.read.remote()
+                    except Exception:  # noqa: BLE001 - a lost board costs the per-run progress, nothing else
+                        calls, reading = {}, None
+                    running = {refs[ref].run_id: refs[ref] for ref in waiting}
+                    on_progress({rid: (t.start_step + max(0, calls[rid] - 1), t.total_steps)
+                                 for rid, t in running.items() if rid in calls})
         except KeyboardInterrupt:
             self._stop(ray, waiting, refs)
             raise
         finally:
             for f in stop_files:
                 f.unlink(missing_ok=True)
+            if board is not None:
+                ray.kill(board)  # on a cluster we did not start, it would outlive the grid
             if started:
                 ray.shutdown()
 

@@ -70,7 +70,9 @@ def test_a_ray_task_started_after_a_stop_leaves_its_run_untouched(tmp_path):
 def test_sigterm_stops_ray_runs_gracefully_and_the_rerun_resumes(tmp_path):
     """SIGTERM to a grid on its own local Ray cluster: the run checkpoints where it stands and
     records stop_reason interrupted (a forced cancel would leave neither), the grid exits 130 and
-    cleans up its stop files, and the same command finishes the run from that checkpoint."""
+    cleans up its stop files, and the same command finishes the run from that checkpoint. On the
+    way, the grid's bar shows the run's updates as the task posts them."""
+    import re
     import signal
     import subprocess
     import sys
@@ -95,7 +97,7 @@ n_evals = 6
 """)
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--executor", "ray",
-           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+           "--threads-per-run", "1", "--no-figures"]
     env = {**os.environ, "IHLAW_CACHE": os.environ.get("IHLAW_CACHE") or str(tmp_path / "cache")}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run_dir = None
@@ -107,6 +109,8 @@ n_evals = 6
     proc.send_signal(signal.SIGTERM)
     log = proc.communicate(timeout=180)[0]
     assert proc.returncode == 130, log
+    shown = [int(n) for n in re.findall(rf"{run_dir.name[:6]}:(\d+)/{steps}", log)]
+    assert shown and 0 < max(shown) < steps and shown == sorted(shown), shown
     stopped = status(run_dir)
     assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
     ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
