@@ -341,8 +341,11 @@ class RayExecutor:
         finally:
             for f in stop_files:
                 f.unlink(missing_ok=True)
-            if board is not None:
-                ray.kill(board)  # on a cluster we did not start, it would outlive the grid
+            if board is not None:  # on a cluster we did not start, it would outlive the grid
+                try:
+                    ray.kill(board)
+                except Exception:  # noqa: BLE001 - the cluster is gone, and the board with it
+                    pass
             if started:
                 ray.shutdown()
 
@@ -353,7 +356,8 @@ class RayExecutor:
             Path(refs[ref].run_dir).mkdir(parents=True, exist_ok=True)
             (Path(refs[ref].run_dir) / STOP_FILE).touch()
         try:
-            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=self.grace_s)
+            if waiting:
+                _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=self.grace_s)
         except KeyboardInterrupt:
             pass
         for ref in waiting:
