@@ -1,19 +1,26 @@
-"""A 2-run grid through a real local Ray cluster (ray.init, not a mock)."""
+"""Grids through a real local Ray cluster (ray.init, not a mock): a 2-run grid, and a graceful stop
+with per-run progress and a resume."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import re
+import signal
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
 
 ray = pytest.importorskip("ray")
+torch = pytest.importorskip("torch")
 
-from ihtrain.executors import ray_task_options  # noqa: E402
+from ihtrain.executors import STOP_FILE, Task, _ray_entry, ray_task_options  # noqa: E402
 from ihtrain.grid import build_parser, execute  # noqa: E402
 from ihtrain.grid_spec import parse_spec  # noqa: E402
 from ihtrain.schema import check_grid_dir  # noqa: E402
+from test_grid_resume import ROOT, status  # noqa: E402
 
 SPEC = {
     "name": "raygrid", "description": "two smoke runs as Ray tasks",
@@ -57,8 +64,6 @@ def test_two_run_grid_on_a_local_ray_cluster(tmp_path, monkeypatch):
 
 def test_a_ray_task_started_after_a_stop_leaves_its_run_untouched(tmp_path):
     """A task still queued when the grid stops returns at once: no status, no checkpoint."""
-    from ihtrain.executors import STOP_FILE, Task, _ray_entry
-
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / STOP_FILE).touch()
@@ -72,16 +77,6 @@ def test_sigterm_stops_ray_runs_gracefully_and_the_rerun_resumes(tmp_path):
     records stop_reason interrupted (a forced cancel would leave neither), the grid exits 130 and
     cleans up its stop files, and the same command finishes the run from that checkpoint. On the
     way, the grid's bar shows the run's updates as the task posts them."""
-    import re
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import torch
-
-    from test_grid_resume import ROOT, status
-
     steps, every = 1500, 100  # periodic checkpoints only every 100 updates
     spec = tmp_path / "grid.toml"
     spec.write_text(f"""
@@ -114,8 +109,8 @@ n_evals = 6
     stopped = status(run_dir)
     assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
     ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
-    assert ckpt["step"] == stopped["step"]  # checkpointed at the stop, not at the last periodic save
-    assert not list(out.rglob("stop.request"))
+    assert ckpt["step"] == stopped["step"]  # the rerun resumes where the status says the run stopped
+    assert not list(out.rglob(STOP_FILE))
 
     again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
