@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -77,7 +78,7 @@ def test_sigterm_stops_ray_runs_gracefully_and_the_rerun_resumes(tmp_path):
     records stop_reason interrupted (a forced cancel would leave neither), the grid exits 130 and
     cleans up its stop files, and the same command finishes the run from that checkpoint. On the
     way, the grid's bar shows the run's updates as the task posts them."""
-    steps, every = 1500, 100  # periodic checkpoints only every 100 updates
+    steps, every = 3000, 100  # periodic checkpoints only every 100 updates
     spec = tmp_path / "grid.toml"
     spec.write_text(f"""
 name = "raystop"
@@ -94,18 +95,26 @@ n_evals = 6
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--executor", "ray",
            "--threads-per-run", "1", "--no-figures"]
     env = {**os.environ, "IHLAW_CACHE": os.environ.get("IHLAW_CACHE") or str(tmp_path / "cache")}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log_path = tmp_path / "grid.log"
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
+
+    def shown(run_dir: Path) -> list[int]:  # the run's updates as the grid's bar showed them
+        return [int(n) for n in re.findall(rf"{run_dir.name[:6]}:(\d+)/{steps}", log_path.read_text())]
+
+    # stop once the run is part-way (a checkpoint, not finished) and the bar has shown its updates
     run_dir = None
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None and run_dir is None:
-        run_dir = next((d for d in out.glob("*/") if 0 < status(d).get("step", 0) < steps), None)
+        run_dir = next((d for d in out.glob("*/") if 0 < status(d).get("step", 0) < steps and any(shown(d))), None)
         time.sleep(0.05)
-    assert run_dir is not None, "never saw the run part-way before the grid ended"
+    assert run_dir is not None, "never saw the run part-way, with its progress, before the grid ended:\n" + \
+        log_path.read_text()
     proc.send_signal(signal.SIGTERM)
-    log = proc.communicate(timeout=180)[0]
+    proc.wait(timeout=180)
+    log = log_path.read_text()
     assert proc.returncode == 130, log
-    shown = [int(n) for n in re.findall(rf"{run_dir.name[:6]}:(\d+)/{steps}", log)]
-    assert shown and 0 < max(shown) < steps and shown == sorted(shown), shown
+    assert 0 < max(shown(run_dir)) < steps and shown(run_dir) == sorted(shown(run_dir)), shown(run_dir)
     stopped = status(run_dir)
     assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
     ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
