@@ -113,9 +113,9 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
     """Train one run in this process (called in the worker). Returns its final status.
 
     The run stops at the next update boundary, checkpointed and resumable, on SIGTERM, when its
-    parent (the grid) is gone, or when ``stop_file`` appears. Progress goes to ``counter.value``
-    (a shared integer, every update) and to ``report`` (every 0.5 s, with the stop-file check, so
-    neither costs anything next to an update)."""
+    parent (the grid) is gone, or when ``stop_file`` appears. The updates done this session go to
+    ``counter.value`` (a shared integer, every update) and to ``report`` (every 0.5 s, with the
+    stop-file check, so neither costs anything next to an update)."""
     import torch
 
     from ihtrain.config import from_dict
@@ -123,21 +123,21 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
 
     torch.set_num_threads(max(1, task.threads))
     cfg = from_dict(task.config)
-    calls = 0  # should_stop runs once before each update and once at the end: updates done = calls - 1
+    updates = -1  # should_stop runs once before each update (and once at the end): the first call sees 0
     next_poll = 0.0
 
     def should_stop() -> bool:
-        nonlocal calls, next_poll
-        calls += 1
+        nonlocal updates, next_poll
+        updates += 1
         if counter is not None:
-            counter.value = calls
+            counter.value = updates
         if _STOP["requested"] or (parent_pid is not None and os.getppid() != parent_pid):
             return True
         if time.monotonic() < next_poll:
             return False
         next_poll = time.monotonic() + POLL_S
         if report is not None:
-            report(calls)
+            report(updates)
         return stop_file is not None and stop_file.exists()
 
     return train_run(cfg, task.run_dir, progress=False, should_stop=should_stop, make_figures=task.make_figures)
@@ -212,7 +212,7 @@ class LocalExecutor:
                     del active[rid]
                     on_done(Outcome(rid, settle(task.run_dir, p.exitcode), p.exitcode))
                 if on_progress is not None:
-                    on_progress({rid: (t.start_step + max(0, c.value - 1), t.total_steps)
+                    on_progress({rid: (t.start_step + c.value, t.total_steps)
                                  for rid, (_, t, c) in active.items()})
                 time.sleep(self.poll_s)
         except KeyboardInterrupt:
@@ -250,13 +250,13 @@ class ProgressBoard:
     reads them for its per-run progress, on any node of the cluster."""
 
     def __init__(self) -> None:
-        self.calls: dict[str, int] = {}
+        self.updates: dict[str, int] = {}
 
-    def post(self, run_id: str, calls: int) -> None:
-        self.calls[run_id] = calls
+    def post(self, run_id: str, updates: int) -> None:
+        self.updates[run_id] = updates
 
     def read(self) -> dict[str, int]:
-        return dict(self.calls)
+        return dict(self.updates)
 
 
 def _ray_entry(task: Task, board: Any = None) -> dict[str, Any] | None:
@@ -266,7 +266,7 @@ def _ray_entry(task: Task, board: Any = None) -> dict[str, Any] | None:
         return None
     task.gpu = None
     _place(task.threads, None)
-    report = (lambda calls: board.post.remote(task.run_id, calls)) if board is not None else None
+    report = (lambda updates: board.post.remote(task.run_id, updates)) if board is not None else None
     return run_task(task, stop_file=stop_file, report=report)
 
 
@@ -329,12 +329,12 @@ class RayExecutor:
                     on_done(Outcome(t.run_id, settle(t.run_dir, 1 if err else 0, err)))
                 if on_progress is not None and reading is not None and not ray.wait([reading], timeout=0)[1]:
                     try:  # the board's last answer; ask again, never block on it
-                        calls, reading = ray.get(reading), board.read.remote()
+                        updates, reading = ray.get(reading), board.read.remote()
                     except Exception:  # noqa: BLE001 - a lost board costs the per-run progress, nothing else
-                        calls, reading = {}, None
+                        updates, reading = {}, None
                     running = {refs[ref].run_id: refs[ref] for ref in waiting}
-                    on_progress({rid: (t.start_step + max(0, calls[rid] - 1), t.total_steps)
-                                 for rid, t in running.items() if rid in calls})
+                    on_progress({rid: (t.start_step + updates[rid], t.total_steps)
+                                 for rid, t in running.items() if rid in updates})
         except KeyboardInterrupt:
             self._stop(ray, waiting, refs)
             raise
