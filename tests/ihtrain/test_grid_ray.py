@@ -114,7 +114,8 @@ n_evals = 6
     proc.wait(timeout=180)
     log = log_path.read_text()
     assert proc.returncode == 130, log
-    assert 0 < max(shown(run_dir)) < steps and shown(run_dir) == sorted(shown(run_dir)), shown(run_dir)
+    progress = shown(run_dir)
+    assert 0 < max(progress) < steps and progress == sorted(progress), progress
     stopped = status(run_dir)
     assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
     ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
