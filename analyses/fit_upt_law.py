@@ -1,6 +1,6 @@
 """Fit the UPT law ``log UPT = log T - a log B - b log C (- c log N)`` and write a posterior report.
 
-    python analyses/fit_upt_law.py                         # runs/bxc-cpu (the default grid)
+    python analyses/fit_upt_law.py                         # runs/bxc-markov (the default grid)
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
 
@@ -17,7 +17,7 @@ import time
 import warnings
 from pathlib import Path
 
-DEFAULT_RUNS = "runs/bxc-cpu"
+DEFAULT_RUNS = "runs/bxc-markov"
 
 
 def parse_args(argv=None):

@@ -55,6 +55,7 @@ TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
 RESULT_COLUMNS = ("onset", "onset_lo", "onset_hi", "level", "midpoint", "end", "censored", "last_step",
                   "method", "rise", "log_bf", "noise")
 MIN_POINTS = {"bayes": 8, "pelt": 6, "threshold": 4}
+FORMED_MIN_PS = 0.3  # max PS at the end of a run that, with an uncensored onset, counts as formed
 
 
 @dataclass
@@ -424,7 +425,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     -------
     DataFrame
         run_id, factors (B, C, N, n_params, seed, ...), status, metric, head, onset, onset_lo,
-        onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise.
+        onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
+        (the curve's value at its last step); for max PS with the Bayesian detector also
+        ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`).
     """
     from ihstats import io
 
@@ -457,9 +460,52 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             import warnings
             warnings.warn(f"{e} (skipped)", stacklevel=2)
             continue
-        rows.append({"run_id": rid, "metric": metric, "head": label, **r.row()})
-    table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS])
+        rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
+    table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
+    if metric == "ps" and head == "max" and method == "bayes":  # the one meaning of formed (formation)
+        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
     return runs.merge(table, on="run_id", how="right")
+
+
+# ------------------------------------------------------------------------------ formed
+
+
+def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float = 0.9) -> dict[str, Any]:
+    """Whether one run formed an induction head, and what the head looks like.
+
+    *Formed* (the one meaning used by until-emergence budgets, grid summaries and preset checks):
+    the Bayesian detector finds an uncensored onset in the max-PS curve and max PS at the last
+    evaluation is at least ``min_ps``. Beside the verdict, the results that describe the head:
+    ``n_ih_heads`` (heads at the last evaluation whose PS is at least half the top head's, and at
+    least ``min_ps / 2``: heads sharing the work), ``ih_head`` ("L.H" of the top head) and
+    ``prev_token`` (the best previous-token score of a head in a layer below the top head's;
+    NaN in layer 0), so a head that forms without a previous-token head shows as such.
+
+    ``metrics``: tidy rows of one run (``step, metric, layer, head, value``).
+    """
+    ps = metrics.loc[metrics["metric"] == "ps", ["step", "layer", "head", "value"]]
+    out: dict[str, Any] = {"formed": False, "onset": np.nan, "onset_lo": np.nan, "onset_hi": np.nan,
+                           "censored": True, "final_max_ps": np.nan, "n_ih_heads": 0, "ih_head": "",
+                           "prev_token": np.nan}
+    if ps.empty:
+        return out
+    curve = ps.groupby("step")["value"].max()
+    curve = curve[np.isfinite(curve.to_numpy()) & (curve.index > 0)]
+    last = ps[ps["step"] == ps["step"].max()]
+    top = last.loc[last["value"].idxmax()] if last["value"].notna().any() else None
+    if top is None:
+        return out
+    out["final_max_ps"] = float(top["value"])
+    out["ih_head"] = f"{int(top['layer'])}.{int(top['head'])}"
+    out["n_ih_heads"] = int((last["value"] >= max(0.5 * top["value"], 0.5 * min_ps)).sum())
+    pt = metrics[(metrics["metric"] == "prev_token") & (metrics["step"] == ps["step"].max())
+                 & (metrics["layer"] < top["layer"])]["value"]
+    out["prev_token"] = float(pt.max()) if len(pt) else np.nan
+    if len(curve) >= MIN_POINTS["bayes"]:
+        r = detect_bayes(curve.index.to_numpy(), curve.to_numpy(), level=level)
+        out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
+    out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
+    return out
 
 
 # ----------------------------------------------------------------------------------- CLI

@@ -112,7 +112,7 @@ class TrainConfig:
     budget: Literal["steps", "tokens", "until-emergence"] = "steps"
     max_steps: int = 2000  # used by budget=steps, and as the cap for until-emergence
     max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
-    emergence_threshold: float = 0.5  # until-emergence: max PS that counts as formed
+    emergence_threshold: float = 0.3  # until-emergence: max PS that starts the margin; "formed" needs it at the end too
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
     lr: float = 3e-3
     schedule: Literal["cosine", "constant", "wsd"] = "cosine"  # wsd: warmup, stable, linear decay

@@ -1,6 +1,6 @@
 """``python -m ihtrain.grid``: a grid spec -> many training runs in one grid directory.
 
-    python -m ihtrain.grid                          # the default preset, bxc-cpu
+    python -m ihtrain.grid                          # the default preset, bxc-markov
     python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
     python -m ihtrain.grid --spec my_grid.toml --dry-run
     python -m ihtrain.grid --only 2500654b3228,dd64   # some runs of the default grid (ids or prefixes)
@@ -38,7 +38,7 @@ from ihtrain.grid_spec import (
     train_flops_per_token,
 )
 
-DEFAULT_PRESET = "bxc-cpu"
+DEFAULT_PRESET = "bxc-markov"
 LOCK_NAME = ".grid.lock"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
@@ -104,16 +104,23 @@ def write_manifest(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFr
 
 
 def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
-    """Per-run numbers for the closing table: max PS, first eval step with max PS >= threshold."""
-    out: dict[str, Any] = {"max_ps": float("nan"), "ps_cross_step": pd.NA, "wall_s": float("nan")}
+    """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
+    final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
+    interval, final max PS, how many heads share the work, the top head, the best previous-token
+    score below it, and the training wall time."""
+    from ihstats.emergence import formation
+
+    out: dict[str, Any] = {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"),
+                           "onset_hi": float("nan"), "max_ps": float("nan"), "n_ih_heads": pd.NA,
+                           "ih_head": "", "prev_token": float("nan"), "wall_s": float("nan")}
     rdir = grid_dir / run.run_id
     try:
-        m = pd.read_parquet(rdir / "metrics.parquet", columns=["step", "metric", "value"])
-        ps = m[m["metric"] == "ps"].groupby("step")["value"].max()
-        if len(ps):
-            out["max_ps"] = float(ps.max())
-            crossed = ps[ps >= threshold]
-            out["ps_cross_step"] = int(crossed.index.min()) if len(crossed) else pd.NA
+        m = pd.read_parquet(rdir / "metrics.parquet", columns=["step", "metric", "layer", "head", "value"])
+        f = formation(m, min_ps=threshold)
+        out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
+                                      "prev_token")}, max_ps=f["final_max_ps"])
+        if f["censored"]:
+            out.update(onset=float("nan"), onset_lo=float("nan"))
         tr = pd.read_parquet(rdir / "train.parquet", columns=["wall_s"])
         out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")
     except (OSError, KeyError, ValueError):
@@ -132,13 +139,23 @@ def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
 
 
+def round_results(show: pd.DataFrame) -> pd.DataFrame:
+    """Onsets to whole updates, scores to 3 decimals, for printing."""
+    show = show.copy()
+    for c in ("onset", "onset_lo", "onset_hi"):
+        show[c] = show[c].round(0).astype("Int64")
+    for c in ("max_ps", "prev_token"):
+        show[c] = show[c].round(3)
+    return show
+
+
 def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
     """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
     holder = GridLock(grid_dir).holder()
     summary = summary_frame(spec, runs, grid_dir, live=holder is not None)
     show = summary_display(summary)
     show["wall_min"] = (show.pop("wall_s") / 60).round(1)
-    show["max_ps"] = show["max_ps"].round(3)
+    show = round_results(show)
     counts = summary["status"].value_counts().to_dict()
     wall = summary["wall_s"].sum(skipna=True)
     return (f"grid {spec.name} in {grid_dir}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
@@ -420,10 +437,11 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     write_manifest(spec, runs, grid_dir)
     summary = summary_frame(spec, runs, grid_dir)
     atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
-    print(format_table(summary_display(summary)))
+    print(format_table(round_results(summary_display(summary))))
     failed = summary[(summary["status"] != "done") & (summary["run_id"].isin(only) if only else True)]
     n_done = int((summary["status"] == "done").sum())
-    print(f"grid {spec.name}: {n_done}/{len(summary)} runs done in {time.time() - t0:.0f} s; "
+    n_formed = int(summary["formed"].fillna(False).astype(bool).sum())
+    print(f"grid {spec.name}: {n_done}/{len(summary)} runs done, {n_formed} formed, in {time.time() - t0:.0f} s; "
           f"wrote {grid_dir}/manifest.parquet, summary.csv")
     if len(failed):
         for _, row in failed.iterrows():

@@ -3,7 +3,7 @@
 A spec names a base run config and axes to sweep; the grid is the product of the axes, minus the
 ``exclude`` entries, plus the ``include`` points::
 
-    name = "bxc-cpu"
+    name = "bxc-text"
     description = "one line"
     # top-level keys (include/exclude) must come before the first [table]: TOML puts any key
     # written after a table header inside that table.
@@ -23,7 +23,7 @@ A spec names a base run config and axes to sweep; the grid is the product of the
     size = [{ label = "small", "model.d_model" = 64 }, { label = "large", "model.d_model" = 128 }]
     # model = [{ n_layer = 2, d_model = 64 }, { n_layer = 2, d_model = 128 }]   (section key)
 
-A spec can start from another: ``extends = "bxc-cpu"`` (a grid preset, or a spec file path,
+A spec can start from another: ``extends = "bxc-text"`` (a grid preset, or a spec file path,
 relative to this spec) takes that spec's base, axes, include and exclude; this spec's ``[base]``
 fields go on top of the parent's, each of its axes replaces the parent's axis of the same key (or
 is added after them), and its include/exclude, when given, replace the parent's. ``name`` is this
@@ -31,7 +31,7 @@ spec's own. The grid directory's ``grid.json`` records the resolved spec, so a l
 parent does not hide what ran::
 
     name = "bxc-cpu-seeds"
-    extends = "bxc-cpu"
+    extends = "bxc-text"
     [axes]
     seed = [0, 1, 2]               # the default grid, three seeds per point
 

@@ -4,7 +4,7 @@ Used by ``python -m ihtrain.grid`` at the end of a grid, beside the fuller check
 ``ihstats.io``. Functions return a list of problems (empty: ok) so callers decide whether to
 warn or fail; ``assert_grid_dir`` raises. No torch import.
 
-    python -m ihtrain.schema runs/bxc-cpu
+    python -m ihtrain.schema runs/bxc-text
     python -m ihtrain.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
 """
 

@@ -85,7 +85,8 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = No
         decay_start = max(earliest, int(round((1 - t.decay_frac) * total_steps)))
         if step < decay_start:
             return t.lr
-        return t.lr - (t.lr - floor) * (step - decay_start) / max(1, total_steps - decay_start)
+        frac = min(1.0, (step - decay_start) / max(1, total_steps - decay_start))  # past the stop: the floor
+        return t.lr - (t.lr - floor) * frac
     progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
     return floor + 0.5 * (t.lr - floor) * (1 + math.cos(math.pi * progress))
 
@@ -93,6 +94,13 @@ def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = No
 def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
     """Until-emergence: the update to stop at once max PS crossed the threshold at ``crossing``."""
     return max(crossing + 1, math.ceil(crossing * (1 + cfg.train.emergence_margin)))
+
+
+def emergence_recheck_step(cfg: RunConfig, crossing: int, step: int) -> int:
+    """Until-emergence: where to check again when the run had not *formed* (uncensored Bayesian
+    onset and max PS >= threshold, :func:`ihstats.emergence.formation`) at its stop step: a quarter
+    of the margin later, so a rise that came late gets plateau points behind it."""
+    return step + max(1, math.ceil(crossing * cfg.train.emergence_margin / 4))
 
 
 # ---------------------------------------------------------------------------- provenance
@@ -154,6 +162,10 @@ class _Logs:
 
     def add_metrics(self, frame: pd.DataFrame) -> None:
         self.pending["metrics"].append(frame)
+
+    def metric_frame(self) -> pd.DataFrame:
+        """Every metric row logged so far, flushed or pending."""
+        return pd.concat([*self.frames["metrics"], *self.pending["metrics"]], ignore_index=True)
 
     def add_train(self, row: dict[str, Any]) -> None:
         self.pending["train"].append(row)
@@ -261,6 +273,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     ckpt_dir = run_dir / "checkpoints"
     last = ckpt_dir / "last.pt"
     step, wall_before, crossing, last_eval = 0, 0.0, None, -1
+    stop_at = None  # until-emergence: the next update at which to check whether the head has formed
     resumed_at = None  # a step whose evaluation the checkpoint already holds
     keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
     if last.is_file():
@@ -269,6 +282,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         optimizer.load_state_dict(ckpt["optimizer"])
         torch.set_rng_state(ckpt["torch_rng"])
         step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
+        stop_at = ckpt.get("stop_at", None if crossing is None else emergence_stop_step(cfg, crossing))
         resumed_at = step if ckpt.get("evaluated") else None
         # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
         # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
@@ -283,8 +297,13 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         logs.flush()
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                  "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
-                 "crossing": crossing, "run_id": cfg.run_id(), "evaluated": last_eval == step}
+                 "crossing": crossing, "stop_at": stop_at, "run_id": cfg.run_id(), "evaluated": last_eval == step}
         atomic_write(ckpt_dir / tag, lambda tmp: torch.save(state, tmp))
+
+    def has_formed() -> bool:
+        from ihstats.emergence import formation
+
+        return formation(logs.metric_frame(), min_ps=t.emergence_threshold)["formed"]
 
     def run_eval() -> float:
         nonlocal last_eval
@@ -305,15 +324,17 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     until_emergence = t.budget == "until-emergence"
     while True:
         # until-emergence stops exactly at its stop step (evaluated there), not at the next scheduled evaluation
-        at_stop = until_emergence and crossing is not None and step >= emergence_stop_step(cfg, crossing)
+        at_stop = until_emergence and stop_at is not None and step >= stop_at
         if (step in schedule or at_stop) and step != resumed_at:
             ps_now = run_eval()
             if until_emergence and crossing is None and ps_now >= t.emergence_threshold:
-                crossing = step
+                crossing, stop_at = step, emergence_stop_step(cfg, step)
             bar.set_postfix(ps=f"{ps_now:.2f}", refresh=False)
         if at_stop:
-            stop_reason = "emerged"
-            break
+            if has_formed():
+                stop_reason = "emerged"
+                break
+            stop_at = emergence_recheck_step(cfg, crossing, step)
         if step >= total:
             break
         if should_stop is not None and should_stop():

@@ -1,7 +1,7 @@
 """Regenerate the paper figures (PNG + PDF + the tidy CSV behind each) from logs in one command.
 
     python paper_figures/make.py                               # every figure, fast, shipped examples
-    python paper_figures/make.py --runs runs/bxc-cpu --full    # real logs, full posterior sampling
+    python paper_figures/make.py --runs runs/bxc-text --full    # real logs, full posterior sampling
     python paper_figures/make.py --only upt_law frontier --out /tmp/figs
     python paper_figures/make.py --list
 

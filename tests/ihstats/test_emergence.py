@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.emergence import (detect, emergence_table, main, pelt_breakpoints, pelt_penalty)
+from ihstats.emergence import (detect, emergence_table, formation, main, pelt_breakpoints, pelt_penalty)
 from ihstats.simulate import simulate_curve, simulate_curves, write_fake_grid
 
 
@@ -172,3 +172,53 @@ def test_figure_helper_writes_png_and_pdf(tmp_path):
     r = detect(c.steps, c.values)
     plot_emergence(c.steps, c.values, r, path=tmp_path / "fig", true_onset=c.onset)
     assert (tmp_path / "fig.png").stat().st_size > 1000 and (tmp_path / "fig.pdf").stat().st_size > 1000
+
+
+# ------------------------------------------------------------------------------ formed
+def _run_frame(rise_to: dict[tuple[int, int], float], onset: float, prev: float = 0.9, seed: int = 0,
+               steps: np.ndarray | None = None) -> pd.DataFrame:
+    """Tidy ps / prev_token rows of a 2-layer 4-head run: listed heads rise (logistic in log step,
+    centred at ``onset`` x 1.3) from 0.02 to their level; layer-0 head 0 is a previous-token head."""
+    rng = np.random.default_rng(seed)
+    steps = np.unique(np.round(np.geomspace(1, 4000, 120))) if steps is None else steps
+    rows = []
+    for layer in range(2):
+        for head in range(4):
+            top = rise_to.get((layer, head), 0.02)
+            ps = 0.02 + (top - 0.02) / (1 + np.exp(-(np.log(steps) - np.log(onset * 1.3)) / 0.05))
+            ps = ps + rng.normal(0, 0.01, steps.size)
+            pt = np.full(steps.size, prev if (layer, head) == (0, 0) else 0.05)
+            for s, a, b in zip(steps, ps, pt):
+                rows += [(s, "ps", layer, head, a), (s, "prev_token", layer, head, b)]
+    return pd.DataFrame(rows, columns=["step", "metric", "layer", "head", "value"])
+
+
+def test_formation_formed_head_with_its_structure():
+    f = formation(_run_frame({(1, 2): 0.6}, onset=800))
+    assert f["formed"] and not f["censored"]
+    assert f["onset_lo"] <= f["onset"] <= f["onset_hi"]
+    assert 500 < f["onset"] < 1200
+    assert (f["ih_head"], f["n_ih_heads"]) == ("1.2", 1)
+    assert f["final_max_ps"] == pytest.approx(0.6, abs=0.05)
+    assert f["prev_token"] == pytest.approx(0.9)
+
+
+def test_formation_counts_heads_that_share_the_work():
+    f = formation(_run_frame({(1, 0): 0.36, (1, 3): 0.31}, onset=800, prev=0.1))
+    assert f["formed"] and f["n_ih_heads"] == 2
+    assert f["prev_token"] == pytest.approx(0.1)  # reported, not required
+
+
+def test_formation_needs_both_an_onset_and_the_level():
+    low = formation(_run_frame({(1, 2): 0.2}, onset=800))  # a clear rise that stays below 0.3
+    assert not low["censored"] and not low["formed"]
+    assert formation(_run_frame({(1, 2): 0.2}, onset=800), min_ps=0.15)["formed"]
+    flat = formation(_run_frame({}, onset=800))
+    assert flat["censored"] and not flat["formed"]
+
+
+def test_formation_of_an_empty_or_short_log_is_not_formed():
+    empty = pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])
+    assert formation(empty)["formed"] is False
+    short = _run_frame({(1, 2): 0.6}, onset=2, steps=np.arange(1, 6))
+    assert formation(short)["formed"] is False

@@ -72,7 +72,7 @@ def test_predict_cli_with_saved_and_reference_posterior(fast_out):
     ([], "run `python -m ihtrain.grid` first or pass --emergence"),
 ])
 def test_missing_inputs_one_line_errors(tmp_path, args, msg):
-    p = run([SCRIPT, *args], cwd=tmp_path)  # cwd without runs/bxc-cpu
+    p = run([SCRIPT, *args], cwd=tmp_path)  # cwd without runs/bxc-text
     assert p.returncode != 0
     assert msg in p.stderr and len(p.stderr.strip().splitlines()) == 1
 

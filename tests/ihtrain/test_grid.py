@@ -113,9 +113,9 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
-    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-cpu, "),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-markov, "),
     ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
-    ('name = "e"\nextends = "bxc-cpu"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
+    ('name = "e"\nextends = "bxc-text"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
 def test_bad_specs_name_the_field(text, needle):
     with pytest.raises(ConfigError) as e:
@@ -144,7 +144,7 @@ def test_extends_merges_base_axes_and_lists(tmp_path):
     assert [r.run_id for r in spec.expand()] == [r.run_id for r in full.expand()]
     assert len(spec.expand()) == 2 * 3 * 2 - 2 + 1  # the parent's exclude (both seeds) and include
     # the default grid with its width-160 level at another rate: 9 runs, the preset's other fields
-    probe = spec_of('name = "p"\nextends = "bxc-cpu"\n[axes]\n'
+    probe = spec_of('name = "p"\nextends = "bxc-text"\n[axes]\n'
                     'size = [{ label = "d160", "model.d_model" = 160, "train.lr" = 1.5e-2 }]').expand()
     assert len(probe) == 9 and {(r.config.model.d_model, r.config.train.lr) for r in probe} == {(160, 1.5e-2)}
     assert {r.config.train.dtype for r in probe} == {"float32"}
@@ -156,15 +156,19 @@ def test_extends_merges_base_axes_and_lists(tmp_path):
 
 def test_presets_parse_and_meet_the_brief():
     paths = grid_preset_paths()
-    assert {"bxc-cpu", "bxc-paper"} <= set(paths)
+    assert {"bxc-markov", "bxc-text", "bxc-paper"} <= set(paths)
     for name in paths:
         load_grid_preset(name).expand()  # every shipped spec (also other engineers') is valid
-    cpu = load_grid_preset("bxc-cpu").expand()
-    Bs = {r.config.train.batch_size for r in cpu}
-    Cs = {r.config.train.context for r in cpu}
-    Ns = {r.factors["size"] for r in cpu}
-    assert len(Bs) >= 3 and max(Bs) / min(Bs) >= 4 and len(Cs) >= 3 and max(Cs) / min(Cs) >= 4 and len(Ns) == 2
-    assert all(r.config.train.budget == "until-emergence" for r in cpu)
+    for name in ("bxc-markov", "bxc-text"):  # B x C (3 levels each, a factor >= 4) x 2 model sizes
+        cpu = load_grid_preset(name).expand()
+        Bs = {r.config.train.batch_size for r in cpu}
+        Cs = {r.config.train.context for r in cpu}
+        Ns = {r.factors["size"] for r in cpu}
+        assert len(Bs) == 3 and max(Bs) / min(Bs) >= 4 and len(Cs) == 3 and max(Cs) / min(Cs) >= 4 and len(Ns) == 2
+        assert all(r.config.train.budget == "until-emergence" for r in cpu)
+    fast = load_grid_preset("bxc-markov").expand()  # one setting for every cell: only B, C and width vary
+    assert len({(r.config.train.lr, r.config.data.markov.vocab, r.config.seed) for r in fast}) == 1
+    assert all(r.config.data.markov.vocab > r.config.train.context for r in fast)
     paper = load_grid_preset("bxc-paper").expand()
     assert min(r.config.train.batch_size for r in paper) == 4 and max(r.config.train.batch_size for r in paper) == 512
     assert min(r.config.train.context for r in paper) == 64 and max(r.config.train.context for r in paper) == 4096
@@ -232,7 +236,7 @@ def test_cli_bad_input_exit_2_and_dry_run(tmp_path, capsys):
     assert "error: axes.train.batch_size: empty axis" in capsys.readouterr().err
     assert main(["--preset", "nope", "--dry-run"]) == 2
     assert "unknown grid preset 'nope'" in capsys.readouterr().err
-    assert main(["--preset", "bxc-cpu", "--set", "train.batch_size=3", "--dry-run"]) == 2
+    assert main(["--preset", "bxc-text", "--set", "train.batch_size=3", "--dry-run"]) == 2
     assert "--set train.batch_size: this field is an axis" in capsys.readouterr().err
     good = tmp_path / "g.toml"
     good.write_text(BXC)
@@ -242,7 +246,7 @@ def test_cli_bad_input_exit_2_and_dry_run(tmp_path, capsys):
     assert all(i in out for i in ids) and "steps 7 upd" in out and out.count(" run\n") == 4
     assert not (tmp_path / "out").exists()  # a dry run writes nothing
     assert main(["--list-presets"]) == 0
-    assert "bxc-cpu" in capsys.readouterr().out
+    assert "bxc-text" in capsys.readouterr().out
 
 
 def test_help_runs():

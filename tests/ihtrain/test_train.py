@@ -168,8 +168,19 @@ def test_grad_accumulation_matches_full_batch(text_corpus, cache_dir, tmp_path):
     np.testing.assert_allclose(la, lb, rtol=1e-4)
 
 
-def test_until_emergence_stops_after_margin(text_corpus, cache_dir, tmp_path):
-    # threshold 0 is crossed at step 0's evaluation... so use a tiny positive threshold crossed early
+def _formed_from(step: int):
+    """A stand-in for ihstats.emergence.formation: 'formed' once the log reaches ``step``."""
+    def formation(metrics, min_ps=0.3):
+        return {"formed": bool(metrics["step"].max() >= step)}
+    return formation
+
+
+def test_until_emergence_stops_after_margin_once_formed(text_corpus, cache_dir, tmp_path, monkeypatch):
+    import ihstats.emergence
+
+    # a tiny positive threshold is crossed at step 0's evaluation; the formed check is stubbed so
+    # the test is about the stop rule, not about a head forming in a 40-update smoke run
+    monkeypatch.setattr(ihstats.emergence, "formation", _formed_from(0))
     cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 60,
                                                "train.emergence_threshold": 1e-6, "train.emergence_margin": 1.0,
                                                "metrics.n_evals": 61})
@@ -181,6 +192,22 @@ def test_until_emergence_stops_after_margin(text_corpus, cache_dir, tmp_path):
     capped = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 10,
                                                   "train.emergence_threshold": 0.99})
     assert train_run(capped, tmp_path / "capped", progress=False, make_figures=False)["stop_reason"] == "max_steps"
+
+
+def test_until_emergence_goes_on_until_formed(text_corpus, cache_dir, tmp_path, monkeypatch):
+    """Crossing the threshold is not enough: at the stop step the run must have *formed*
+    (uncensored onset, final max PS >= threshold); until then it is checked again later."""
+    import ihstats.emergence
+
+    monkeypatch.setattr(ihstats.emergence, "formation", _formed_from(12))
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 40,
+                                               "train.emergence_threshold": 1e-6, "train.emergence_margin": 1.0,
+                                               "metrics.n_evals": 5})
+    status = train_run(cfg, tmp_path, progress=False, make_figures=False)
+    assert (status["stop_reason"], status["step"]) == ("emerged", 12)
+    monkeypatch.setattr(ihstats.emergence, "formation", _formed_from(10_000))  # never formed
+    status = train_run(cfg, tmp_path / "never", progress=False, make_figures=False)
+    assert (status["stop_reason"], status["step"]) == ("max_steps", 40)
 
 
 def test_until_emergence_token_cap(text_corpus, cache_dir, tmp_path):

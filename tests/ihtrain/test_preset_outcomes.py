@@ -1,0 +1,31 @@
+"""Each experiment preset's cheapest cell, trained for real, shows the outcome the preset exists
+to show (formed, or not formed where the data cannot grow a head). Minutes each: ``-m slow``."""
+
+import pandas as pd
+import pytest
+
+from ihstats.emergence import formation
+from ihtrain.grid_spec import load_grid_preset
+from ihtrain.train import train_run
+
+CELLS = [
+    # preset, factors of the cell, formed?
+    ("bxc-markov", {"train.batch_size": 8, "train.context": 32, "size": "d32"}, True),
+]
+
+
+def cell_run(preset: str, factors: dict):
+    runs = [r for r in load_grid_preset(preset).expand() if all(r.factors.get(k) == v for k, v in factors.items())]
+    assert len(runs) == 1, f"{preset}: {len(runs)} runs match {factors}"
+    return runs[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, factors, formed", CELLS, ids=[c[0] for c in CELLS])
+def test_cheapest_cell_shows_the_preset_outcome(preset, factors, formed, tmp_path):
+    run = cell_run(preset, factors)
+    status = train_run(run.config, tmp_path, progress=False, make_figures=False)
+    assert status["status"] == "done"
+    f = formation(pd.read_parquet(tmp_path / "metrics.parquet"), min_ps=run.config.train.emergence_threshold)
+    assert f["formed"] is formed, f
+    assert status["stop_reason"] == ("emerged" if formed else run.config.cap_reason)
