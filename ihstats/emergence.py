@@ -408,7 +408,8 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
 
 
 def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: str = "bayes",
-                    level: float = 0.9, on_error: str = "raise", **kwargs: Any) -> pd.DataFrame:
+                    level: float = 0.9, on_error: str = "raise", nonfinite: str = "error",
+                    **kwargs: Any) -> pd.DataFrame:
     """The DESIGN.md emergence table, one row per (run, metric[, head]).
 
     Parameters
@@ -419,6 +420,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     metric, head, method, level : see :func:`curve_series` and :func:`detect`.
     on_error : {"raise", "skip"}
         A curve a detector rejects (too few checkpoints, ...) raises or is skipped with a warning.
+    nonfinite : {"error", "drop"}
+        A path's NaN or infinite metric values (a run that diverged) raise or are dropped; see
+        :func:`ihstats.io.load_run`.
     **kwargs : detector options (see :func:`detect`).
 
     Returns
@@ -432,7 +436,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     from ihstats import io
 
     if isinstance(data, (str, Path)):
-        data = io.load_grid(data)
+        data = io.load_grid(data, nonfinite=nonfinite)
     if isinstance(data, io.RunData):
         runs = pd.DataFrame([{"run_id": data.run_id, "status": data.status, **data.factors}])
         metrics = data.metrics
@@ -522,13 +526,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-rise", type=float, default=0.1, help="smallest rise that counts (metric units)")
     p.add_argument("--min-log-bf", type=float, default=3.0, help="bayes: log Bayes factor needed (default 3)")
     p.add_argument("--skip-bad", action="store_true", help="skip curves a detector rejects instead of failing")
+    p.add_argument("--nonfinite", choices=("error", "drop"), default="error",
+                   help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
     kw: dict[str, Any] = {"min_rise": a.min_rise}
     if a.method == "bayes":
         kw["min_log_bf"] = a.min_log_bf
     try:
         table = emergence_table(a.runs_dir, a.metric, a.head, a.method, a.level,
-                                on_error="skip" if a.skip_bad else "raise", **kw)
+                                on_error="skip" if a.skip_bad else "raise", nonfinite=a.nonfinite, **kw)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

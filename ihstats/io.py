@@ -100,7 +100,8 @@ def _check_values(df: pd.DataFrame, source: str, nonfinite: str, problems: list[
         msg = (f"{source}: column 'value' has {int(bad.sum())} NaN/infinite value(s) "
                f"(first at step {first['step']}, metric {first['metric']!r})")
         if nonfinite == "error":
-            raise SchemaError(msg + "; pass nonfinite='drop' to drop them")
+            raise SchemaError(msg + "; pass nonfinite='drop' (python -m ihstats.emergence: --nonfinite drop) "
+                                    "to drop them")
         problems.append(msg + "; dropped")
         df = df.loc[~bad]
     return df

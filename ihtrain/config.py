@@ -132,10 +132,14 @@ class TrainConfig:
     checkpoint_seconds: float = 60.0  # when checkpoint_every = 0; a checkpoint is also made at the end
     keep_checkpoints: list[int] = field(default_factory=list)  # extra steps to keep weights at
     log_every: int = 10
+    divergence_factor: float = 5.0  # fail the run when the loss stays above factor x its first value; 0: off
+    divergence_window: int = 5  # ... at this many logged steps in a row (or at the last one)
 
 
-# Fields that change how a run executes but not what it computes (left out of run_id).
-EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every")
+# Fields that change how a run executes but not what it computes (left out of run_id). The
+# divergence rule only decides whether a broken run fails, never what a healthy run computes.
+EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every",
+                         "divergence_factor", "divergence_window")
 
 
 @dataclass
@@ -238,7 +242,20 @@ def validate(cfg: RunConfig) -> RunConfig:
     else:
         need(t.max_steps > 0, "train.max_steps", f"must be > 0 when train.budget='{t.budget}'")
         need(t.max_tokens >= 0, "train.max_tokens", f"must be >= 0 (0: no token cap), got {t.max_tokens}")
-    need(t.lr > 0, "train.lr", f"must be > 0, got {t.lr}")
+    need(cfg.seed >= 0, "seed", f"must be an integer >= 0, got {cfg.seed}")
+    need(0 < t.lr < math.inf, "train.lr", f"must be a finite number > 0, got {t.lr}")
+    for name in ("beta1", "beta2"):
+        need(0 <= getattr(t, name) < 1, f"train.{name}", f"must be in [0, 1), got {getattr(t, name)}")
+    need(0 <= t.weight_decay < math.inf, "train.weight_decay", f"must be a finite number >= 0, got {t.weight_decay}")
+    need(t.warmup_steps >= 0, "train.warmup_steps", f"must be >= 0 (0: use train.warmup_frac), got {t.warmup_steps}")
+    need(0 <= t.emergence_margin < math.inf, "train.emergence_margin",
+         f"must be a finite number >= 0, got {t.emergence_margin}")
+    need(t.checkpoint_every >= 0, "train.checkpoint_every",
+         f"must be >= 0 (0: by train.checkpoint_seconds), got {t.checkpoint_every}")
+    need(t.log_every >= 1, "train.log_every", f"must be >= 1 (log every N updates), got {t.log_every}")
+    need(t.divergence_factor == 0 or 1 < t.divergence_factor < math.inf, "train.divergence_factor",
+         f"must be 0 (off) or a finite number > 1, got {t.divergence_factor}")
+    need(t.divergence_window >= 1, "train.divergence_window", f"must be >= 1, got {t.divergence_window}")
     need(0 <= t.warmup_frac < 1, "train.warmup_frac", f"must be in [0, 1), got {t.warmup_frac}")
     need(0 <= t.min_lr_frac <= 1, "train.min_lr_frac", f"must be in [0, 1], got {t.min_lr_frac}")
     need(0 < t.decay_frac <= 1, "train.decay_frac", f"must be in (0, 1], got {t.decay_frac}")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ihtrain.fileio import atomic_write_json
+from ihtrain.locks import run_lock
 
 
 @dataclass
@@ -77,6 +78,10 @@ def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[s
         return st
     if st and st.get("stop_reason") == "interrupted" and exitcode in (0, 130):
         return st  # stopped on request: stays resumable
+    holder = run_lock(run_dir).holder()
+    if holder:  # a trainer outside this grid is training the run: its status.json is not ours to overwrite
+        return {"status": "failed", "reason": f"another trainer holds the run directory ({holder})",
+                "step": int((st or {}).get("step", 0)), "stop_reason": "", "updated": _now()}
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else -exitcode
         why = f"worker killed by signal {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")

@@ -37,6 +37,7 @@ from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
     train_flops_per_token,
 )
+from ihtrain.locks import DirLock, DirectoryLocked
 
 DEFAULT_PRESET = "bxc-markov"
 LOCK_NAME = ".grid.lock"
@@ -164,54 +165,13 @@ def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
 
 
 # ------------------------------------------------------------------------------ lock
-def _holder_text(fd: int) -> str:
-    """The ``pid N on HOST`` line a lock holder wrote into the lock file."""
-    return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
-
-
-class GridLock:
-    """An exclusive lock on a grid directory: ``flock`` (released by the kernel when the holder
-    dies, even by kill -9) on ``.grid.lock``, which also names the holder's pid for the message."""
+class GridLock(DirLock):
+    """The grid directory's lock (``.grid.lock``, :class:`ihtrain.locks.DirLock`): one grid at a time.
+    Each run's worker takes its own run directory's lock, a different file, so the two never wait
+    on each other."""
 
     def __init__(self, grid_dir: Path):
-        self.path = grid_dir / LOCK_NAME
-        self.fd: int | None = None
-
-    def acquire(self) -> None:
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder_text(fd)
-            os.close(fd)
-            raise RuntimeError(f"{self.path.parent}: another grid is running on this directory ({holder}); "
-                               f"wait for it or stop it") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
-        self.fd = fd
-
-    def holder(self) -> str | None:
-        """Who holds the lock now (``"pid N on HOST"``), or None when no live grid holds it."""
-        import fcntl
-
-        if not self.path.is_file():
-            return None
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _holder_text(fd)
-        finally:
-            os.close(fd)  # also drops the shared lock if we got it
-        return None
-
-    def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing drops the flock; the file stays (harmless, unlocked)
-            self.fd = None
+        super().__init__(grid_dir, LOCK_NAME, "grid")
 
 
 # ------------------------------------------------------------------------------ printing
@@ -525,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     lock = GridLock(grid_dir)
     try:
         lock.acquire()
-    except RuntimeError as e:
+    except DirectoryLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_LOCKED
     # SIGTERM stops the grid like Ctrl-C, and SIGINT does so even when the shell started the grid

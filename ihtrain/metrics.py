@@ -15,6 +15,7 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
@@ -114,7 +115,8 @@ def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     total = pos.sum(dim=-1)  # (L, B, S, H)
     idx = torch.arange(1, n, device=o.device)  # the correct token at s = n + i is x_{i+1}
     correct = pos[:, :, torch.arange(n - 1, device=o.device), :, idx]  # (S, L, B, H): advanced dims lead
-    share = torch.where(total > 0, correct.permute(1, 2, 0, 3) / total.clamp_min(1e-30), 0.0)
+    # no positive attribution at all scores 0; a NaN total (a non-finite model) stays NaN
+    share = torch.where(total == 0, 0.0, correct.permute(1, 2, 0, 3) / total.clamp_min(1e-30))
     return share.mean(dim=(1, 2)).cpu().numpy()  # (L, H)
 
 
@@ -122,12 +124,15 @@ def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
 def ar_from_logits(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, float]:
     """Top-1 accuracy and mean rank (number of logits strictly greater than the target's).
 
-    logits (..., V), targets (...) long.
+    logits (..., V), targets (...) long. Positions with a non-finite logit score NaN: NaN compares
+    false, so a NaN model would otherwise rank every target first (rank 0, perfect recall).
     """
     tgt = logits.gather(-1, targets.unsqueeze(-1))  # (..., 1)
     rank = (logits > tgt).sum(dim=-1).float()  # (...)
     acc = (logits.argmax(dim=-1) == targets).float()
-    return float(acc.mean()), float(rank.mean())
+    finite = torch.isfinite(logits).all(dim=-1)
+    nan = torch.tensor(float("nan"), device=logits.device)
+    return float(torch.where(finite, acc, nan).mean()), float(torch.where(finite, rank, nan).mean())
 
 
 def _ar(probes: ProbeSet, acts: Activations) -> tuple[float, float]:
@@ -180,15 +185,20 @@ def ov_eigenvalues(model: GPT) -> torch.Tensor:
     G = model.W_U.double().T @ model.W_E.double()  # (d, d)
     W_V = torch.stack([model.W_V(l) for l in range(model.cfg.n_layer)]).double()  # (L, H, d, dh)
     W_O = torch.stack([model.W_O(l) for l in range(model.cfg.n_layer)]).double()  # (L, H, dh, d)
-    small = W_O @ G @ W_V  # (L, H, dh, dh)
-    return torch.linalg.eigvals(small.cpu())
+    small = (W_O @ G @ W_V).cpu()  # (L, H, dh, dh)
+    # a non-finite head gets NaN eigenvalues; LAPACK is not given it (it would fail, printing errors)
+    finite = torch.isfinite(small).all(dim=(-2, -1))
+    eig = torch.full(small.shape[:-1], complex(math.nan, math.nan), dtype=torch.complex128)
+    if finite.any():
+        eig[finite] = torch.linalg.eigvals(small[finite])
+    return eig
 
 
 def ov_copy_from_eigenvalues(eig: torch.Tensor) -> np.ndarray:
-    """sum(eig) / sum(|eig|) over the last axis (0 where all eigenvalues are 0)."""
+    """sum(eig) / sum(|eig|) over the last axis (0 where all eigenvalues are 0, NaN where any is NaN)."""
     num = eig.sum(dim=-1).real.numpy()  # the trace: real
     den = eig.abs().sum(dim=-1).numpy()
-    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    return np.where(den == 0, 0.0, num / np.where(den == 0, 1.0, den))
 
 
 def ov_copy(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:

@@ -31,6 +31,7 @@ import torch
 from ihtrain import __version__
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.fileio import atomic_write, atomic_write_json, atomic_write_parquet
+from ihtrain.locks import DirectoryLocked, run_lock
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
 
@@ -145,6 +146,57 @@ def read_status(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
+# ---------------------------------------------------------------------------- divergence
+class TrainingDiverged(RuntimeError):
+    """Training went non-finite or diverged; ``step`` is the update where it was seen."""
+
+    def __init__(self, step: int, reason: str):
+        super().__init__(f"update {step}: {reason}")
+        self.step = step
+
+
+class _DivergenceWatch:
+    """Fails the run on a non-finite loss, gradient norm or weights, or on a loss above
+    ``train.divergence_factor`` x the first update's loss at ``train.divergence_window`` logged
+    steps in a row (or at the last logged step): such a run's metrics mean nothing, so it must
+    not end ``done``. Checked at logged steps only, where the loss is on the host anyway (a check
+    every update would synchronise the GPU every update)."""
+
+    def __init__(self, t: Any, initial: float | None, before_fail: Callable[[], None]):
+        self.factor, self.window = t.divergence_factor, t.divergence_window
+        self.initial, self.before_fail, self.streak, self.last_loss = initial, before_fail, 0, math.nan
+
+    def start(self, loss: float) -> None:
+        """Take the reference loss (the first update's; kept in the checkpoint across resumes)."""
+        if self.initial is None and math.isfinite(loss):
+            self.initial = loss
+
+    def fail(self, step: int, reason: str) -> None:
+        self.before_fail()  # the logs up to the failure show how it went; a resume drops them
+        raise TrainingDiverged(step, reason)
+
+    def check(self, step: int, loss: float, grad_norm: float) -> None:
+        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+            self.fail(step, f"training went non-finite (loss {loss:g}, grad_norm {grad_norm:g}); checkpoints "
+                            f"hold only finite states; lower train.lr or lengthen the warmup")
+        if not self.factor or self.initial is None:
+            return
+        self.streak = self.streak + 1 if loss > self.factor * self.initial else 0
+        self.last_loss = loss
+        if self.streak >= self.window:
+            self.fail(step, self._diverged(loss))
+
+    def at_end(self, step: int) -> None:
+        """A run that ends far above its start failed, however short its last stretch was."""
+        if self.factor and self.streak:
+            self.fail(step, self._diverged(self.last_loss))
+
+    def _diverged(self, loss: float) -> str:
+        return (f"diverged: loss {loss:.3g} above train.divergence_factor={self.factor:g} x its initial "
+                f"{self.initial:.3g} at {self.streak} logged step(s) in a row; lower train.lr (or set "
+                f"train.divergence_factor=0 to train on)")
+
+
 # ---------------------------------------------------------------------------- the run
 class _Logs:
     """Buffered tidy logs; flushed atomically (with the checkpoint that they agree with)."""
@@ -197,24 +249,35 @@ def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
     """Train one run into ``out_dir`` (a run directory), resuming if a checkpoint is there.
 
     Returns the final status dict. Exceptions are recorded in ``status.json`` (``failed``) and
-    ``error.txt``, then re-raised.
+    ``error.txt``, then re-raised; a run that went non-finite or diverged raises
+    :class:`TrainingDiverged`. The run directory is locked while it trains: a second trainer on it
+    gets :class:`ihtrain.locks.DirectoryLocked` (naming the holder) before it touches anything.
     """
     run_dir = Path(out_dir)
-    _prepare_run_dir(cfg, run_dir)
-    status = read_status(run_dir)
-    if status and status["status"] == "done":
-        return status
-    write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
-    try:
-        return _train(cfg, run_dir, progress, should_stop, make_figures)
-    except BaseException as e:  # noqa: BLE001 - record, then re-raise
+    with run_lock(run_dir):
+        _prepare_run_dir(cfg, run_dir)
+        status = read_status(run_dir)
+        if status and status["status"] == "done":
+            return status
+        write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
+        try:
+            return _train(cfg, run_dir, progress, should_stop, make_figures)
+        except BaseException as e:  # noqa: BLE001 - record, then re-raise
+            _record_exception(run_dir, e)
+            raise
+
+
+def _record_exception(run_dir: Path, e: BaseException) -> None:
+    """status.json after an exception: resumable when interrupted, else failed at the step where it
+    failed (a divergence names its own update; otherwise the last one recorded)."""
+    step = getattr(e, "step", None)
+    if step is None:
         step = (read_status(run_dir) or {}).get("step", 0)
-        if isinstance(e, KeyboardInterrupt):
-            write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted")
-        else:
-            (run_dir / "error.txt").write_text(traceback.format_exc())
-            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
-        raise
+    if isinstance(e, KeyboardInterrupt):
+        write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted")
+    else:
+        (run_dir / "error.txt").write_text(traceback.format_exc())
+        write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
 
 
 def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figures: bool) -> dict[str, Any]:
@@ -276,6 +339,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     stop_at = None  # until-emergence: the next update at which to check whether the head has formed
     resumed_at = None  # a step whose evaluation the checkpoint already holds
     keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
+    initial_loss = None  # the first update's loss: the divergence rule's reference
     if last.is_file():
         ckpt = torch.load(last, map_location=device, weights_only=False)
         model.load_state_dict(ckpt["model"])
@@ -283,6 +347,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         torch.set_rng_state(ckpt["torch_rng"])
         step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
         stop_at = ckpt.get("stop_at", None if crossing is None else emergence_stop_step(cfg, crossing))
+        initial_loss = ckpt.get("initial_loss")  # absent in older checkpoints: the next update's loss
         resumed_at = step if ckpt.get("evaluated") else None
         # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
         # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
@@ -292,12 +357,17 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
             (run_dir / f"{kind}.parquet").unlink(missing_ok=True)
     logs = _Logs(run_dir, keep_through)
+    watch = _DivergenceWatch(t, initial_loss, before_fail=logs.flush)
 
     def save_checkpoint(tag: str = "last.pt") -> None:
         logs.flush()
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):  # keep the last finite one
+            watch.fail(step, "the weights went non-finite (not checkpointed: checkpoints hold only finite "
+                             "states); lower train.lr or lengthen the warmup")
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                  "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
-                 "crossing": crossing, "stop_at": stop_at, "run_id": cfg.run_id(), "evaluated": last_eval == step}
+                 "crossing": crossing, "stop_at": stop_at, "run_id": cfg.run_id(), "evaluated": last_eval == step,
+                 "initial_loss": watch.initial}
         atomic_write(ckpt_dir / tag, lambda tmp: torch.save(state, tmp))
 
     def has_formed() -> bool:
@@ -361,6 +431,8 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
         optimizer.zero_grad(set_to_none=True)
         step += 1
         bar.update(1)
+        if watch.initial is None:
+            watch.start(float(loss_sum) / accum)
 
         if step % t.log_every == 0 or step == total:
             now = time.perf_counter()
@@ -370,6 +442,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
                    "wall_s": wall_before + now - t_start}
             row.update({k: float(v) for k, v in stats.items()})
             logs.add_train(row)
+            watch.check(step, row["loss"], row["grad_norm"])
             last_log_time, last_log_step = now, step
             bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{ps_now:.2f}", refresh=False)
         if step in t.keep_checkpoints:
@@ -382,6 +455,8 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
             last_ckpt_time = time.perf_counter()
     bar.close()
 
+    if stop_reason != "interrupted":
+        watch.at_end(step)
     save_checkpoint()
     if stop_reason == "interrupted":
         write_status(run_dir, "running", step, reason="interrupted", stop_reason=stop_reason)
@@ -435,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except DirectoryLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3  # as ihtrain.grid's EXIT_LOCKED
     except KeyboardInterrupt:
         print(f"interrupted; rerun the same command to resume from {out}/checkpoints/last.pt", file=sys.stderr)
         return 130

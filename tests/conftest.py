@@ -1,6 +1,7 @@
 """Shared test setup: one torch thread (CI machines are small and shared), no network."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +22,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+
+
+@pytest.fixture(scope="session")
+def smoke_cache(tmp_path_factory):
+    """The tokenizer/corpus cache: $IHLAW_CACHE if set (built once, reused), else a session dir."""
+    return Path(os.environ.get("IHLAW_CACHE") or tmp_path_factory.mktemp("ihlaw-cache"))

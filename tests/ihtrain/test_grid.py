@@ -19,12 +19,6 @@ from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec, t
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def smoke_cache(tmp_path_factory):
-    """The tokenizer/corpus cache: $IHLAW_CACHE if set (built once, reused), else a session dir."""
-    return Path(os.environ.get("IHLAW_CACHE") or tmp_path_factory.mktemp("ihlaw-cache"))
-
-
 def spec_of(text: str):
     return parse_spec(tomllib.loads(text), source="test.toml")
 

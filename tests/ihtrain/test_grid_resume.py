@@ -37,11 +37,6 @@ seed = [0, 1, 2]
 """
 
 
-@pytest.fixture(scope="session")
-def smoke_cache(tmp_path_factory):
-    return Path(os.environ.get("IHLAW_CACHE") or tmp_path_factory.mktemp("ihlaw-cache"))
-
-
 def status(run_dir: Path) -> dict:
     try:
         return json.loads((run_dir / "status.json").read_text())

@@ -1,0 +1,206 @@
+"""Reliability under bad input and faults (issue 28): each case a hostile but fair user tried is
+held here as a test (a clear error that names the field or file, or the right result)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ihtrain.config import ConfigError, ModelConfig, resolve  # noqa: E402
+from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
+from ihtrain.train import _DivergenceWatch, main, read_status, train_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def smoke(cache: Path, **overrides):
+    """cpu-smoke (40 updates, builtin corpus) on one thread."""
+    return resolve("cpu-smoke", overrides={"data.cache_dir": str(cache), "train.threads": 1, **overrides})
+
+
+def trainer(cache: Path, *args: str) -> list[str]:
+    """The cpu-smoke trainer command, with the same run_id as :func:`smoke` for the same overrides."""
+    return [sys.executable, "-m", "ihtrain.train", "--no-progress", "--preset", "cpu-smoke",
+            "--set", f"data.cache_dir={cache}", "--set", "train.threads=1", *args]
+
+
+def run_cli(cache: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(trainer(cache, *args), capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+# ------------------------------------------------------------------------- config at the edge
+@pytest.mark.parametrize("field, value", [
+    ("train.lr", "inf"), ("train.lr", "nan"), ("train.lr", "-1e-3"),
+    ("train.beta1", "-0.1"), ("train.beta2", "1.5"), ("train.beta2", "1"),
+    ("train.weight_decay", "-0.1"), ("train.warmup_steps", "-5"), ("train.emergence_margin", "-1"),
+    ("train.checkpoint_every", "-1"), ("train.log_every", "0"), ("seed", "-1"),
+    ("train.divergence_factor", "0.5"), ("train.divergence_factor", "inf"), ("train.divergence_window", "0"),
+])
+def test_bad_value_is_refused_naming_the_field(field, value):
+    with pytest.raises(ConfigError, match=rf"^{field.replace('.', '[.]')}: must be"):
+        resolve("cpu-smoke", overrides={field: value})
+
+
+def test_cli_refuses_infinite_lr_before_training(tmp_path, capsys):
+    assert main(["--preset", "cpu-smoke", "--set", "train.lr=inf", "--out", str(tmp_path / "r")]) == 2
+    assert "train.lr: must be a finite number > 0, got inf" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_divergence_rule_is_off_at_zero_and_outside_the_run_id():
+    base = resolve("cpu-smoke")
+    off = resolve("cpu-smoke", overrides={"train.divergence_factor": 0, "train.divergence_window": 3})
+    assert off.train.divergence_factor == 0 and base.train.divergence_factor > 1
+    assert off.run_id() == base.run_id()  # it decides only whether a broken run fails
+
+
+# ------------------------------------------------------------------------- the divergence rule
+def watch(factor=5.0, window=3):
+    t = resolve("cpu-smoke", overrides={"train.divergence_factor": factor, "train.divergence_window": window}).train
+    w = _DivergenceWatch(t, None, before_fail=lambda: None)
+    w.start(2.0)
+    return w
+
+
+def test_a_spike_is_not_a_divergence_but_a_sustained_rise_is():
+    w = watch()
+    for step, loss in enumerate([1.0, 11.0, 11.0, 1.0, 11.0, 11.0], start=1):  # never 3 in a row
+        w.check(step, loss, 1.0)
+    w.check(7, 1.0, 1.0)
+    w.at_end(7)  # ends below: fine
+    with pytest.raises(RuntimeError, match=r"update 10: diverged: loss 12 above train.divergence_factor=5"):
+        for step in (8, 9, 10):
+            w.check(step, 12.0, 1.0)
+
+
+def test_a_run_that_ends_far_above_its_start_fails_and_nan_fails_at_once():
+    w = watch()
+    w.check(1, 11.0, 1.0)
+    with pytest.raises(RuntimeError, match="update 1: diverged"):
+        w.at_end(1)
+    with pytest.raises(RuntimeError, match="update 4: training went non-finite"):
+        watch(factor=0).check(4, 1.0, float("inf"))  # non-finite fails even with the rule off
+
+
+def test_metrics_of_a_non_finite_model_are_nan_never_zero():
+    from ihtrain.metrics import evaluate
+    from ihtrain.model import GPT
+    from ihtrain.probes import make_probes
+
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=20, context=32))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))
+    probes = make_probes(vocab_size=20, context=32, seed=0, ordinary_range=(1, 20), sep_token=0, n_seqs=8)
+    val = torch.randint(0, 20, (4, 17))
+    out = evaluate(model, probes, val_tokens=val)
+    for name, v in out.items():
+        assert np.isnan(v).all(), f"{name} = {v} on a NaN model"
+
+
+def test_huge_lr_fails_the_run_with_nan_metrics_and_exits_nonzero(tmp_path, smoke_cache):
+    """--set train.lr=1e6 used to end `done`, exit 0, with ar_acc/la/ov_copy/ar_rank 0.0."""
+    out = tmp_path / "r"
+    r = run_cli(smoke_cache, "--set", "train.lr=1e6", "--out", str(out))
+    assert r.returncode == 1 and "TrainingDiverged" in r.stderr and "non-finite" in r.stderr, r.stderr
+    st = read_status(out)
+    assert st["status"] == "failed" and "non-finite" in st["reason"] and 1 <= st["step"] < 40
+    assert not (out / "checkpoints" / "final.pt").exists()
+    m = pd.read_parquet(out / "metrics.parquet")
+    ps_nan = m[m.metric == "ps"].groupby("step")["value"].apply(lambda v: v.isna().all())
+    broken = ps_nan.index[ps_nan]  # evaluations of a wholly non-finite model
+    assert len(broken), "no evaluation of the NaN model was logged"
+    at = m[m.step.isin(broken)]
+    assert at["value"].isna().all(), at[at.value.notna()]  # ar_acc, la, ov_copy, ar_rank too: never 0
+
+
+def test_a_non_finite_state_is_never_checkpointed(tmp_path, smoke_cache):
+    cfg = smoke(smoke_cache, **{"train.lr": 1e6, "train.checkpoint_every": 1})
+    with pytest.raises(RuntimeError, match="non-finite"):
+        train_run(cfg, tmp_path, progress=False, make_figures=False)
+    st = read_status(tmp_path)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    assert st["status"] == "failed" and 1 <= ckpt["step"] < st["step"]
+    assert all(torch.isfinite(v).all() for v in ckpt["model"].values())
+    assert not (tmp_path / "checkpoints" / "final.pt").exists()
+
+
+def test_loss_far_above_its_start_fails_unless_the_rule_is_off(tmp_path, smoke_cache):
+    """lr = 10 ends about 30x above its initial loss: failed; with divergence_factor = 0 it trains on."""
+    with pytest.raises(RuntimeError, match="diverged: loss .* above train.divergence_factor=5"):
+        train_run(smoke(smoke_cache, **{"train.lr": 10.0}), tmp_path / "a", progress=False, make_figures=False)
+    assert read_status(tmp_path / "a")["status"] == "failed"
+    off = smoke(smoke_cache, **{"train.lr": 10.0, "train.divergence_factor": 0})
+    assert train_run(off, tmp_path / "b", progress=False, make_figures=False)["status"] == "done"
+
+
+# ------------------------------------------------------------------------- one trainer per directory
+def test_a_held_run_directory_is_refused_and_left_alone(tmp_path, smoke_cache):
+    cfg = smoke(smoke_cache)
+    with run_lock(tmp_path):  # flock is per open file: this process counts as another holder
+        with pytest.raises(DirectoryLocked, match=rf"another trainer is running .* \(pid {os.getpid()} on "):
+            train_run(cfg, tmp_path, progress=False)
+    assert not (tmp_path / "status.json").exists()
+
+
+def test_a_second_trainer_exits_at_once_naming_the_first_and_a_killed_one_blocks_nothing(tmp_path, smoke_cache):
+    out = tmp_path / "r"
+    long_run = ("--set", "train.max_steps=100000", "--set", "train.checkpoint_every=2", "--out", str(out))
+    first = subprocess.Popen(trainer(smoke_cache, *long_run), cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "checkpoints" / "last.pt").is_file():
+            assert first.poll() is None and time.monotonic() < deadline, "the first trainer did not start"
+            time.sleep(0.2)
+        t0 = time.monotonic()
+        second = run_cli(smoke_cache, "--set", "train.lr=1e-3", "--out", str(out))
+        assert second.returncode == 3 and f"pid {first.pid} on " in second.stderr, second.stderr
+        assert time.monotonic() - t0 < 30  # at once: no data built, nothing trained
+        assert json.loads((out / "config.json").read_text())["config"]["train"]["lr"] == 3e-3
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # the kernel dropped the dead trainer's lock: the same command resumes from its checkpoint
+    cfg = smoke(smoke_cache, **{"train.max_steps": 100000, "train.checkpoint_every": 2})
+    at = torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"]
+    st = train_run(cfg, out, progress=False, should_stop=lambda: True)
+    assert st["status"] == "running" and st["stop_reason"] == "interrupted" and st["step"] == at
+
+
+def test_grid_does_not_overwrite_the_status_of_a_trainer_outside_it(tmp_path):
+    from ihtrain.executors import settle
+
+    (tmp_path / "status.json").write_text(json.dumps({"status": "running", "step": 7}))
+    with run_lock(tmp_path):
+        st = settle(tmp_path, 1)
+    assert st["status"] == "failed" and "another trainer holds the run directory" in st["reason"]
+    assert read_status(tmp_path)["status"] == "running"
+
+
+# ------------------------------------------------------------------------- statistics CLI
+def test_emergence_cli_drops_nonfinite_values_on_request(tmp_path, capsys):
+    from ihstats.emergence import main as emergence_main
+    from ihstats.simulate import simulate_curve, write_fake_run
+
+    write_fake_run(tmp_path / "r", simulate_curve("sigmoid", "mixed", n=60, seed=2))
+    m = tmp_path / "r" / "metrics.parquet"
+    d = pd.read_parquet(m)
+    d.loc[d.index[-3:], "value"] = np.nan  # a run that diverged at its end
+    d.to_parquet(m, index=False)
+    out = tmp_path / "em.csv"
+    assert emergence_main([str(tmp_path / "r"), "-o", str(out)]) == 2
+    assert "--nonfinite drop" in capsys.readouterr().err
+    assert emergence_main([str(tmp_path / "r"), "-o", str(out), "--nonfinite", "drop"]) == 0
+    assert len(pd.read_csv(out)) == 1
