@@ -428,7 +428,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     Returns
     -------
     DataFrame
-        run_id, factors (B, C, N, n_params, seed, ...), status, metric, head, onset, onset_lo,
+        run_id, factors (cell_id, seed, B, C, N, n_params, ...; a path or GridData/RunData always
+        carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
         (the curve's value at its last step); for max PS with the Bayesian detector also
         ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`).

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihtrain.config import cell_hash  # the trainer's hash rule (stdlib only: no torch)
+
 KNOWN_METRICS = ("ps", "prev_token", "la", "ar_acc", "ar_rank", "copy_fwd", "anti_induction", "ov_copy", "val_loss")
 METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
                    "head": "integer", "value": "float"}
@@ -147,18 +149,19 @@ def _get(d: dict[str, Any], dotted: str, default: Any = None) -> Any:
 def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     """Map a ``config.json`` dict to short factor names.
 
-    ``B`` (train.batch_size), ``C`` (train.context), ``N`` (n_params_non_embedding), ``n_params``,
-    ``seed``, ``n_layer``, ``n_head``, ``d_model``, ``lr``, ``source``; ``frequency`` and
-    ``reliability`` from the active source (``data.seminatural.*`` for ``seminatural``,
-    ``data.markov.*`` for ``markov`` when imposed, i.e. >= 0); Markov knobs by leaf name when
-    ``data.source == 'markov'``; ``biinduct`` (the mode) and its knobs when the mode is not ``none``.
-    Inactive knobs are missing (NaN in frames).
+    ``cell_id`` (the run_id hash of the config without its seed, as ``RunConfig.cell_id``: shared by
+    the seed replicates of a grid cell), ``seed``, ``B`` (train.batch_size), ``C`` (train.context),
+    ``N`` (n_params_non_embedding), ``n_params``, ``n_layer``, ``n_head``, ``d_model``, ``lr``,
+    ``source``; ``frequency`` and ``reliability`` from the active source (``data.seminatural.*`` for
+    ``seminatural``, ``data.markov.*`` for ``markov`` when imposed, i.e. >= 0); Markov knobs by leaf
+    name when ``data.source == 'markov'``; ``biinduct`` (the mode) and its knobs when the mode is
+    not ``none``. Inactive knobs are missing (NaN in frames).
     """
     cfg = meta.get("config", {})
-    out: dict[str, Any] = {k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()}
+    out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": meta.get("seed", _get(cfg, "seed"))}
+    out.update({k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()})
     out["N"] = meta.get("n_params_non_embedding")
     out["n_params"] = meta.get("n_params")
-    out["seed"] = meta.get("seed", _get(cfg, "seed"))
     source = _get(cfg, "data.source")
     out["source"] = source
     out["frequency"] = out["reliability"] = None

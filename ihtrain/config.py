@@ -201,18 +201,33 @@ class RunConfig:
         return asdict(self)
 
     def run_id(self) -> str:
-        """Stable short hash of the resolved config.
+        """Stable short hash of the resolved config (:func:`config_hash`).
 
         Excluded: ``name`` (a label) and execution-only fields that do not change the trajectory
         (device placement, threads, compile, checkpoint and log cadence), so a run keeps its id
         when resumed on another machine or with another checkpoint setting.
         """
-        d = self.to_dict()
-        d.pop("name", None)
-        for f in EXECUTION_ONLY_FIELDS:
-            d["train"].pop(f, None)
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+        return config_hash(self.to_dict())
+
+    def cell_id(self) -> str:
+        """The :meth:`run_id` rule without ``seed``: replicates of one grid cell share it."""
+        return cell_hash(self.to_dict())
+
+
+def config_hash(d: dict[str, Any]) -> str:
+    """The run_id rule on a ``RunConfig.to_dict()`` dict (also the ``config`` of a config.json),
+    so readers without the dataclass (``ihstats.io``) hash exactly as the trainer does."""
+    d = copy.deepcopy(d)
+    d.pop("name", None)
+    for f in EXECUTION_ONLY_FIELDS:
+        d.get("train", {}).pop(f, None)
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def cell_hash(d: dict[str, Any]) -> str:
+    """``cell_id``: :func:`config_hash` of the config with ``seed`` removed."""
+    return config_hash({k: v for k, v in d.items() if k != "seed"})
 
 
 # ------------------------------------------------------------------------------ validation

@@ -3,6 +3,7 @@
     python -m ihtrain.grid                          # the default preset, bxc-markov
     python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
     python -m ihtrain.grid --spec my_grid.toml --dry-run
+    python -m ihtrain.grid --seeds 3                # every cell of the default grid at seeds 0, 1, 2
     python -m ihtrain.grid --only 2500654b3228,dd64   # some runs of the default grid (ids or prefixes)
     python -m ihtrain.grid --spec my_grid.toml --executor ray --ray-address auto
 
@@ -38,6 +39,7 @@ from ihtrain.grid_spec import (
     train_flops_per_token,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
+from ihtrain.schema import MANIFEST_KEY_COLUMNS
 
 DEFAULT_PRESET = "bxc-markov"
 LOCK_NAME = ".grid.lock"
@@ -82,6 +84,14 @@ def queue(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str,
     return states, start_order(todo, states, order)
 
 
+KEY_COLUMNS = MANIFEST_KEY_COLUMNS  # cell_id, seed: in every manifest and table, with or without seeds
+
+
+def run_keys(run: Run) -> dict[str, Any]:
+    """``cell_id`` (the config without its seed: shared by a cell's replicates) and the run's seed."""
+    return {"cell_id": run.cell_id, "seed": run.seed}
+
+
 def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
     """One row per run. A ``running`` status reads as ``interrupted`` unless ``live`` (a grid holds
     the lock, so its unfinished runs are running or queued to resume, not abandoned)."""
@@ -90,11 +100,12 @@ def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool =
     for r in runs:
         st = read_status(grid_dir / r.run_id) or {}
         status = st.get("status", "pending")
-        rows.append({"run_id": r.run_id, **r.factors, "budget": r.config.train.budget,
+        rows.append({"run_id": r.run_id, **run_keys(r), **r.factors, "budget": r.config.train.budget,
                      "status": unfinished if status == "running" else status,
                      "stop_reason": st.get("stop_reason", ""), "steps": int(st.get("step", 0)),
                      "tokens": int(st.get("step", 0)) * r.config.tokens_per_step, "reason": st.get("reason", "")})
-    cols = ["run_id", *spec.columns, "budget", "status", "stop_reason", "steps", "tokens", "reason"]
+    cols = ["run_id", *KEY_COLUMNS, *[c for c in spec.columns if c not in KEY_COLUMNS], "budget", "status",
+            "stop_reason", "steps", "tokens", "reason"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -228,7 +239,8 @@ def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: st
             action = "run" if state == "new" else (
                 f"resume from step {st['step']}" if state == "interrupted" else
                 "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
-        rows.append({"#": i, "run_id": r.run_id, **{k.split(".")[-1]: v for k, v in r.factors.items()},
+        rows.append({"#": i, "run_id": r.run_id, **run_keys(r),
+                     **{k.split(".")[-1]: v for k, v in r.factors.items()},
                      "budget": describe_budget(r.config), "starts": start.get(r.run_id, "-"), "action": action})
     return format_table(pd.DataFrame(rows))
 
@@ -299,8 +311,10 @@ def load(args: argparse.Namespace) -> GridSpec:
     if args.spec and args.preset:
         raise ConfigError("--spec and --preset: give one of them, not both")
     spec = load_spec(args.spec) if args.spec else load_grid_preset(args.preset or DEFAULT_PRESET)
+    if args.seeds is not None:
+        spec.set_seeds(args.seeds, "--seeds")
     overrides = parse_set_args(args.set)
-    swept = {f for ax in spec.axes for f in ax.fields}
+    swept = {f for ax in spec.sweep for f in ax.fields}
     for k in overrides:
         if k in swept:
             raise ConfigError(f"--set {k}: this field is an axis of the grid; edit the spec's axes instead")
@@ -322,10 +336,10 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
         "name": spec.name, "description": spec.description, "source": spec.source, "spec": spec.raw,
         "base": {"preset": spec.base_preset, "overrides": spec.base_overrides},
         "factors": [{"name": ax.name, "fields": ax.fields, "levels": ax.labels, "group": ax.group}
-                    for ax in spec.axes],
-        "columns": spec.columns, "include": spec.include, "exclude": spec.exclude,
-        "runs": [{"run_id": r.run_id, "factors": r.factors, "overrides": r.overrides, "origin": r.origin,
-                  **budget_of(r.config)} for r in runs],
+                    for ax in spec.sweep],
+        "columns": spec.columns, "seeds": spec.seeds, "include": spec.include, "exclude": spec.exclude,
+        "runs": [{"run_id": r.run_id, **run_keys(r), "factors": r.factors, "overrides": r.overrides,
+                  "origin": r.origin, **budget_of(r.config)} for r in runs],
         "created": created, "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "ihlaw_version": __version__,
     })
@@ -427,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--spec", help="grid spec TOML file (format: ihtrain/grid_spec.py docstring)")
     src.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
                      help="override a base config field for every run, e.g. --set train.max_steps=100")
+    src.add_argument("--seeds", type=int, metavar="N", help="replicate every cell at seeds 0..N-1 (replaces the "
+                     "spec's seeds; an error if the spec sweeps seed under [axes])")
     src.add_argument("--out", help="grid directory (default: runs/<grid name>)")
     src.add_argument("--only", metavar="ID[,ID...]", help="run only these runs of the grid (run ids or unique "
                      "id prefixes); the others are left as they are")
@@ -462,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         print(list_presets())
         return 0
-    for name in ("workers", "threads_per_run", "runs_per_gpu"):
+    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds"):
         v = getattr(args, name)
         if v is not None and v < 1:
             print(f"error: --{name.replace('_', '-')}: must be a positive integer, got {v}", file=sys.stderr)

@@ -5,8 +5,9 @@ A spec names a base run config and axes to sweep; the grid is the product of the
 
     name = "bxc-text"
     description = "one line"
-    # top-level keys (include/exclude) must come before the first [table]: TOML puts any key
-    # written after a table header inside that table.
+    # top-level keys (seeds, include/exclude) must come before the first [table]: TOML puts any
+    # key written after a table header inside that table.
+    seeds = 3                    # replicates: every cell at seeds 0, 1, 2 (or a list: [0, 7])
     include = [{ "train.batch_size" = 4, "train.context" = 64 }]   # extra points
     exclude = [{ "train.batch_size" = 32, "train.context" = 256 }] # matches on the given keys
 
@@ -32,8 +33,15 @@ parent does not hide what ran::
 
     name = "bxc-cpu-seeds"
     extends = "bxc-text"
-    [axes]
-    seed = [0, 1, 2]               # the default grid, three seeds per point
+    seeds = 3                      # the parent grid, three seeds per cell
+
+``seeds`` replicates every cell, include points too (unless an include sets ``seed``): a seed axis
+like ``seed = [0, 1, 2]`` under ``[axes]`` (which leaves include points at the base seed), placed
+last so a cell's replicates are adjacent in the run list. A spec gives one of the two forms (both:
+an error); a child spec's form replaces its parent's, and ``python -m ihtrain.grid --seeds N``
+replaces the spec's (seeds 0..N-1). Every run carries ``seed`` and ``cell_id``
+(:meth:`RunConfig.cell_id`: the ``run_id`` hash without the seed, shared by the replicates of a
+cell) in the manifest, summary and ``--status``/``--dry-run`` tables.
 
 Exclude entries are applied to the product only; include points are added after excluding
 (as in CI matrix specs). Include/exclude keys are dotted fields or group-axis names (matched
@@ -52,7 +60,7 @@ from ihtrain.config import (
     validate,
 )
 
-SPEC_KEYS = ("name", "description", "extends", "include", "exclude", "base", "axes")
+SPEC_KEYS = ("name", "description", "extends", "seeds", "include", "exclude", "base", "axes")
 LABEL_KEY = "label"
 
 
@@ -83,6 +91,14 @@ class Run:
     overrides: dict[str, Any]  # dotted field -> value applied on top of the base
     origin: str  # "product" or "include[i]"
 
+    @property
+    def cell_id(self) -> str:
+        return self.config.cell_id()
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
     def budget(self) -> dict[str, Any]:
         return budget_of(self.config)
 
@@ -98,12 +114,26 @@ class GridSpec:
     exclude: list[dict[str, Any]] = field(default_factory=list)
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=list)  # ``seeds``: replicate every cell at these seeds
+
+    @property
+    def sweep(self) -> list[Axis]:
+        """The axes the grid crosses: ``[axes]``, then the ``seeds`` replicates (last, so the
+        replicates of a cell are adjacent in the run list)."""
+        if not self.seeds:
+            return list(self.axes)
+        return [*self.axes, Axis("seed", [{"seed": s} for s in self.seeds], list(self.seeds))]
+
+    def set_seeds(self, seeds: Any, where: str = "seeds") -> None:
+        """Replace the replicate seeds (``--seeds`` on the command line overrides the spec's)."""
+        self.seeds = parse_seeds(seeds, where)
+        _check_seed_conflict(self.axes, self.seeds, where)
 
     @property
     def columns(self) -> list[str]:
         """Manifest factor columns: group-axis names, then every axis field, in spec order."""
         cols: list[str] = []
-        for ax in self.axes:
+        for ax in self.sweep:
             for c in ([ax.name] if ax.group else []) + ax.fields:
                 if c not in cols:
                     cols.append(c)
@@ -119,12 +149,13 @@ class GridSpec:
     def expand(self) -> list[Run]:
         """Resolve every run (product - exclude + include); errors name the field or entry."""
         base = self.base_config()
-        group_axes = {ax.name: ax for ax in self.axes if ax.group}
+        sweep = self.sweep
+        group_axes = {ax.name: ax for ax in sweep if ax.group}
         points: list[tuple[dict[str, Any], dict[str, Any], str]] = []  # (overrides, labels, origin)
-        for combo in itertools.product(*[range(len(ax.levels)) for ax in self.axes]):
+        for combo in itertools.product(*[range(len(ax.levels)) for ax in sweep]):
             over: dict[str, Any] = {}
             labels: dict[str, Any] = {}
-            for ax, i in zip(self.axes, combo):
+            for ax, i in zip(sweep, combo):
                 over.update(ax.levels[i])
                 if ax.group:
                     labels[ax.name] = ax.labels[i]
@@ -143,19 +174,9 @@ class GridSpec:
             if n == 0:
                 raise ConfigError(f"exclude[{j}]: {self.exclude[j]} matches no run of the grid")
         for i, inc in enumerate(self.include):
-            over, labels = {}, {}
-            for k, v in inc.items():
-                if k in group_axes:
-                    ax = group_axes[k]
-                    if v not in ax.labels:
-                        raise ConfigError(f"include[{i}].{k}: unknown level {v!r}; levels: {ax.labels}")
-                    over.update(ax.levels[ax.labels.index(v)])
-                    labels[k] = v
-            over.update({k: v for k, v in inc.items() if k not in group_axes})
-            for name, ax in group_axes.items():  # an include that sets a group's fields by hand
-                labels.setdefault(name, _label_of(ax, base, over))
-            cfg = _apply(base, over, f"include[{i}]")
-            runs.append(self._run(cfg, over, labels, f"include[{i}]"))
+            # an include point is a cell too: ``seeds`` replicates it unless it sets its own seed
+            for seed in self.seeds if self.seeds and "seed" not in inc else [None]:
+                runs.append(self._include(base, group_axes, {**inc, **({} if seed is None else {"seed": seed})}, i))
 
         seen: dict[str, Run] = {}
         for r in runs:
@@ -164,6 +185,21 @@ class GridSpec:
                                   f"{seen[r.run_id].origin} {seen[r.run_id].factors}); remove the duplicate")
             seen[r.run_id] = r
         return runs
+
+    def _include(self, base: RunConfig, group_axes: dict[str, Axis], inc: dict[str, Any], i: int) -> Run:
+        over, labels = {}, {}
+        for k, v in inc.items():
+            if k in group_axes:
+                ax = group_axes[k]
+                if v not in ax.labels:
+                    raise ConfigError(f"include[{i}].{k}: unknown level {v!r}; levels: {ax.labels}")
+                over.update(ax.levels[ax.labels.index(v)])
+                labels[k] = v
+        over.update({k: v for k, v in inc.items() if k not in group_axes})
+        for name, ax in group_axes.items():  # an include that sets a group's fields by hand
+            labels.setdefault(name, _label_of(ax, base, over))
+        cfg = _apply(base, over, f"include[{i}]")
+        return self._run(cfg, over, labels, f"include[{i}]")
 
     def _run(self, cfg: RunConfig, over: dict[str, Any], labels: dict[str, Any], origin: str) -> Run:
         factors = dict(labels)
@@ -253,6 +289,28 @@ def _parse_axis(key: str, values: Any) -> Axis:
     return Axis(key, levels, list(values))
 
 
+def parse_seeds(value: Any, where: str = "seeds") -> list[int]:
+    """``seeds = N`` -> seeds 0..N-1; ``seeds = [list]`` -> those seeds (distinct, >= 0)."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if is_int(value) and value >= 1:
+        return list(range(value))
+    if isinstance(value, list) and value and all(is_int(v) and v >= 0 for v in value) \
+            and len(set(value)) == len(value):
+        return list(value)
+    raise ConfigError(f"{where}: expected a number of replicate seeds >= 1 (seeds = 3: seeds 0, 1, 2) or a "
+                      f"non-empty list of distinct integers >= 0 (seeds = [0, 7]), got {value!r}")
+
+
+def _check_seed_conflict(axes: list[Axis], seeds: list[int], where: str) -> None:
+    """``seeds`` and an axis that sets ``seed`` would both set the run seed: refuse, naming both."""
+    for ax in axes:
+        if seeds and "seed" in ax.fields:
+            raise ConfigError(f"{where} and axes.{ax.name}: both set the run seed; keep one of them "
+                              f"({where} replicates every cell, [axes] seed = [...] is an ordinary axis)")
+
+
 def _check_types(levels: list[dict[str, Any]], where: str) -> None:
     cfg = RunConfig()
     for i, lv in enumerate(levels):
@@ -296,6 +354,13 @@ def resolve_extends(data: dict[str, Any], source: str = "<spec>", seen: tuple[st
                 raise ConfigError(f"{source if part is data else path}: {key}: expected a table")
     merged["base"] = {**flatten(parent.get("base", {})), **flatten(data.get("base", {}))}
     merged["axes"] = {**parent.get("axes", {}), **data.get("axes", {})}
+    # ``seeds`` and ``[axes] seed`` are two forms of the seed axis: the child's form replaces the
+    # parent's (giving both in one spec is an error, raised by parse_spec)
+    child_axes = data.get("axes", {})
+    if "seeds" in data and "seed" not in child_axes:
+        merged["axes"].pop("seed", None)
+    elif "seeds" in parent and "seeds" not in data and "seed" not in child_axes:
+        merged["seeds"] = parent["seeds"]
     merged.update({k: v for k, v in data.items() if k not in ("base", "axes")})
     merged.setdefault("description", f"{ref}, extended: {parent.get('description', '')}")
     return merged
@@ -327,6 +392,8 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
     if not isinstance(axes_raw, dict):
         raise ConfigError(f"{source}: axes: expected a table of field -> list of values")
     axes = [_parse_axis(k, v) for k, v in axes_raw.items()]
+    seeds = parse_seeds(data["seeds"]) if "seeds" in data else []
+    _check_seed_conflict(axes, seeds, "seeds")
     owner: dict[str, str] = {}
     for ax in axes:
         for f in ax.fields:
@@ -350,7 +417,7 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
                     _check_field(k, f"{kind}[{i}]")
             out.append(flat)
         entries[kind] = out
-    return GridSpec(name, desc, preset, base_over, axes, entries["include"], entries["exclude"], source, data)
+    return GridSpec(name, desc, preset, base_over, axes, entries["include"], entries["exclude"], source, data, seeds)
 
 
 def load_spec(path: str | Path) -> GridSpec:

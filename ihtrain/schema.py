@@ -23,6 +23,10 @@ STATUS_VALUES = ("running", "done", "failed")
 PER_HEAD = ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy")
 MODEL_LEVEL = ("val_loss", "ar_acc", "ar_rank")
 MANIFEST_COLUMNS = ("run_id", "status", "stop_reason", "steps")
+# Also in every manifest, summary.csv and --status/--dry-run table written since grids had seeds
+# (their grid.json has a "seeds" key): cell_id (RunConfig.cell_id, the run_id hash without the
+# seed, shared by a cell's replicates) and the run's seed. Older grids may lack them.
+MANIFEST_KEY_COLUMNS = ("cell_id", "seed")
 
 
 class SchemaError(ValueError):
@@ -121,7 +125,8 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     if not mp.is_file():
         return problems + [f"{mp}: missing"]
     man = pd.read_parquet(mp)
-    miss = [c for c in MANIFEST_COLUMNS if c not in man.columns]
+    required = MANIFEST_COLUMNS + (MANIFEST_KEY_COLUMNS if grid is not None and "seeds" in grid else ())
+    miss = [c for c in required if c not in man.columns]
     if miss:
         return problems + [f"{mp}: missing columns {miss}"]
     if man["run_id"].duplicated().any():

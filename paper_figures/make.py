@@ -113,7 +113,7 @@ def analysis_emergence_curves(inp: Inputs) -> FigureData:
     if inp.runs is None:
         raise Skip("needs --runs GRID_DIR (run logs); no shipped example of raw curves")
     grid, curves, table = _grid_emergence(inp)
-    factors = grid.runs[["run_id", *[c for c in ("B", "C") if c in grid.runs]]]
+    factors = grid.runs[["run_id", *[c for c in ("cell_id", "seed", "B", "C") if c in grid.runs]]]
     if not {"B", "C"} <= set(factors):
         raise ValueError("--runs: the runs' config.json lack train.batch_size/train.context (B, C)")
     cols = ["run_id", "onset", "onset_lo", "onset_hi", "censored", "last_step", "method"]
@@ -131,6 +131,10 @@ def plot_emergence_curves(d: FigureData):
     from matplotlib.colors import LogNorm
 
     f = d.frame[d.frame["step"] > 0]
+    # seed replicates of one cell share its colour: tell them apart by line style
+    rep = f.groupby("cell_id")["seed"].rank(method="dense").astype(int) - 1 if "cell_id" in f else 0
+    f = f.assign(replicate=rep)
+    n_rep = int(f["replicate"].max()) + 1
     cs = sorted(f["C"].unique())
     norm = LogNorm(f["B"].min(), max(f["B"].max(), f["B"].min() * 2))
     cmap = plt.get_cmap("viridis")
@@ -139,7 +143,8 @@ def plot_emergence_curves(d: FigureData):
     for ax, c in zip(axes[0], cs):
         for rid, g in f[f["C"] == c].groupby("run_id", sort=False):
             color = cmap(norm(g["B"].iloc[0]))
-            ax.plot(g["step"], g["max_ps"], color=color, lw=1, alpha=0.85)
+            ax.plot(g["step"], g["max_ps"], color=color, lw=1, alpha=0.85,
+                    ls=("-", "--", ":", "-.")[g["replicate"].iloc[0] % 4])
             r = g.iloc[0]
             if pd.notna(r["onset"]) and not r["censored"]:
                 y = np.interp(np.log(r["onset"]), np.log(g["step"]), g["max_ps"])
@@ -155,7 +160,7 @@ def plot_emergence_curves(d: FigureData):
     cb.set_ticks(bs, labels=[f"{b:g}" for b in bs])
     cb.minorticks_off()
     fig.suptitle("Emergence curves; o = Bayesian onset (bar: 90% interval), > = censored"
-                 + _sim_tag(d), fontsize=9)
+                 + (f"; {n_rep} seeds per cell (line style)" if n_rep > 1 else "") + _sim_tag(d), fontsize=9)
     return fig
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -394,3 +395,129 @@ def test_reference_grids_follow_the_contract():
         assert all("final.pt" in p for p in check_grid_dir(grid))  # the default asks for the weights
         data = load_grid(grid)
         assert set(data.runs["run_id"]) == set(pd.read_parquet(grid / "manifest.parquet")["run_id"])
+
+
+# ------------------------------------------------------------------------------ seeds
+SEEDED = """
+name = "s"
+seeds = 3
+include = [{ "train.batch_size" = 2 }]
+[base]
+preset = "cpu-smoke"
+[axes]
+"train.context" = [16, 32]
+"""
+
+
+def test_seeds_replicate_every_cell_with_one_cell_id():
+    spec = spec_of(SEEDED)
+    runs = spec.expand()
+    assert len(runs) == (2 + 1) * 3 and len({r.run_id for r in runs}) == 9
+    cells: dict[str, set[int]] = {}
+    for r in runs:
+        cells.setdefault(r.cell_id, set()).add(r.seed)
+    assert list(cells.values()) == [{0, 1, 2}] * 3  # one cell_id per cell, its replicates adjacent
+    assert spec.columns == ["train.context", "seed"] and runs[1].factors == {"train.context": 16, "seed": 1}
+    # seeds = N is [axes] seed = [0..N-1] for the product: the same run ids
+    axis = spec_of(SEEDED.replace("seeds = 3\n", "").replace("[16, 32]", "[16, 32]\nseed = [0, 1, 2]"))
+    assert [r.run_id for r in runs if r.origin == "product"] == [r.run_id for r in axis.expand()
+                                                                 if r.origin == "product"]
+    listed = spec_of(SEEDED.replace("seeds = 3", "seeds = [4, 9]")).expand()
+    assert {r.seed for r in listed} == {4, 9} and len({r.cell_id for r in listed}) == 3
+
+
+@pytest.mark.parametrize("text, needle", [
+    (SEEDED.replace('[16, 32]', '[16, 32]\nseed = [0, 1]'), "seeds and axes.seed: both set the run seed"),
+    (SEEDED.replace("seeds = 3", "seeds = 0"), "seeds: expected a number of replicate seeds >= 1"),
+    (SEEDED.replace("seeds = 3", "seeds = [1, 1]"), "non-empty list of distinct integers >= 0"),
+])
+def test_bad_seeds_name_the_keys(text, needle):
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        spec_of(text)
+
+
+def test_extends_inherits_and_overrides_seeds(tmp_path):
+    parent = tmp_path / "parent.toml"
+    parent.write_text(SEEDED)
+    child = tmp_path / "child.toml"
+    child.write_text('name = "c"\nextends = "parent.toml"\n')
+    from ihtrain.grid_spec import load_spec
+
+    assert load_spec(child).seeds == [0, 1, 2]
+    child.write_text('name = "c"\nextends = "parent.toml"\nseeds = 2\n')
+    assert load_spec(child).seeds == [0, 1]
+    child.write_text('name = "c"\nextends = "parent.toml"\n[axes]\nseed = [5]\n')  # the child's form wins
+    spec = load_spec(child)
+    assert spec.seeds == [] and {r.seed for r in spec.expand()} == {0, 5}  # include points: base seed
+
+
+def _run_id_before_issue_26(cfg) -> str:
+    """RunConfig.run_id as written before cell_id existed, frozen here: the rule must not move."""
+    import hashlib
+
+    from ihtrain.config import EXECUTION_ONLY_FIELDS
+
+    d = cfg.to_dict()
+    d.pop("name", None)
+    for f in EXECUTION_ONLY_FIELDS:
+        d["train"].pop(f, None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+
+
+def test_shipped_presets_keep_their_run_ids():
+    """Every run of every shipped grid preset keeps its id; cell_id is the same rule without seed."""
+    from ihtrain.config import cell_hash, config_hash
+
+    for name in grid_preset_paths():
+        for r in load_grid_preset(name).expand():
+            assert r.run_id == _run_id_before_issue_26(r.config), (name, r.factors)
+            assert r.cell_id == r.config.cell_id() != r.run_id
+            other = r.config.to_dict() | {"seed": r.seed + 1}
+            assert cell_hash(other) == r.cell_id and config_hash(other) != r.run_id
+
+
+def test_cli_seeds_dry_run(tmp_path, capsys):
+    good = tmp_path / "g.toml"
+    good.write_text(BXC)
+    assert main(["--spec", str(good), "--out", str(tmp_path / "out"), "--dry-run", "--seeds", "2"]) == 0
+    out = capsys.readouterr().out
+    spec = spec_of(BXC)
+    spec.set_seeds(2)
+    runs = spec.expand()
+    assert len(runs) == 8 and all(r.run_id in out and r.cell_id in out for r in runs)
+    header = out.splitlines()[1].split()
+    assert header[:4] == ["#", "run_id", "cell_id", "seed"]
+    assert main(["--spec", str(good), "--status", "--seeds", "2", "--out", str(tmp_path / "out")]) == 0
+    assert "8 pending" in capsys.readouterr().out
+    seeded = tmp_path / "s.toml"
+    seeded.write_text(BXC.replace('"train.context" = [32, 64]', '"train.context" = [32, 64]\nseed = [0, 1]'))
+    assert main(["--spec", str(seeded), "--dry-run", "--seeds", "2"]) == 2
+    assert "--seeds and axes.seed: both set the run seed" in capsys.readouterr().err
+    assert main(["--spec", str(good), "--dry-run", "--seeds", "0"]) == 2
+
+
+def test_tiny_seeded_grid_carries_seed_and_cell_id(tmp_path, smoke_cache, monkeypatch):
+    """Two replicates of one cell, really trained: manifest, summary, ihstats readers and the
+    emergence table carry seed and one shared cell_id; the schema check asks for them."""
+    from ihstats.emergence import emergence_table
+    from ihstats.io import load_grid
+    from ihtrain.schema import check_grid_dir
+
+    monkeypatch.setenv("IHLAW_CACHE", str(smoke_cache))
+    spec = tmp_path / "t.toml"
+    spec.write_text('name = "t"\n[base]\npreset = "cpu-smoke"\n[base.train]\nmax_steps = 12\n')
+    out = tmp_path / "grid"
+    assert main(["--spec", str(spec), "--out", str(out), "--seeds", "2", "--no-progress", "--no-figures",
+                 "--workers", "1"]) == 0
+    man = pd.read_parquet(out / "manifest.parquet")
+    summary = pd.read_csv(out / "summary.csv", dtype={"cell_id": str})
+    for frame in (man, summary):
+        assert list(frame.columns[:3]) == ["run_id", "cell_id", "seed"]
+        assert sorted(frame["seed"]) == [0, 1] and frame["cell_id"].nunique() == 1
+    assert check_grid_dir(out) == []
+    man.drop(columns=["cell_id"]).to_parquet(out / "manifest.parquet")
+    assert "missing columns ['cell_id']" in " ".join(check_grid_dir(out))
+    runs = load_grid(out).runs.set_index("run_id")
+    assert runs["cell_id"].to_dict() == man.set_index("run_id")["cell_id"].to_dict()
+    table = emergence_table(out, method="threshold", on_error="skip")
+    assert {"cell_id", "seed"} <= set(table.columns)
