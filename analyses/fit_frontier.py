@@ -58,6 +58,7 @@ def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:
     sens = res.sensitivity(hdi_prob).set_index("quantity")
     cmp = res.compare_glm(hdi_prob)
     cells = res.model.cells
+    note = res.boundary_note(hdi_prob)
     fmt = lambda x: f"{x:.3g}"  # noqa: E731
     lines = [
         "# Frontier fit", "",
@@ -70,6 +71,7 @@ def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:
         f"- separation in the data: **{res.separation}**"
         + (" (the MLE does not exist; the posterior is held finite by the prior, the GLM "
            "cross-check uses Firth's penalty)" if res.separation != "none" else ""),
+        f"- boundary: **{note or 'inside the grid'}**",
         f"- max r_hat {s['r_hat'].max():.3f}, min bulk ESS {s['ess_bulk'].min():.0f}",
         "", f"| term | mean | sd | {int(hdi_prob * 100)}% HDI |", "|---|---|---|---|"]
     lines += [f"| {r.term} | {fmt(r.mean)} | {fmt(r.sd)} | [{fmt(r.hdi_lo)}, {fmt(r.hdi_hi)}] |"
@@ -84,7 +86,8 @@ def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:
               "", "## GLM cross-check",
               f"statsmodels GLM ({res.glm.method}); its contour lies inside the band at "
               f"{cmp['glm_in_band'].mean():.0%} of {len(cmp)} grid points; max |difference| "
-              f"{cmp['diff_log'].abs().max():.3f} in log reliability.",
+              f"{cmp['diff_log'].abs().max():.3f} in log reliability." if len(cmp) else
+              f"statsmodels GLM ({res.glm.method}); no contour inside (0, 1] to compare.",
               "", "Figure: `frontier.png` / `frontier.pdf`; data behind it: `frontier.csv`, "
               "`cells.csv`."]
     path.write_text("\n".join(lines) + "\n")
@@ -107,8 +110,8 @@ def main(argv=None) -> int:
     try:
         model = FrontierSpec(interaction=args.interaction, covariates=tuple(args.covariate),
                              metric=args.metric).build(table)
-    except (ValueError, TypeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (ValueError, TypeError) as e:  # checked before sampling: name the table
+        print(f"error: {source}: {e}", file=sys.stderr)
         return 2
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     out = res.save(args.out)
@@ -118,6 +121,9 @@ def main(argv=None) -> int:
     sens = res.sensitivity(args.hdi_prob).set_index("quantity")
     print(f"separation: {res.separation}; GLM: {res.glm.method}; "
           f"P(|b_freq| > |b_rel|) = {sens.at['P(|b_freq| > |b_rel|)', 'value']:.3f}")
+    note = res.boundary_note(args.hdi_prob)
+    if note:
+        print(f"boundary: {note}")
     print(f"wrote {out}/ (frontier.png, frontier.pdf, frontier.csv, cells.csv, summary.md, "
           f"summary.csv, sensitivity.csv, glm.csv, idata.nc) in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -99,8 +99,8 @@ def main(argv=None) -> int:
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
         res = UPTLaw(spec).fit(table, **fit_kw)
-    except UPTLawError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except UPTLawError as e:  # checked before any sampling: name the table it came from
+        print(f"error: {source}: {e}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     res.data.table.to_csv(out / "emergence.csv", index=False)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.tables import boolean_column
 
 KNOBS = ("frequency", "reliability")
 
@@ -72,11 +73,8 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
         missing.append("formed (or censored)")
     if missing:
         raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
-    if "formed" not in df:
-        df["formed"] = ~df["censored"].astype(bool)
-    if df["formed"].isna().any():
-        raise ValueError("formed: missing values; expected True/False for every run")
-    df["formed"] = df["formed"].astype(bool)
+    df["formed"] = (boolean_column(df, "formed") if "formed" in df
+                    else ~boolean_column(df, "censored"))
     for k in KNOBS:
         v = pd.to_numeric(df[k], errors="coerce")
         bad = v.isna() | (v <= 0) | (v > 1)
@@ -159,6 +157,29 @@ def _hdi_columns(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
     i = np.argmin(width, axis=0)
     cols = np.arange(s.shape[1])
     return s[i, cols], s[i + k - 1, cols]
+
+
+def single_outcome(cells: pd.DataFrame) -> str | None:
+    """"every run formed (k of n)" / "no run formed (0 of n)", or None when both outcomes occur."""
+    n, k = int(cells["n_runs"].sum()), int(cells["n_formed"].sum())
+    return (f"every run formed ({k} of {n})" if k == n else
+            f"no run formed (0 of {n})" if k == 0 else None)
+
+
+def _keep_contour_in_unit_interval(out: pd.DataFrame, drop_all: bool) -> pd.DataFrame:
+    """Reliability is a probability: a contour above 1 (or at 0) means p = 0.5 is never reached
+    there, so it is not reported; the band is cut at 1. With a single outcome the data hold no
+    boundary at all and nothing is reported (the fit there is the prior's)."""
+    for k in ("median", "glm"):
+        col = "glm_reliability" if k == "glm" else "reliability_median"
+        bad = drop_all | ~((out[col] > 0) & (out[col] <= 1))
+        out.loc[bad, [col, col.replace("reliability", "log_reliability", 1)]] = np.nan
+    gone = drop_all | ~(out["reliability_lo"] <= 1)
+    out.loc[gone, ["reliability_lo", "reliability_hi", "log_reliability_lo",
+                   "log_reliability_hi"]] = np.nan
+    out["reliability_hi"] = out["reliability_hi"].clip(upper=1.0)
+    out["log_reliability_hi"] = out["log_reliability_hi"].clip(upper=0.0)
+    return out
 
 
 # ---- GLM cross-check ---------------------------------------------------------------------------
@@ -412,7 +433,8 @@ class FrontierResults:
         -------
         pandas.DataFrame
             ``frequency, reliability_median, reliability_lo, reliability_hi`` (reliability on the
-            contour; above 1 means no reliability reaches p = 0.5 at that frequency), their logs,
+            contour; NaN where it would leave (0, 1], i.e. no reliability reaches p = 0.5 there,
+            and everywhere when every run formed or none did; the band is cut at 1), their logs,
             ``frac_no_crossing`` (draws with a zero reliability slope there),
             ``frac_decreasing`` (draws where p falls with reliability), ``frac_above_1``,
             ``glm_reliability`` (the GLM contour) and ``hdi_prob``.
@@ -440,7 +462,19 @@ class FrontierResults:
                 out[f"reliability_{k}"] = np.exp(out[f"log_reliability_{k}"])
             out["glm_reliability"] = np.exp(glm_lr)
         out["hdi_prob"] = hdi_prob
-        return out
+        return _keep_contour_in_unit_interval(out, single_outcome(self.model.cells) is not None)
+
+    def boundary_note(self, hdi_prob: float = 0.9) -> str | None:
+        """One line when the grid holds no boundary to draw (single outcome, or the median
+        contour outside the grid's reliabilities at every frequency); None otherwise."""
+        one = single_outcome(self.model.cells)
+        if one:
+            return f"{one}: the data hold no boundary, so no frontier is drawn or reported"
+        r = self.model.cells["reliability"]
+        if not self.frontier(hdi_prob)["reliability_median"].between(r.min(), r.max()).any():
+            return (f"the p = 0.5 boundary lies outside the grid (reliability {r.min():g}-"
+                    f"{r.max():g}) at every frequency: no frontier inside the grid")
+        return None
 
     def compare_glm(self, hdi_prob: float = 0.9, n_grid: int = 60) -> pd.DataFrame:
         """GLM contour against the Bayesian median where both are finite (log-reliability gap)."""
@@ -490,7 +524,8 @@ class FrontierResults:
         self.glm.table().to_csv(out / "glm.csv", index=False)
         meta = {"spec": asdict(self.model.spec), "terms": self.model.terms,
                 "scale": self.model.scale, "separation": self.separation,
-                "glm_method": self.glm.method, "timings": self.timings,
+                "glm_method": self.glm.method, "boundary_note": self.boundary_note(),
+                "timings": self.timings,
                 "versions": _bayes.versions()}
         (out / "spec.json").write_text(json.dumps(meta, indent=2, default=str))
         return out
@@ -546,9 +581,12 @@ def plot_frontier(results: FrontierResults, path=None, hdi_prob: float = 0.9):
             label=f"GLM ({results.glm.method})")
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
-    if results.separation != "none":
-        ax.set_title(f"data {results.separation}ly separated: prior-regularised", fontsize=9)
-    ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
+    note = results.boundary_note(hdi_prob)
+    if note or results.separation != "none":
+        ax.set_title(note or f"data {results.separation}ly separated: prior-regularised",
+                     fontsize=7 if note else 9, wrap=True)
+    if fr["reliability_median"].notna().any():  # no legend for lines that are not there
+        ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
     fig.tight_layout()
     if path is not None:
         for ext in ("png", "pdf"):

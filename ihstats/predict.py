@@ -15,8 +15,10 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ihstats import _bayes
-from ihstats.upt_law import UPTLawError, predict_from_posterior
+from ihstats.upt_law import UPTLawError, extrapolation_warnings, predict_from_posterior
 
 REFERENCE_DIR = Path(__file__).parent / "reference_posterior"
 REFERENCE_FILE = REFERENCE_DIR / "upt_law_reference.nc"
@@ -51,6 +53,16 @@ def load_posterior(path=None):
     return idata
 
 
+def _check_usable(row) -> None:
+    """Finite, valid inputs can still predict nonsense far outside the fit (B = 1e30 gives
+    "0 updates"): refuse a prediction under one update or one that overflows."""
+    vals = row[["upt", "upt_lo", "upt_hi", "pred_lo", "pred_hi", "tokens"]].to_numpy(dtype=float)
+    if not (np.all(np.isfinite(vals)) and row["upt"] >= 1):
+        raise UPTLawError(f"B = {row['B']:g}, C = {row['C']:g}: the law predicts {row['upt']:.3g} "
+                          f"updates, not a usable prediction; choose B and C near the fitted "
+                          f"range")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.predict", description=__doc__.split("\n")[1])
     p.add_argument("--batch-size", type=float, required=True,
@@ -66,20 +78,24 @@ def main(argv=None) -> int:
     try:
         if not 0 < args.hdi_prob < 1:
             raise UPTLawError(f"--hdi-prob: must be in (0, 1), got {args.hdi_prob}")
-        if args.batch_size <= 0 or args.context <= 0:
-            raise UPTLawError("--batch-size, --context: must be > 0")
         idata = load_posterior(args.posterior)
         row = predict_from_posterior(idata, args.batch_size, args.context, args.model_size,
                                      hdi_prob=args.hdi_prob).iloc[0]
+        _check_usable(row)
     except (UPTLawError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    warns = extrapolation_warnings(idata, B=args.batch_size, C=args.context, N=args.model_size)
+    for w in warns:
+        print(f"warning: {w}", file=sys.stderr)
     src = (f"posterior {args.posterior}" if args.posterior else
            f"shipped reference posterior {REFERENCE_FILE} (fitted to SIMULATED data: "
            f"{idata.posterior.attrs.get('source', 'see upt_law_reference.json')}); pass "
            f"--posterior runs/.../upt_law.nc for your own fit")
     if args.json:
-        print(json.dumps({**{k: float(v) for k, v in row.items()}, "posterior": src}))
+        # null, not NaN: NaN is not JSON (N is NaN when the posterior has no size term).
+        vals = {k: float(v) if np.isfinite(v) else None for k, v in row.items()}
+        print(json.dumps({**vals, "posterior": src, "warnings": warns}, allow_nan=False))
         return 0
     q = f"{args.hdi_prob:.0%}"
     print(f"B = {args.batch_size:g}, C = {args.context:g}"

@@ -46,6 +46,7 @@ import pandas as pd
 from scipy import stats
 
 from ihstats import _bayes
+from ihstats.tables import boolean_column, rows
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
 INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
@@ -139,8 +140,10 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     Raises
     ------
     UPTLawError
-        Missing columns, non-positive UPT or last_step, a single distinct B or C (exponent not
-        identifiable), all runs censored, duplicated run ids.
+        Missing columns, a blank or non-boolean ``censored`` cell, a non-finite or non-positive
+        UPT (uncensored runs) or last_step, ``onset_lo <= onset <= onset_hi`` broken, a single
+        distinct B or C (exponent not identifiable), all runs censored, duplicated run ids; each
+        message names the column and the rows (by run_id).
     """
     if not isinstance(table, pd.DataFrame):
         _fail(f"table: expected a pandas DataFrame, got {type(table).__name__}")
@@ -169,13 +172,7 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
               f"metric/head first)")
     if len(df) == 0:
         _fail("emergence table: no rows to fit")
-    cens = df["censored"]
-    if cens.dtype == object:
-        cens = cens.astype(str).str.strip().str.lower().map(
-            {"true": True, "false": False, "1": True, "0": False})
-        if cens.isna().any():
-            _fail("censored: must be boolean (True/False)")
-    cens = cens.astype(bool).to_numpy()
+    cens = boolean_column(df, "censored", error=UPTLawError)
     for col in ("B", "C", "last_step") + (("N",) if spec.size_term else ()):
         v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
         if not np.all(np.isfinite(v) & (v > 0)):
@@ -185,11 +182,12 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     if cens.all():
         _fail(f"censored: all {len(df)} runs are censored (no emergence by last_step); the law "
               f"cannot be fitted: train longer or add runs that emerge")
-    bad = ~cens & ~(onset > 0)
+    bad = ~cens & ~(np.isfinite(onset) & (onset > 0))
     if bad.any():
-        ids = df["run_id"].astype(str).to_numpy()[bad][:3].tolist()
-        _fail(f"onset: UPT must be > 0 updates for uncensored runs; got {onset[bad][:3].tolist()} "
-              f"for run_id {ids}")
+        _fail(f"onset: UPT must be a finite number > 0 updates for uncensored runs; got "
+              f"{onset[bad][:3].tolist()} in {rows(df, bad)}: fix the onset or mark the run "
+              f"censored")
+    _check_intervals(df, onset)
     for col, par in (("B", "a"), ("C", "b")) + ((("N", "c"),) if spec.size_term else ()):
         vals = np.unique(df[col].to_numpy(dtype=float))
         if len(vals) < 2:
@@ -225,6 +223,21 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     centres = {k: float(v.mean()) for k, v in logs.items()}
     return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
                    me_sd=me_sd, logs=logs, centres=centres)
+
+
+def _check_intervals(df: pd.DataFrame, onset: np.ndarray) -> None:
+    """``onset_lo <= onset <= onset_hi`` wherever both ends of a pair are given: a swapped or
+    missed interval would otherwise fit quietly and crash later in the report's error bars."""
+    cols = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+            for c in INTERVAL_COLUMNS if c in df.columns}
+    cols["onset"] = onset
+    for lo, hi in (("onset_lo", "onset"), ("onset", "onset_hi"), ("onset_lo", "onset_hi")):
+        if lo in cols and hi in cols:
+            with np.errstate(invalid="ignore"):
+                bad = cols[lo] > cols[hi]          # NaN (not given) compares False: not checked
+            if bad.any():
+                _fail(f"{lo}, {hi}: {lo} > {hi} in {rows(df, bad)}; the interval must hold the "
+                      f"onset (onset_lo <= onset <= onset_hi): swap or fix those cells")
 
 
 _COEF = {"B": "a", "C": "b", "N": "c"}
@@ -300,6 +313,10 @@ class UPTLaw:
         _bayes.add_group(idata, "observed_data", {OBS: (("run",), self.data.y)}, coords=runs,
                          sample_dims=False)
         attrs = {f"center_log{k}": v for k, v in self.data.centres.items()}
+        # The fitted range travels with the posterior so predict can warn when it extrapolates.
+        for k in self.data.logs:
+            v = self.data.table[k].to_numpy(dtype=float)
+            attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood,
                      model="ihstats.upt_law", ihstats_versions=json.dumps(_bayes.versions()))
         idata.posterior.attrs.update(attrs)
@@ -336,6 +353,38 @@ def loglik(data: LawData, idata) -> np.ndarray:
     return ll.reshape(c, d, -1)
 
 
+def _design_values(name: str, values) -> np.ndarray:
+    """A design factor as a float array; NaN, inf or <= 0 has no log and would print as a
+    prediction (NaN updates, or 0 from an overflow), so it is refused here."""
+    try:
+        v = np.atleast_1d(np.asarray(values, dtype=float))
+    except (TypeError, ValueError):
+        raise UPTLawError(f"{name}: must be a number, got {values!r}") from None
+    bad = ~(np.isfinite(v) & (v > 0))
+    if bad.any():
+        raise UPTLawError(f"{name}: must be a finite number > 0, got {v[bad][:3].tolist()}")
+    return v
+
+
+def fitted_range(idata) -> dict:
+    """``{factor: [min, max]}`` of the table the posterior was fitted on; empty for posteriors
+    saved before the range was recorded."""
+    attrs = idata.posterior.attrs
+    return {k: [float(attrs[f"min_{k}"]), float(attrs[f"max_{k}"])] for k in _COEF
+            if f"min_{k}" in attrs and f"max_{k}" in attrs}
+
+
+def extrapolation_warnings(idata, **values) -> list[str]:
+    """One line per factor (``B=..., C=..., N=...``) outside the fitted range."""
+    out = []
+    for k, (lo, hi) in fitted_range(idata).items():
+        v = values.get(k)
+        if v is not None and not lo <= v <= hi:
+            out.append(f"{k} = {v:g} lies outside the fitted range {lo:g}-{hi:g}: the prediction "
+                       f"extrapolates the power law")
+    return out
+
+
 def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
                            seed: int = 0) -> pd.DataFrame:
     """Predicted UPT for planned runs from a fitted posterior (any saved ``upt_law`` netCDF).
@@ -359,12 +408,10 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     """
     attrs = idata.posterior.attrs
     size_term = bool(int(attrs.get("size_term", 0)))
-    B, C = np.atleast_1d(np.asarray(B, dtype=float)), np.atleast_1d(np.asarray(C, dtype=float))
-    if np.any(B <= 0) or np.any(C <= 0):
-        raise UPTLawError("B, C: must be > 0")
     if size_term and N is None:
         raise UPTLawError("N: this posterior has a model-size term; pass N (non-embedding params)")
-    N = np.atleast_1d(np.asarray(N if N is not None else np.nan, dtype=float))
+    B, C = _design_values("B", B), _design_values("C", C)
+    N = _design_values("N", N) if N is not None else np.array([np.nan])
     B, C, N = np.broadcast_arrays(B, C, N)
     draw = {k: _bayes.posterior_draws(idata, k) for k in ("alpha", "a", "b", "sigma")}
     mu = (draw["alpha"][:, None]
@@ -480,7 +527,8 @@ class UPTLawResults:
             "spec": asdict(self.spec), "priors": self.spec.resolved_priors,
             "sampler": self.sampler, "timings_s": self.timings,
             "n_runs": int(len(self.data.y)), "n_censored": int(self.data.censored.sum()),
-            "centres": self.data.centres, "r_obs_pred": self.r_obs_pred,
+            "centres": self.data.centres, "fitted_range": fitted_range(self.idata),
+            "r_obs_pred": self.r_obs_pred,
             "hdi_prob": self.spec.hdi_prob,
             "summary": self.summary().reset_index().to_dict(orient="records"),
             "ols": self.ols().reset_index().to_dict(orient="records"),

@@ -204,3 +204,199 @@ def test_emergence_cli_drops_nonfinite_values_on_request(tmp_path, capsys):
     assert "--nonfinite drop" in capsys.readouterr().err
     assert emergence_main([str(tmp_path / "r"), "-o", str(out), "--nonfinite", "drop"]) == 0
     assert len(pd.read_csv(out)) == 1
+
+
+# ------------------------------------------------------------------------- tables checked before fitting
+EXAMPLE_LAW = ROOT / "data" / "example_emergence.csv"
+EXAMPLE_FRONTIER = ROOT / "data" / "example_frontier.csv"
+
+
+def law_table(**edits) -> pd.DataFrame:
+    """The shipped emergence example with ``column=(row positions, value)`` edits."""
+    t = pd.read_csv(EXAMPLE_LAW)
+    for col, (pos, value) in edits.items():
+        t[col] = t[col].astype(object)
+        t.loc[t.index[pos], col] = value
+    return t
+
+
+def prepare_law(table):
+    from ihstats.upt_law import UPTLawSpec, prepare
+
+    return prepare(table, UPTLawSpec())
+
+
+@pytest.mark.parametrize("values", ["bool", "int", "text"])
+def test_a_blank_censored_cell_is_an_error_naming_the_column_and_rows(values):
+    from ihstats.upt_law import UPTLawError
+
+    t = pd.read_csv(EXAMPLE_LAW)
+    t["censored"] = {"bool": t["censored"], "int": t["censored"].astype(int),
+                     "text": t["censored"].map({True: "true", False: "false"})}[values]
+    assert prepare_law(t).censored.sum() == 5  # the example: 5 of 30 censored, in every spelling
+    t["censored"] = t["censored"].astype(object)
+    t.loc[[3, 4], "censored"] = np.nan  # blank cells: before, NaN -> astype(bool) -> censored
+    with pytest.raises(UPTLawError, match=r"^censored: blank in 2 row\(s\) \(run_id \['sim20251116-003', "
+                                          r"'sim20251116-004'\]\); fill in True or False"):
+        prepare_law(t)
+
+
+def test_a_censored_cell_that_is_not_boolean_is_an_error():
+    from ihstats.upt_law import UPTLawError
+
+    with pytest.raises(UPTLawError, match=r"censored: not True/False/1/0 in 1 row\(s\).*'yes'"):
+        prepare_law(law_table(censored=([0], "yes")))
+
+
+@pytest.mark.parametrize("edits, match", [
+    ({"onset_lo": ([0], 9.9e4), "onset_hi": ([0], 6.0e4)}, r"onset_lo, onset: onset_lo > onset in 1 row\(s\) "
+                                                           r"\(run_id \['sim20251116-000'\]\)"),
+    ({"onset": ([1], 7.0e4)}, r"onset, onset_hi: onset > onset_hi in 1 row"),
+    ({"onset": ([1, 2], 1.0e3)}, r"onset_lo, onset: onset_lo > onset in 2 row"),
+    ({"onset": ([0], np.inf)}, r"onset: UPT must be a finite number > 0 .*\[inf\]"),
+    ({"onset": ([0], np.nan)}, r"onset: UPT must be a finite number > 0 .*mark the run censored"),
+    ({"B": (slice(None), 8)}, r"B: only one distinct value \(8\).*two or more values of B"),
+    ({"C": (slice(None), 64)}, r"C: only one distinct value"),
+])
+def test_bad_intervals_onsets_and_single_levels_are_refused_before_sampling(edits, match):
+    from ihstats.upt_law import UPTLawError
+
+    with pytest.raises(UPTLawError, match=match):
+        prepare_law(law_table(**edits))
+
+
+def test_fit_upt_law_names_the_file_and_writes_nothing(tmp_path, capsys):
+    sys.path.insert(0, str(ROOT / "analyses"))
+    try:
+        from fit_upt_law import main as fit_main
+    finally:
+        sys.path.remove(str(ROOT / "analyses"))
+    bad = tmp_path / "swapped.csv"
+    law_table(onset_lo=([0], 9.9e4), onset_hi=([0], 6.0e4)).to_csv(bad, index=False)
+    assert fit_main(["--emergence", str(bad), "--fast", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {bad}: onset_lo, onset: onset_lo > onset" in err and "swap or fix" in err
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------- ihstats.predict
+def predict_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ihstats.predict", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def strict_json(text: str):
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("batch, message", [
+    ("nan", "B: must be a finite number > 0, got [nan]"), ("inf", "B: must be a finite number > 0, got [inf]"),
+    ("0", "B: must be a finite number > 0, got [0.0]"), ("-4", "B: must be a finite number > 0, got [-4.0]"),
+    ("1e30", "the law predicts 6.14e-07 updates, not a usable prediction"),
+])
+def test_predict_refuses_unusable_inputs_with_exit_2(batch, message, capsys):
+    from ihstats.predict import main as predict_main
+
+    assert predict_main([f"--batch-size={batch}", "--context", "64", "--json"]) == 2
+    out = capsys.readouterr()
+    assert message in out.err and out.out == ""
+
+
+def test_predict_refuses_a_non_finite_context_and_model_size(capsys):
+    from ihstats.predict import main as predict_main
+
+    assert predict_main(["--batch-size", "16", "--context", "inf"]) == 2
+    assert predict_main(["--batch-size", "16", "--context", "64", "--model-size", "nan"]) == 2
+    err = capsys.readouterr().err
+    assert "C: must be a finite number > 0" in err and "N: must be a finite number > 0" in err
+
+
+def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(capsys):
+    from ihstats.predict import main as predict_main
+
+    # the shipped reference posterior predates the recorded range: no warning, N is null
+    assert predict_main(["--batch-size", "512", "--context", "64", "--json"]) == 0
+    out = capsys.readouterr()
+    doc = strict_json(out.out)
+    assert doc["N"] is None and doc["upt"] > 1 and doc["warnings"] == [] and "warning" not in out.err
+
+
+def test_fit_records_the_range_and_predict_warns_outside_it(tmp_path):
+    from ihstats.upt_law import UPTLaw, UPTLawSpec, fitted_range
+
+    res = UPTLaw(UPTLawSpec()).fit(pd.read_csv(EXAMPLE_LAW), draws=60, tune=60, chains=1, seed=0)
+    assert fitted_range(res.idata) == {"B": [4.0, 64.0], "C": [16.0, 256.0]}
+    paths = res.save(tmp_path)
+    assert json.loads(Path(paths["summary_json"]).read_text())["fitted_range"]["B"] == [4.0, 64.0]
+    inside = predict_cli("--batch-size", "16", "--context", "64", "--posterior", paths["netcdf"])
+    assert inside.returncode == 0 and "warning" not in inside.stderr
+    out = predict_cli("--batch-size", "512", "--context", "64", "--posterior", paths["netcdf"], "--json")
+    assert out.returncode == 0, out.stderr
+    assert "warning: B = 512 lies outside the fitted range 4-64" in out.stderr
+    assert strict_json(out.stdout)["warnings"] == ["B = 512 lies outside the fitted range 4-64: the "
+                                                   "prediction extrapolates the power law"]
+
+
+# ------------------------------------------------------------------------- degenerate frontier tables
+def frontier_cli(table: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "analyses" / "fit_frontier.py"), "--table", str(table),
+                           "--draws", "100", "--tune", "100", "--chains", "2", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+@pytest.mark.parametrize("formed, line", [(True, "every run formed (200 of 200)"), (False, "no run formed (0 of 200)")])
+def test_a_single_outcome_frontier_says_so_and_reports_no_contour(tmp_path, formed, line):
+    table = tmp_path / "t.csv"
+    pd.read_csv(EXAMPLE_FRONTIER).assign(formed=formed).to_csv(table, index=False)
+    r = frontier_cli(table, tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    want = f"{line}: the data hold no boundary, so no frontier is drawn or reported"
+    assert f"boundary: {want}" in r.stdout.splitlines()
+    assert f"- boundary: **{want}**" in (tmp_path / "o" / "summary.md").read_text()
+    fr = pd.read_csv(tmp_path / "o" / "frontier.csv")
+    cols = ["reliability_median", "reliability_lo", "reliability_hi", "glm_reliability"]
+    assert fr[cols].isna().all().all()  # before: a frontier at reliability 2.8
+    assert (tmp_path / "o" / "frontier.png").stat().st_size > 0
+
+
+def fake_frontier(coef):
+    """Frontier results with fixed posterior draws ``coef`` (b0, bf, br): no sampling."""
+    import arviz as az
+
+    from ihstats.frontier import FrontierResults, FrontierSpec, fit_glm
+
+    model = FrontierSpec().build(pd.read_csv(EXAMPLE_FRONTIER))
+    draws = np.tile(np.asarray(coef, float), (40, 1))
+    idata = az.from_dict(posterior={"intercept": draws[None, :, 0], "beta": draws[None, :, 1:]})
+    glm = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(), model.terms)
+    return FrontierResults(model, idata, glm, {})
+
+
+def test_a_boundary_above_the_grid_is_stated_and_never_reported_above_1():
+    res = fake_frontier([-8.0, 0.0, 1.0])  # p = 0.5 at z(log r) = 8: far above reliability 1
+    fr = res.frontier()
+    assert fr["reliability_median"].isna().all()
+    band = fr[["reliability_lo", "reliability_hi"]].to_numpy()
+    assert np.all(np.isnan(band) | ((band >= 0) & (band <= 1)))
+    assert res.boundary_note().startswith("the p = 0.5 boundary lies outside the grid (reliability 0.1-0.9)")
+
+
+def test_a_boundary_inside_the_grid_is_kept_and_needs_no_note():
+    res = fake_frontier([0.0, 0.5, 1.0])  # p = 0.5 at the design's centre
+    fr = res.frontier()
+    assert fr["reliability_median"].notna().all() and (fr["reliability_median"] <= 1).all()
+    assert res.boundary_note() is None
+
+
+def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
+    t = pd.read_csv(EXAMPLE_FRONTIER)
+    t["formed"] = t["formed"].astype(object)
+    t.loc[7, "formed"] = np.nan
+    path = tmp_path / "blank.csv"
+    t.to_csv(path, index=False)
+    r = frontier_cli(path, tmp_path / "o")
+    assert r.returncode == 2
+    assert f"error: {path}: formed: blank in 1 row(s) (run_id ['sim00007'])" in r.stderr

@@ -83,7 +83,8 @@ def test_bad_table_one_line_error(tmp_path):
     p = run([SCRIPT, "--emergence", tmp_path / "bad.csv", "--out", tmp_path / "o"])
     assert p.returncode == 2
     last = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
-    assert last == ["error: C: only one distinct value (64); the exponent b is not identifiable: "
+    assert last == [f"error: {tmp_path / 'bad.csv'}: C: only one distinct value (64); "
+                    "the exponent b is not identifiable: "
                     "the table needs runs at two or more values of C"]
 
 

@@ -35,8 +35,8 @@ def fitted(example):
 @pytest.mark.parametrize("mutate, match", [
     (lambda t: t.drop(columns=["onset"]), r"missing column\(s\) \['onset'\]"),
     (lambda t: t.drop(columns=["onset_hi"]), r"onset_hi.*--no-measurement-error"),
-    (lambda t: t.assign(onset=np.where(t.censored, np.nan, 0.0)), r"onset: UPT must be > 0"),
-    (lambda t: t.assign(onset=-t.onset), r"onset: UPT must be > 0"),
+    (lambda t: t.assign(onset=np.where(t.censored, np.nan, 0.0)), r"onset: UPT must be a finite number > 0"),
+    (lambda t: t.assign(onset=-t.onset), r"onset: UPT must be a finite number > 0"),
     (lambda t: t.assign(B=8), r"B: only one distinct value \(8\); the exponent a is not identifiable"),
     (lambda t: t.assign(C=64), r"C: only one distinct value .*exponent b is not identifiable"),
     (lambda t: t.assign(censored=True), r"censored: all 30 runs are censored"),
@@ -137,7 +137,7 @@ def test_predict_from_known_posterior():
     # the new-run interval is exp(mu +- 1.645 sigma) for Gaussian scatter (Monte Carlo tolerance)
     np.testing.assert_allclose(out.pred_hi / want, np.exp(1.645 * 0.2), rtol=0.03)
     np.testing.assert_allclose(out.tokens, want * np.array([16 * 64, 64 * 256]))
-    with pytest.raises(UPTLawError, match="B, C: must be > 0"):
+    with pytest.raises(UPTLawError, match=r"B: must be a finite number > 0, got \[0.0\]"):
         predict_from_posterior(idata, B=0, C=64)
 
 
