@@ -8,7 +8,6 @@ the data is still loaded: a run that is still running or failed is flagged by it
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -307,12 +306,5 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
                     pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems)
 
 
-def warn_problems(problems: list[str], limit: int = 10) -> None:
-    """Emit the first ``limit`` problems as warnings (helper for scripts)."""
-    for p in problems[:limit]:
-        warnings.warn(p, stacklevel=2)
-
-
 __all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError",
-           "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_run", "read_metrics",
-           "warn_problems"]
+           "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_run", "read_metrics"]

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from ihtrain.presets import RUN_PRESETS, preset_names
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range (message names the field)."""
@@ -455,11 +457,16 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {p}: invalid TOML ({e})") from None
 
 
+def get_preset(name: str) -> RunConfig:
+    """Resolved RunConfig of a named preset; unknown names raise ConfigError listing the known."""
+    if name not in RUN_PRESETS:
+        raise ConfigError(f"preset: unknown preset {name!r}; known presets: {', '.join(preset_names())}")
+    return apply_overrides(RunConfig(), RUN_PRESETS[name][1])
+
+
 def resolve(preset: str | None = None, config_file: str | None = None,
             overrides: dict[str, Any] | None = None) -> RunConfig:
     """Preset -> TOML file -> --set overrides, then validate."""
-    from ihtrain.presets import get_preset
-
     cfg = get_preset(preset) if preset else RunConfig()
     if config_file:
         cfg = apply_overrides(cfg, flatten(load_toml(config_file)))
@@ -474,6 +481,6 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "from_dict", "get_field", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "from_dict", "get_field", "get_preset", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

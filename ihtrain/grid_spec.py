@@ -56,9 +56,10 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, load_toml, set_field,
-    validate,
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset, load_toml,
+    set_field, validate,
 )
+from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
 
 SPEC_KEYS = ("name", "description", "extends", "seeds", "include", "exclude", "base", "axes")
 LABEL_KEY = "label"
@@ -140,8 +141,6 @@ class GridSpec:
         return cols
 
     def base_config(self) -> RunConfig:
-        from ihtrain.presets import get_preset
-
         cfg = get_preset(self.base_preset) if self.base_preset else RunConfig()
         cfg = _apply(cfg, self.base_overrides, "base")
         return set_field(cfg, "name", self.name)
@@ -381,8 +380,6 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
         raise ConfigError(f"{source}: base: expected a table")
     preset = base.pop("preset", None)
     if preset is not None:
-        from ihtrain.presets import RUN_PRESETS, preset_names
-
         if preset not in RUN_PRESETS:
             raise ConfigError(f"base.preset: unknown preset {preset!r}; known presets: {', '.join(preset_names())}")
     base_over = flatten(base)
@@ -426,8 +423,6 @@ def load_spec(path: str | Path) -> GridSpec:
 
 # ------------------------------------------------------------------------------ presets
 def grid_preset_paths() -> dict[str, Path]:
-    from ihtrain.presets import GRID_SPEC_DIR
-
     return {p.stem: p for p in sorted(Path(GRID_SPEC_DIR).glob("*.toml"))}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, resolve_cache_dir
+from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, cached_stream_config, resolve_cache_dir
 
 
 def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> TokenSource:
@@ -36,21 +36,6 @@ def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: i
 
         return BiInductSource(base, data_cfg.biinduct, seed=seed, context=context)
     return base
-
-
-def cached_stream_config(data_cfg: Any) -> Any | None:
-    """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
-    disk) that ``build_source(data_cfg)`` reads: the source itself, or a semi-natural source's base
-    corpus; None for a source built only in memory (markov). Bi-Induct wraps its base source, so
-    the base decides."""
-    import dataclasses
-
-    src = data_cfg.source
-    if src == "builtin" or src.startswith(("text:", "hf:")):
-        return data_cfg
-    if src == "seminatural":  # its bigram statistics come from this corpus (SeminaturalSource reads it here)
-        return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
-    return None
 
 
 def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data stays cheap

@@ -459,10 +459,6 @@ class NaturalSource:
         self.ordinary_range = (len(self.special_tokens), self.vocab_size)
         self.fingerprint = dict(stream.fingerprint)
 
-    @classmethod
-    def from_config(cls, data_cfg: Any, progress: bool = True) -> NaturalSource:
-        return cls(load_stream(data_cfg, progress=progress))
-
     def _check(self, n_avail: int, length: int, split: str) -> None:
         if length > n_avail:
             src = self.fingerprint.get("source", self.fingerprint.get("kind"))

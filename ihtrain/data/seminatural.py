@@ -179,7 +179,7 @@ class SeminaturalSource:
         import dataclasses
 
         from ihtrain.config import DataConfig
-        from ihtrain.data import cached_stream_config
+        from ihtrain.data.source import cached_stream_config
         from ihtrain.data.natural import load_stream
 
         base = self._data_cfg if self._data_cfg is not None else DataConfig()

@@ -15,6 +15,7 @@ The protocol is structural (``typing.Protocol``): sources need not inherit from 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -71,3 +72,16 @@ def check_sample_args(n_seqs: int, length: int) -> None:
         raise ValueError(f"n_seqs: must be a positive integer, got {n_seqs}")
     if int(length) <= 0:
         raise ValueError(f"length: must be a positive integer, got {length}")
+
+
+def cached_stream_config(data_cfg: Any) -> Any | None:
+    """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
+    disk) that ``build_source(data_cfg)`` reads: the source itself, or a semi-natural source's base
+    corpus; None for a source built only in memory (markov). Bi-Induct wraps its base source, so
+    the base decides."""
+    src = data_cfg.source
+    if src == "builtin" or src.startswith(("text:", "hf:")):
+        return data_cfg
+    if src == "seminatural":  # its bigram statistics come from this corpus (SeminaturalSource reads it here)
+        return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
+    return None

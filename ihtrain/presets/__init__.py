@@ -1,16 +1,15 @@
 """Named run presets (``--preset NAME``) and the folder of grid spec TOML files beside this file.
 
 A run preset is a description plus a dict of dotted-field overrides on top of ``RunConfig()``
-defaults; ``get_preset`` returns the resolved config. Grid specs (``*.toml`` in this folder) are
-read by :mod:`ihtrain.grid`.
+defaults; :func:`ihtrain.config.get_preset` returns the resolved config. Grid specs (``*.toml`` in
+this folder) are read by :mod:`ihtrain.grid_spec`. This module is data only and imports nothing
+from ``ihtrain``, so ``ihtrain.config`` can read it without an import cycle.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-from ihtrain.config import ConfigError, RunConfig, apply_overrides
 
 GRID_SPEC_DIR = Path(__file__).parent
 
@@ -72,13 +71,6 @@ RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
 
 def preset_names() -> list[str]:
     return sorted(RUN_PRESETS)
-
-
-def get_preset(name: str) -> RunConfig:
-    """Resolved RunConfig of a named preset; unknown names raise ConfigError listing the known."""
-    if name not in RUN_PRESETS:
-        raise ConfigError(f"preset: unknown preset {name!r}; known presets: {', '.join(preset_names())}")
-    return apply_overrides(RunConfig(), RUN_PRESETS[name][1])
 
 
 def describe_presets() -> str:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The default grid (bxc-cpu) on one CUDA GPU, runs packed per device, plus the CUDA unit test.
 #
-#   OUT=some/dir bash docs/tuning/gpu_grid_check.sh [grid seconds, default 420] [runs per GPU, default 8]
+#   OUT=some/dir bash notes/tuning/gpu_grid_check.sh [grid seconds, default 420] [runs per GPU, default 8]
 #
-# GRID_ARGS (e.g. "--spec docs/tuning/specs/bxc-cpu-d160-lr15e3-probe.toml", or "--only ID,ID")
+# GRID_ARGS (e.g. "--spec notes/tuning/specs/bxc-cpu-d160-lr15e3-probe.toml", or "--only ID,ID")
 # runs another grid, or some runs of the preset; GRID_DIR names its directory. The grid builds the
 # corpus, tokenizer and token stream once before its workers start (its log says how long).
 # Written for a lent GPU machine with torch but without this package installed (PYTHONPATH=.)
