@@ -30,7 +30,7 @@ def parse_args(argv=None):
                      help=f"grid/run directory: detect emergence with ihstats.emergence first "
                           f"(default when no source is given: {DEFAULT_RUNS})")
     src.add_argument("--emergence", default=None,
-                     help="emergence table CSV with the DESIGN.md columns (skips detection)")
+                     help="emergence table CSV with the docs/DESIGN.md columns (skips detection)")
     p.add_argument("--out", default=None,
                    help="output directory (default: <runs>/upt_law, or out/upt_law for --emergence)")
     p.add_argument("--fast", action="store_true",

@@ -1,4 +1,4 @@
-"""Emergence as change-point detection: metric curves -> the DESIGN.md emergence table.
+"""Emergence as change-point detection: metric curves -> the docs/DESIGN.md emergence table.
 
 All detectors work on one model-level curve per run (default: max PS over heads per step), in
 ``x = ln(step)`` (checkpoints at step <= 0 are left out), on any schedule, dense or log-spaced.
@@ -410,7 +410,7 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
 def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: str = "bayes",
                     level: float = 0.9, on_error: str = "raise", nonfinite: str = "error",
                     **kwargs: Any) -> pd.DataFrame:
-    """The DESIGN.md emergence table, one row per (run, metric[, head]).
+    """The docs/DESIGN.md emergence table, one row per (run, metric[, head]).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Read run and grid directories (layout: ``DESIGN.md``) into tidy pandas frames.
+"""Read run and grid directories (layout: ``docs/DESIGN.md``) into tidy pandas frames.
 
 Schema problems raise :class:`SchemaError` naming the file, the column and the problem. Softer
 findings (an unknown metric name, a run that is not ``done``) are kept in ``problems`` lists and
@@ -33,7 +33,7 @@ BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
 
 
 class SchemaError(ValueError):
-    """A run or grid directory does not follow the DESIGN.md layout (message names file/column)."""
+    """A run or grid directory does not follow the docs/DESIGN.md layout (message names file/column)."""
 
 
 @dataclass
@@ -132,7 +132,7 @@ def read_metrics(path: str | Path, *, nonfinite: str = "error",
     df = _check_values(df, str(path), nonfinite, problems)
     unknown = sorted(set(df["metric"]) - set(KNOWN_METRICS))
     if unknown:
-        problems.append(f"{path}: column 'metric' has names not in DESIGN.md: {', '.join(unknown)} (kept)")
+        problems.append(f"{path}: column 'metric' has names not in docs/DESIGN.md: {', '.join(unknown)} (kept)")
     return df.reset_index(drop=True)
 
 

@@ -2,7 +2,7 @@
 
 Each simulator is a pure function of its arguments and a seed and returns the truth it planted.
 Sections: emergence curves (schedules, shapes, the onset definition) and fake run directories
-in the on-disk layout of ``DESIGN.md``. Other simulators go in their own sections or files.
+in the on-disk layout of ``docs/DESIGN.md``. Other simulators go in their own sections or files.
 
 Onset definition (shared with :mod:`ihstats.emergence`)
 -------------------------------------------------------
@@ -196,7 +196,7 @@ def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
 
 def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] | None = None, *,
                    status: str = "done", n_params_non_embedding: int = 400_000) -> str:
-    """Write a run directory (DESIGN.md layout) whose max-PS-over-heads series is ``curve``.
+    """Write a run directory (docs/DESIGN.md layout) whose max-PS-over-heads series is ``curve``.
 
     ``config`` maps dotted config fields to values (``{"train.batch_size": 32}``). Head (1, 0)
     carries the curve, the other heads stay strictly below it, so the max over heads is exact.

@@ -1,6 +1,6 @@
 """Seeded simulators for the frontier and ablation statistics, with the ground truth they plant.
 
-Both are pure functions of their arguments and a seed (STYLE.md, rule 4); tests reuse them as
+Both are pure functions of their arguments and a seed (docs/STYLE.md, rule 4); tests reuse them as
 fixtures and the shipped examples in ``data/`` come from them::
 
     python -m ihstats.simulate_frontier --write-examples data/

@@ -5,7 +5,7 @@ measurement interval around its observed onset (as change-point detection would 
 step set by a fixed token budget, so runs with large ``B * C`` are the ones that end before they
 show emergence (right-censored), as they would in a real iso-token grid.
 
-The returned table has the DESIGN.md emergence-table columns and feeds ``ihstats.upt_law``.
+The returned table has the docs/DESIGN.md emergence-table columns and feeds ``ihstats.upt_law``.
 
 Command line (writes the shipped example table and, optionally, the reference posterior)::
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-#: Columns of the emergence table (DESIGN.md), in order.
+#: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
     "run_id", "B", "C", "N", "metric", "onset", "onset_lo", "onset_hi", "level", "midpoint",
     "censored", "last_step", "method",

@@ -1,6 +1,6 @@
 """Bayesian power law for updates-to-emergence (UPT).
 
-Model (one row per run of an emergence table, DESIGN.md columns)::
+Model (one row per run of an emergence table, docs/DESIGN.md columns)::
 
     log UPT_i = log T - a log B_i - b log C_i [- c log N_i] + eps_i
 

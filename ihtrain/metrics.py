@@ -1,4 +1,4 @@
-"""Per-head mechanism metrics and model-level scores, exactly as defined in DESIGN.md.
+"""Per-head mechanism metrics and model-level scores, exactly as defined in docs/DESIGN.md.
 
 Every metric is a function ``fn(model, probes, acts)`` registered under its fixed name; it returns
 an ``(L, H)`` numpy array (per head) or a float (model level). ``acts`` is an :class:`Activations`

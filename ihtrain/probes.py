@@ -1,4 +1,4 @@
-"""Probe batches for the mechanism metrics (definitions in DESIGN.md).
+"""Probe batches for the mechanism metrics (definitions in docs/DESIGN.md).
 
 - **repeat** (PS, previous-token, LA, AR; after Aoyama et al. 2025): ``n_seqs`` sequences, each
   ``n = min(50, C // 2)`` distinct tokens drawn uniformly from ``range(*ordinary_range)`` and

@@ -1,4 +1,4 @@
-"""Minimal schema checks for run and grid directories (DESIGN.md data contracts).
+"""Minimal schema checks for run and grid directories (docs/DESIGN.md data contracts).
 
 Used by ``python -m ihtrain.grid`` at the end of a grid, beside the fuller checks in
 ``ihstats.io``. Functions return a list of problems (empty: ok) so callers decide whether to

@@ -1,4 +1,4 @@
-"""ihstats.io against run and grid directories written by the simulator in the DESIGN.md layout."""
+"""ihstats.io against run and grid directories written by the simulator in the docs/DESIGN.md layout."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Metrics against hand-wired models with known answers (DESIGN.md: one per metric)."""
+"""Metrics against hand-wired models with known answers (docs/DESIGN.md: one per metric)."""
 
 import math
 import sys
