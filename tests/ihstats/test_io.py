@@ -1,6 +1,7 @@
 """ihstats.io against run and grid directories written by the simulator in the docs/DESIGN.md layout."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -114,3 +115,53 @@ def test_empty_directory_is_an_error(tmp_path):
         io.load_grid(tmp_path)
     meta = json.loads("{}")
     assert io.config_factors(meta)["B"] is None
+
+
+# ------------------------------------------------------------------ shipped reference logs
+REFERENCE_RUNS = sorted(p for p in (Path(__file__).resolve().parents[2] / "data" / "reference_runs").iterdir()
+                        if p.is_dir())
+PER_HEAD = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy"}
+
+
+@pytest.mark.parametrize("ref", REFERENCE_RUNS, ids=lambda p: p.name)
+def test_reference_runs_load_into_well_formed_tables(ref):
+    """Every committed log set (a grid or one run, no weights) reads with today's readers into
+    tables that keep the data contract of docs/DESIGN.md, and gives an emergence table."""
+    from ihstats.emergence import emergence_table
+
+    data = io.load_grid(ref)
+    runs, m = data.runs, data.metrics
+    assert len(runs) >= 1 and runs["run_id"].is_unique
+    assert set(runs["status"]) <= set(io.STATUSES)
+    assert runs[["B", "C", "N", "seed", "cell_id"]].notna().all().all()
+    assert (runs["cell_id"].str.len() == 12).all()
+    kinds = {"integer": np.int64, "float": np.float64}
+    assert all(m[c].dtype == kinds[k] for c, k in io.METRICS_COLUMNS.items() if k in kinds)
+    assert set(m["metric"]) <= set(io.KNOWN_METRICS) and "ps" in set(m["metric"])
+    per_head = m["metric"].isin(PER_HEAD)
+    assert (m.loc[per_head, ["layer", "head"]] >= 0).all().all()
+    assert (m.loc[~per_head, ["layer", "head"]] == -1).all().all()
+    assert not m.duplicated(["run_id", "step", "metric", "layer", "head"]).any()
+    assert set(m["run_id"]) == set(runs["run_id"]) == set(data.train["run_id"])
+    assert set(io.TRAIN_COLUMNS) <= set(data.train.columns)
+    assert (data.train.groupby("run_id")["step"].apply(lambda s: s.is_monotonic_increasing)).all()
+    if (ref / "manifest.parquet").is_file():
+        assert set(pd.read_parquet(ref / "manifest.parquet")["run_id"]) == set(runs["run_id"])
+    table = emergence_table(data)
+    assert len(table) == len(runs) and table["run_id"].is_unique
+    assert {"onset", "onset_lo", "onset_hi", "censored", "last_step", "formed", "B", "C", "N"} <= set(table.columns)
+    done = table[~table["censored"]]
+    assert (done["onset_lo"] <= done["onset"]).all() and (done["onset"] <= done["onset_hi"]).all()
+
+
+def test_reference_numbers_quoted_in_the_docs():
+    """The onset the README and data/reference_runs/README.md quote for cpu-tiny (2,422
+    [2,351, 2,484]) and the bf16 grid's 17 formed runs of 18 come out of today's readers."""
+    from ihstats.emergence import emergence_table
+
+    root = REFERENCE_RUNS[0].parent
+    tiny = emergence_table(root / "cpu-tiny").iloc[0]
+    assert (round(tiny["onset"]), round(tiny["onset_lo"]), round(tiny["onset_hi"])) == (2422, 2351, 2484)
+    assert tiny["formed"]
+    grid = emergence_table(root / "bxc-cpu-h200-bf16")
+    assert (len(grid), int(grid["formed"].sum()), int(grid["censored"].sum())) == (18, 17, 1)
