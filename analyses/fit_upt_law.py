@@ -57,13 +57,16 @@ def parse_args(argv=None):
 
 def load_table(args):
     """The emergence table and a description of its source."""
-    import pandas as pd
+    from ihtrain.fileio import UnreadableFile, read_table
 
     if args.emergence:
         path = Path(args.emergence)
         if not path.is_file():
             raise SystemExit(f"error: --emergence: file not found: {path}")
-        return pd.read_csv(path), str(path)
+        try:
+            return read_table(path, "emergence table", "write it with python -m ihstats.emergence"), str(path)
+        except UnreadableFile as e:
+            raise SystemExit(f"error: --emergence {e}") from None
     runs = Path(args.runs or DEFAULT_RUNS)
     if not runs.is_dir():
         if args.runs:

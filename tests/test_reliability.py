@@ -400,3 +400,136 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
     r = frontier_cli(path, tmp_path / "o")
     assert r.returncode == 2
     assert f"error: {path}: formed: blank in 1 row(s) (run_id ['sim00007'])" in r.stderr
+
+
+# ------------------------------------------------------------------------- corrupt files: one checked path
+from ihtrain.fileio import (  # noqa: E402
+    UnreadableFile, io_error_of, load_checkpoint, read_json, read_parquet, read_table,
+)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", r"status.json: empty \(0 bytes\): the status was not written to the end; the run's state is unknown: "
+         r"delete this file and rerun the same command"),
+    ('{"status": "do', r"status.json: invalid JSON \(.*truncated or damaged status\); the run's state is unknown"),
+    ("[1, 2]", r"status.json: holds a JSON list, expected an object"),
+    ('{"step": 4}', r"status.json: has no 'status' key"),
+])
+def test_a_damaged_status_json_names_the_file_the_problem_and_the_remedy(tmp_path, text, match):
+    from ihtrain.fileio import read_status
+
+    (tmp_path / "status.json").write_text(text)
+    with pytest.raises(UnreadableFile, match=match) as e:
+        read_status(tmp_path)
+    assert str(e.value).startswith(str(tmp_path / "status.json"))
+    assert read_status(tmp_path / "nothing") is None  # no status yet is not an error
+
+
+def test_damaged_parquet_tables_and_checkpoints_are_named(tmp_path):
+    ok = tmp_path / "ok.parquet"
+    pd.DataFrame({"step": [1, 2]}).to_parquet(ok)
+    cut = tmp_path / "metrics.parquet"
+    cut.write_bytes(ok.read_bytes()[:40])
+    with pytest.raises(UnreadableFile, match=r"metrics.parquet: not a readable parquet file \(ArrowInvalid: .*\); "
+                                             r"the metric log is damaged; delete it"):
+        read_parquet(cut, what="metric log", remedy="delete it")
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    with pytest.raises(UnreadableFile, match=r"empty.parquet: empty \(0 bytes\)"):
+        read_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(UnreadableFile, match=r"ok.parquet: lacks column\(s\) \['value'\]"):
+        read_parquet(ok, columns=["value"])
+    (tmp_path / "t.csv").write_text("a,b\n")
+    with pytest.raises(UnreadableFile, match=r"t.csv: has no rows \(columns: a, b\)"):
+        read_table(tmp_path / "t.csv")
+    (tmp_path / "final.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(UnreadableFile, match=r"final.pt: not a readable PyTorch checkpoint \(UnpicklingError"):
+        load_checkpoint(tmp_path / "final.pt")
+    (tmp_path / "c.json").write_text('{"run_id": "ab')
+    with pytest.raises(UnreadableFile, match=r"c.json: invalid JSON"):
+        read_json(tmp_path / "c.json", "run's config")
+
+
+def test_io_causes_are_told_apart_from_failures():
+    import errno
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/x/last.pt")
+    try:
+        try:
+            raise full
+        except OSError as inner:
+            raise RuntimeError("torch could not write") from inner
+    except RuntimeError as outer:
+        assert io_error_of(outer) is full  # found through the cause chain
+    for code in (errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EIO):
+        assert io_error_of(OSError(code, "x")) is not None
+    assert io_error_of(OSError(errno.ENOENT, "x")) is None and io_error_of(ValueError("x")) is None
+
+
+def test_cli_names_a_damaged_status_or_config_and_promises_no_error_txt(tmp_path, smoke_cache):
+    """An empty status.json or a truncated config.json: a bare JSONDecodeError and "details in
+    RUN/error.txt" (never written) before; now the file, the problem and what to do, nothing rewritten."""
+    for name, text, problem in [("status.json", "", "empty (0 bytes)"),
+                                ("config.json", '{"run_id": "4a', "invalid JSON")]:
+        out = tmp_path / name
+        out.mkdir()
+        (out / name).write_text(text)
+        r = run_cli(smoke_cache, "--out", str(out))
+        assert r.returncode == 2, r.stderr
+        assert f"error: {out / name}: {problem}" in r.stderr and "Traceback" not in r.stderr
+        assert "error.txt" not in r.stderr and not (out / "error.txt").exists()
+        assert (out / name).read_text() == text  # left as it was: the evidence
+
+
+def test_cli_out_pointing_at_a_file_is_one_line(tmp_path, smoke_cache):
+    f = tmp_path / "notes.txt"
+    f.write_text("mine")
+    r = run_cli(smoke_cache, "--out", str(f))
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --out {f}: is a file, not a run directory; choose " \
+                                                      f"another path"
+    assert f.read_text() == "mine"
+
+
+def test_a_failed_run_always_leaves_error_txt_with_its_traceback(tmp_path, smoke_cache):
+    out = tmp_path / "r"
+    r = run_cli(smoke_cache, "--set", "train.lr=1e6", "--out", str(out))
+    assert r.returncode == 1 and f"(details in {out / 'error.txt'})" in r.stderr, r.stderr
+    text = (out / "error.txt").read_text()
+    assert text.startswith("Traceback (most recent call last):") and "TrainingDiverged" in text
+    assert read_status(out)["status"] == "failed"
+
+
+def test_a_corrupt_last_checkpoint_is_named_when_resuming(tmp_path, smoke_cache):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.pt").write_bytes(b"\x80\x02truncated")
+    with pytest.raises(UnreadableFile, match=r"last.pt: not a readable PyTorch checkpoint .*delete it to restart"):
+        train_run(smoke(smoke_cache), tmp_path, progress=False, make_figures=False)
+    st = read_status(tmp_path)
+    assert st["status"] == "failed" and "last.pt: not a readable PyTorch checkpoint" in st["reason"]
+    assert "UnreadableFile" in (tmp_path / "error.txt").read_text()
+
+
+def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache):
+    """ENOSPC (simulated by the IHLAW_FAULT_ENOSPC hook) at the second metrics flush: before, error.txt
+    was left empty and the run failed; now it stays resumable, and the same command finishes it."""
+    out = tmp_path / "r"
+    args = ("--set", "train.checkpoint_every=5", "--out", str(out))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "IHLAW_FAULT_ENOSPC": "metrics.parquet:2"}
+    r = subprocess.run(trainer(smoke_cache, *args), capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert r.returncode == 75, r.stderr
+    assert "error: run stopped by an I/O error: " in r.stderr and "No space left on device" in r.stderr
+    assert "rerun the same command to resume" in r.stderr
+    st = read_status(out)
+    assert st["status"] == "running" and "No space left on device" in st["io_error"] and st["step"] == 5
+    assert "OSError: [Errno 28]" in (out / "error.txt").read_text()
+    again = run_cli(smoke_cache, *args)
+    assert again.returncode == 0 and read_status(out)["status"] == "done", again.stderr
+    m = pd.read_parquet(out / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    assert sorted(m["step"].unique()) == sorted(eval_steps(40, 10))
+    assert not (out / "error.txt").exists()  # the traceback of the failed attempt went with it
+
+
+def eval_steps(total: int, n_evals: int) -> list[int]:
+    from ihtrain.train import eval_schedule
+
+    return eval_schedule(total, n_evals, resolve("cpu-smoke").metrics.log_fraction).tolist()
