@@ -533,3 +533,246 @@ def eval_steps(total: int, n_evals: int) -> list[int]:
     from ihtrain.train import eval_schedule
 
     return eval_schedule(total, n_evals, resolve("cpu-smoke").metrics.log_fraction).tolist()
+
+
+# ------------------------------------------------------------------------- corrupt files and faults in a grid
+TINY_GRID = """
+name = "tiny"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = 6
+checkpoint_every = 2
+[base.metrics]
+n_evals = 3
+[axes]
+seed = [0, 1]
+"""
+
+
+def grid_cli(spec: Path, out: Path, cache: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
+           "--threads-per-run", "1", "--no-progress", "--no-figures", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "IHLAW_CACHE": str(cache), "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def worker_starts(run_dir: Path) -> int:
+    log = run_dir / "worker.log"
+    return log.read_text().count("worker pid ") if log.is_file() else 0
+
+
+@pytest.fixture(scope="module")
+def finished_grid(tmp_path_factory, smoke_cache):
+    """The TINY_GRID spec and its runs, done (trained here, in this process: no worker to spawn);
+    each test copies them and damages the copy."""
+    import dataclasses
+
+    from ihtrain.grid_spec import load_spec
+
+    root = tmp_path_factory.mktemp("tiny")
+    spec = root / "tiny.toml"
+    spec.write_text(TINY_GRID)
+    before = os.environ.get("IHLAW_CACHE")
+    os.environ["IHLAW_CACHE"] = str(smoke_cache)  # as grid_cli: the same run ids
+    try:
+        for run in load_spec(spec).expand():
+            cfg = dataclasses.replace(run.config, train=dataclasses.replace(run.config.train, threads=1))
+            assert train_run(cfg, root / "grid" / run.run_id, progress=False, make_figures=False)["status"] == "done"
+    finally:
+        os.environ.pop("IHLAW_CACHE") if before is None else os.environ.update(IHLAW_CACHE=before)
+    return spec, root / "grid"
+
+
+@pytest.fixture
+def grid_copy(finished_grid, tmp_path):
+    import shutil
+
+    spec, src = finished_grid
+    shutil.copytree(src, tmp_path / "grid")
+    return spec, tmp_path / "grid", sorted(d for d in (tmp_path / "grid").iterdir() if d.is_dir())
+
+
+def test_grid_reports_a_finished_run_with_an_empty_status_as_unreadable_and_never_reruns_it(grid_copy, smoke_cache):
+    """Before: shown as pending, rerun, then rewritten as failed ("worker exited with code 1")."""
+    spec, out, (bad, good) = grid_copy
+    (bad / "status.json").write_text("")
+    logs = (bad / "metrics.parquet").stat().st_mtime_ns
+    dry = grid_cli(spec, out, smoke_cache, "--dry-run", "--retry-failed")
+    assert "skip (unreadable status.json)" in next(line for line in dry.stdout.splitlines() if bad.name in line)
+    r = grid_cli(spec, out, smoke_cache, "--retry-failed")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "0 to run (1 done, 0 failed skipped, 1 with an unreadable status.json skipped)" in r.stdout
+    assert f"unreadable: {bad.name}: {bad / 'status.json'}: empty (0 bytes)" in r.stderr
+    assert "delete this file and rerun the same command" in r.stderr and "Traceback" not in r.stdout + r.stderr
+    assert (bad / "status.json").read_text() == ""  # never rewritten as failed
+    assert worker_starts(bad) == 0 and (bad / "metrics.parquet").stat().st_mtime_ns == logs  # never rerun over
+    st = grid_cli(spec, out, smoke_cache, "--status")
+    assert st.returncode == 0 and "1 done, 1 unreadable" in st.stdout
+
+
+def test_grid_names_a_corrupt_metrics_parquet_of_a_finished_run(grid_copy, smoke_cache):
+    """Before: max_ps "-", "2/2 runs done", then a pyarrow traceback from the schema check."""
+    spec, out, (bad, good) = grid_copy
+    data = (bad / "metrics.parquet").read_bytes()
+    (bad / "metrics.parquet").write_bytes(data[: len(data) // 2])
+    r = grid_cli(spec, out, smoke_cache)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1/2 runs done" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert f"unreadable: {bad.name}: {bad / 'metrics.parquet'}: not a readable parquet file" in r.stderr
+    assert f"delete {bad} and rerun the same command to train the run again" in r.stderr
+    assert worker_starts(bad) == 0  # not trained over
+
+
+@pytest.mark.slow  # two grids of one worker each (~20 s); the fault-injection test below covers it too
+def test_a_full_disk_in_a_grid_worker_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache):
+    """Before: error.txt empty, "worker exited with code 1", and only --retry-failed went on."""
+    spec = tmp_path / "one.toml"
+    spec.write_text(TINY_GRID.replace("seed = [0, 1]", "seed = [0]"))
+    out = tmp_path / "grid"
+    r = grid_cli(spec, out, smoke_cache, env={"IHLAW_FAULT_ENOSPC": "metrics.parquet:2"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    (run,) = [d for d in out.iterdir() if d.is_dir()]
+    assert f"interrupted {run.name}" in r.stdout and "stopped by an I/O error" in r.stdout
+    assert "free space or fix permissions" in r.stderr and "rerun the same command to resume" in r.stderr
+    assert "--retry-failed" not in r.stderr
+    st = read_status(run)
+    assert st["status"] == "running" and "No space left on device" in st["io_error"] and st["step"] == 2
+    again = grid_cli(spec, out, smoke_cache)
+    assert again.returncode == 0 and "1 to run" in again.stdout, again.stdout + again.stderr
+    assert read_status(run)["status"] == "done" and worker_starts(run) == 2
+    m = pd.read_parquet(run / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    assert sorted(m["step"].unique()) == eval_steps(6, 3)
+
+
+def test_settle_keeps_a_run_stopped_by_an_io_error_resumable_and_an_unreadable_status_untouched(tmp_path):
+    from ihtrain.executors import EXIT_IO_ERROR, settle
+
+    (tmp_path / "status.json").write_text(json.dumps({"status": "running", "step": 4, "stop_reason": ""}))
+    st = settle(tmp_path, EXIT_IO_ERROR)  # the disk refused even the worker's own status write
+    assert st["status"] == "running" and st["step"] == 4 and "worker.log" in st["io_error"]
+    assert read_status(tmp_path) == {"status": "running", "step": 4, "stop_reason": ""}
+    (tmp_path / "status.json").write_text("{")
+    st = settle(tmp_path, 1)
+    assert st["status"] == "unreadable" and "status.json: invalid JSON" in st["reason"]
+    assert (tmp_path / "status.json").read_text() == "{"
+
+
+@pytest.fixture
+def read_only_dir(tmp_path, monkeypatch):
+    """A directory nothing can be written into: mode 0555, and, for root (who writes anyway), os.open
+    and os.mkdir refuse under it with EROFS, as on a read-only mount."""
+    import errno
+
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    if os.geteuid() == 0:
+        real_open, real_mkdir = os.open, os.mkdir
+
+        def inside(p) -> bool:
+            return os.path.abspath(os.fsdecode(p)).startswith(str(d))
+
+        def ro_open(p, flags, *a, **k):
+            if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and inside(p):
+                raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(p))
+            return real_open(p, flags, *a, **k)
+
+        def ro_mkdir(p, *a, **k):
+            if inside(p):
+                raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(p))
+            return real_mkdir(p, *a, **k)
+
+        monkeypatch.setattr(os, "open", ro_open)
+        monkeypatch.setattr(os, "mkdir", ro_mkdir)
+    yield d
+    d.chmod(0o755)
+
+
+def test_grid_out_read_only_or_a_file_is_one_line(tmp_path, read_only_dir, capsys):
+    from ihtrain.grid import main as grid_main
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY_GRID)
+    assert grid_main(["--spec", str(spec), "--out", str(read_only_dir / "g"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {read_only_dir / 'g'}: cannot write the grid directory (") and \
+        err.endswith("choose a writable path\n") and err.count("\n") == 1
+    f = tmp_path / "grid.txt"
+    f.write_text("")
+    assert grid_main(["--spec", str(spec), "--out", str(f), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"error: --out {f}: is a file, not a grid directory; choose another path\n"
+
+
+# ------------------------------------------------------------------------- corrupt files in the statistics CLIs
+def fake_grid(root: Path, n: int = 3) -> list[Path]:
+    from ihstats.simulate import simulate_curve, write_fake_grid
+
+    ids = write_fake_grid(root, [(simulate_curve("sigmoid", "mixed", n=60, seed=i), {"seed": i}) for i in range(n)])
+    return [root / i for i in ids]
+
+
+def test_emergence_skip_bad_skips_unreadable_runs_with_one_line_each(tmp_path, capsys):
+    from ihstats.emergence import main as emergence_main
+
+    runs = fake_grid(tmp_path / "g")
+    (runs[0] / "status.json").write_text("")
+    (runs[1] / "metrics.parquet").write_bytes(b"PAR1 not really")
+    out = tmp_path / "em.csv"
+    assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2  # without --skip-bad: the first bad file
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {runs[0] / 'status.json'}: empty (0 bytes)") and "--skip-bad" in err
+    assert not out.exists()
+    assert emergence_main([str(tmp_path / "g"), "-o", str(out), "--skip-bad"]) == 0
+    warn = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(warn) == 2 and all(line.startswith("warning: ") and line.endswith("(run skipped)") for line in warn)
+    assert f"{runs[0] / 'status.json'}: empty" in warn[0] and f"{runs[1] / 'metrics.parquet'}: not a readable" in warn[1]
+    assert pd.read_csv(out)["run_id"].tolist() == [runs[2].name]
+
+
+def test_emergence_out_read_only_or_a_directory_is_one_line(tmp_path, read_only_dir, capsys):
+    from ihstats.emergence import main as emergence_main
+
+    fake_grid(tmp_path / "g", n=1)
+    for out, why in [(read_only_dir / "em.csv", ""), (tmp_path, "is a directory")]:
+        assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: -o {out}: cannot write the table (") and why in err and err.count("\n") == 1
+
+
+def test_predict_names_a_posterior_that_is_not_netcdf(tmp_path, capsys):
+    from ihstats.predict import main as predict_main
+
+    bad = tmp_path / "upt_law.nc"
+    bad.write_text("not netcdf")
+    assert predict_main(["--batch-size", "16", "--context", "64", "--posterior", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --posterior: {bad} is not a readable netCDF posterior (") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text, problem", [("", "empty: no header and no rows"),
+                                           ("condition,example,ablation,set_id,value\n", "has no rows")])
+def test_ablation_tests_on_an_empty_table_names_it(tmp_path, capsys, text, problem):
+    sys.path.insert(0, str(ROOT / "analyses"))
+    try:
+        from ablation_tests import main as ablation_main
+    finally:
+        sys.path.remove(str(ROOT / "analyses"))
+    table = tmp_path / "ablation.csv"
+    table.write_text(text)
+    assert ablation_main(["--table", str(table), "--fast", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --table {table}: {problem}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_ablate_names_a_corrupt_final_checkpoint(tmp_path, capsys):
+    from ihtrain.ablate import main as ablate_main
+
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "config.json").write_text(json.dumps({"run_id": "x", "config": resolve("cpu-smoke").to_dict()}))
+    (tmp_path / "checkpoints" / "final.pt").write_bytes(b"PK\x03\x04 half a zip")
+    assert ablate_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'checkpoints' / 'final.pt'}: not a readable PyTorch checkpoint (")
+    assert "the run must be trained again" in err and err.count("\n") == 1
