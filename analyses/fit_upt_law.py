@@ -77,8 +77,10 @@ def load_table(args):
     from ihstats.emergence import emergence_table
     from ihstats.io import load_grid
 
-    table = emergence_table(load_grid(runs, on_error="skip"), metric=args.metric or "ps",
-                            head="max", on_error="skip")
+    grid = load_grid(runs, on_error="skip")
+    for why in grid.skipped:  # one line per run left out, never a silent loss
+        print(f"warning: {why} (run skipped)", file=sys.stderr)
+    table = emergence_table(grid, metric=args.metric or "ps", head="max", on_error="skip")
     return table, f"{runs} (emergence detected by ihstats.emergence)"
 
 

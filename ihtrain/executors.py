@@ -97,8 +97,19 @@ def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[s
         name = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else -exitcode
         why = f"worker killed by signal {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")
     else:
-        why = error or f"worker exited with code {exitcode} without finishing"
+        why = error or f"worker exited with code {exitcode} without finishing" + _last_error(run_dir)
     return mark_failed(run_dir, why, st)
+
+
+def _last_error(run_dir: str | Path) -> str:
+    """``": <the last line of worker.log>"``: the exception of a run that failed before it could record
+    it (a damaged config.json names itself there), or "" without a log."""
+    log = Path(run_dir) / "worker.log"
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines()[-50:] if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()}" if lines and not lines[-1].startswith("--- ") else ""
 
 
 # ------------------------------------------------------------------------------ the worker

@@ -69,7 +69,7 @@ def atomic_write_parquet(path: str | Path, frame: Any) -> Path:
 
 def atomic_write_torch(path: str | Path, obj: Any) -> Path:
     """``torch.save`` through an open file: a full disk then raises ``OSError(ENOSPC)``, which
-    :func:`is_io_error` recognises (given a path, torch raises a bare RuntimeError)."""
+    :func:`io_error_of` recognises (given a path, torch raises a bare RuntimeError)."""
     import torch
 
     def write(tmp: str) -> None:
@@ -113,6 +113,10 @@ def describe_os_error(e: OSError) -> str:
     return f"{where}: {e.strerror or e}" if where else str(e.strerror or e)
 
 
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else ""
+
+
 def _os_error(e: BaseException) -> bool:
     """An error of the operating system (errno set), as opposed to a format error that pyarrow or
     torch report as an OSError without an errno: the first is raised as is, the second is the file's."""
@@ -153,7 +157,7 @@ def read_parquet(path: str | Path, columns: list[str] | None = None, what: str =
     except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, KeyError, ...
         if _os_error(e):
             raise
-        first = str(e).splitlines()[0] if str(e) else ""
+        first = _first_line(e)
         problem = (f"lacks column(s) {columns} ({what})" if "FieldRef" in first or isinstance(e, KeyError)
                    else f"not a readable parquet file ({type(e).__name__}: {first}); the {what} is damaged")
         raise UnreadableFile(path, problem, remedy) from None
@@ -192,8 +196,7 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "
     except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
         if _os_error(e):
             raise
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {first})",
+        raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})",
                              remedy) from None
     if not isinstance(ckpt, dict):
         raise UnreadableFile(path, f"holds a {type(ckpt).__name__}, expected a checkpoint dict", remedy)

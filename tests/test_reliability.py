@@ -562,25 +562,31 @@ def worker_starts(run_dir: Path) -> int:
     return log.read_text().count("worker pid ") if log.is_file() else 0
 
 
-@pytest.fixture(scope="module")
-def finished_grid(tmp_path_factory, smoke_cache):
-    """The TINY_GRID spec and its runs, done (trained here, in this process: no worker to spawn);
-    each test copies them and damages the copy."""
+def grid_runs(spec: Path, cache: Path):
+    """Each run of the grid ``spec`` with the config it trains with under :func:`grid_cli` (one thread,
+    the data cache from $IHLAW_CACHE as there), for training it in this process."""
     import dataclasses
 
     from ihtrain.grid_spec import load_spec
 
+    before = os.environ.get("IHLAW_CACHE")
+    os.environ["IHLAW_CACHE"] = str(cache)
+    try:
+        for run in load_spec(spec).expand():
+            yield run, dataclasses.replace(run.config, train=dataclasses.replace(run.config.train, threads=1))
+    finally:
+        os.environ.pop("IHLAW_CACHE") if before is None else os.environ.update(IHLAW_CACHE=before)
+
+
+@pytest.fixture(scope="module")
+def finished_grid(tmp_path_factory, smoke_cache):
+    """The TINY_GRID spec and its runs, done (trained here, in this process: no worker to spawn);
+    each test copies them and damages the copy."""
     root = tmp_path_factory.mktemp("tiny")
     spec = root / "tiny.toml"
     spec.write_text(TINY_GRID)
-    before = os.environ.get("IHLAW_CACHE")
-    os.environ["IHLAW_CACHE"] = str(smoke_cache)  # as grid_cli: the same run ids
-    try:
-        for run in load_spec(spec).expand():
-            cfg = dataclasses.replace(run.config, train=dataclasses.replace(run.config.train, threads=1))
-            assert train_run(cfg, root / "grid" / run.run_id, progress=False, make_figures=False)["status"] == "done"
-    finally:
-        os.environ.pop("IHLAW_CACHE") if before is None else os.environ.update(IHLAW_CACHE=before)
+    for run, cfg in grid_runs(spec, smoke_cache):
+        assert train_run(cfg, root / "grid" / run.run_id, progress=False, make_figures=False)["status"] == "done"
     return spec, root / "grid"
 
 
@@ -722,12 +728,14 @@ def test_emergence_skip_bad_skips_unreadable_runs_with_one_line_each(tmp_path, c
     out = tmp_path / "em.csv"
     assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2  # without --skip-bad: the first bad file
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {runs[0] / 'status.json'}: empty (0 bytes)") and "--skip-bad" in err
+    assert err.startswith("error: ") and str(tmp_path / "g") in err and "--skip-bad" in err  # the first bad file
+    assert err.count("\n") == 1 and ("status.json: empty (0 bytes)" in err or "metrics.parquet: not a readable" in err)
     assert not out.exists()
     assert emergence_main([str(tmp_path / "g"), "-o", str(out), "--skip-bad"]) == 0
     warn = [line for line in capsys.readouterr().err.splitlines() if line]
     assert len(warn) == 2 and all(line.startswith("warning: ") and line.endswith("(run skipped)") for line in warn)
-    assert f"{runs[0] / 'status.json'}: empty" in warn[0] and f"{runs[1] / 'metrics.parquet'}: not a readable" in warn[1]
+    joined = "\n".join(warn)
+    assert f"{runs[0] / 'status.json'}: empty" in joined and f"{runs[1] / 'metrics.parquet'}: not a readable" in joined
     assert pd.read_csv(out)["run_id"].tolist() == [runs[2].name]
 
 
@@ -776,3 +784,134 @@ def test_ablate_names_a_corrupt_final_checkpoint(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path / 'checkpoints' / 'final.pt'}: not a readable PyTorch checkpoint (")
     assert "the run must be trained again" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------- fault injection (slow)
+FAULT_STEPS, FAULT_LOG_EVERY = 30, 3
+FAULT_GRID = f"""
+name = "faults"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = {FAULT_STEPS}
+checkpoint_every = 3
+log_every = {FAULT_LOG_EVERY}
+[base.metrics]
+n_evals = 8
+[axes]
+seed = [0, 1, 2]
+"""
+
+
+def grid_progress(out: Path) -> int:
+    """Updates done over the grid's runs, as their status.json files say (checkpointed updates)."""
+    from ihtrain.fileio import read_status as checked
+
+    total = 0
+    for d in (p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
+        st = checked(d) or {}
+        total += FAULT_STEPS if st.get("status") == "done" else int(st.get("step", 0))
+    return total
+
+
+def kill_grid_at(cmd: list[str], env: dict, out: Path, target: int, extra_s: float) -> int | None:
+    """Start the grid in its own process group; once ``target`` updates are checkpointed, wait
+    ``extra_s`` more and SIGKILL the whole group (grid and workers at once). Returns the grid's exit
+    code if it ended first, else None."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and grid_progress(out) < target:
+            assert time.monotonic() < deadline, f"no progress to {target} updates"
+            time.sleep(0.05)
+        time.sleep(extra_s)
+        if proc.poll() is not None:
+            return proc.returncode
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        return None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exactly_once(tmp_path, smoke_cache):
+    """A 3-run grid SIGKILLed (process group) at 5 seeded random moments and with a full disk (the
+    IHLAW_FAULT_ENOSPC hook, a seeded file and write) at one more, each time resumed by the plain
+    command: every run ends done, trained once (logs equal an uninterrupted run's exactly), and a
+    run once done is never touched again."""
+    from ihtrain.schema import check_grid_dir
+
+    rng = np.random.default_rng(2028)
+    spec = tmp_path / "faults.toml"
+    spec.write_text(FAULT_GRID)
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
+           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+    env = {**os.environ, "IHLAW_CACHE": str(smoke_cache), "OMP_NUM_THREADS": "1"}
+    total = 3 * FAULT_STEPS
+    targets = np.sort(rng.integers(1, int(0.9 * total), size=5))
+    extra = rng.uniform(0.0, 1.5, size=5)
+    disk_full_after = int(rng.integers(0, 5))  # the full disk comes after this many kills
+    full_file = str(rng.choice(["metrics.parquet", "train.parquet", "last.pt", "status.json"]))
+    full_nth = int(rng.integers(2, 5))
+    done_mtimes: dict[str, int] = {}
+    io_stopped = []
+
+    def check_done_runs_untouched() -> None:
+        for d in (p for p in out.iterdir() if p.is_dir()):
+            if read_status(d)["status"] == "done":
+                mtime = (d / "metrics.parquet").stat().st_mtime_ns
+                assert done_mtimes.setdefault(d.name, mtime) == mtime, f"{d.name}: a done run was trained again"
+
+    for i, (target, wait) in enumerate(zip(targets, extra)):
+        if i == disk_full_after:
+            full = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                                  env={**env, "IHLAW_FAULT_ENOSPC": f"{full_file}:{full_nth}"})
+            stopped = [d for d in out.iterdir() if d.is_dir() and (read_status(d) or {}).get("io_error")]
+            assert full.returncode == 1 and stopped, full.stdout + full.stderr
+            assert "rerun the same command to resume" in full.stderr and "--retry-failed" not in full.stderr
+            io_stopped = [d.name for d in stopped]
+            check_done_runs_untouched()
+        code = kill_grid_at(cmd, env, out, max(int(target), grid_progress(out) + 1), float(wait))
+        assert code in (None, 0), f"the grid exited {code} before kill {i + 1}"
+        for d in (p for p in out.iterdir() if p.is_dir()):
+            assert (read_status(d) or {"status": "new"})["status"] != "failed", f"{d.name} marked failed"
+        check_done_runs_untouched()
+    final = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert final.returncode == 0, final.stdout + final.stderr
+    check_done_runs_untouched()
+    assert io_stopped, "the full disk stopped no run"
+
+    man = pd.read_parquet(out / "manifest.parquet")
+    assert len(man) == 3 and (man["status"] == "done").all() and (man["steps"] == FAULT_STEPS).all()
+    assert check_grid_dir(out) == []
+    for run, cfg in grid_runs(spec, smoke_cache):  # each against the same run trained uninterrupted
+        rd = out / run.run_id
+        m = pd.read_parquet(rd / "metrics.parquet")
+        assert not m.duplicated(["step", "metric", "layer", "head"]).any(), f"{run.run_id}: duplicated rows"
+        tr = pd.read_parquet(rd / "train.parquet")
+        assert tr["step"].tolist() == list(range(FAULT_LOG_EVERY, FAULT_STEPS + 1, FAULT_LOG_EVERY))
+        ref = tmp_path / "reference" / run.run_id
+        train_run(cfg, ref, progress=False, make_figures=False)
+        for name in ("metrics", "train"):
+            a, b = pd.read_parquet(rd / f"{name}.parquet"), pd.read_parquet(ref / f"{name}.parquet")
+            a, b = (f.drop(columns=["tokens_per_s", "wall_s"], errors="ignore") for f in (a, b))
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+    print(f"kills at {targets.tolist()} updates (+{np.round(extra, 2).tolist()} s); full disk at write "
+          f"{full_nth} of {full_file} after kill {disk_full_after} stopped {len(io_stopped)} run(s)")
+
+
+def test_grid_names_a_damaged_config_json_of_an_interrupted_run(grid_copy, smoke_cache):
+    """The worker fails before it can record anything: the grid's reason names the file."""
+    spec, out, (bad, good) = grid_copy
+    (bad / "status.json").write_text(json.dumps({"status": "running", "step": 2, "reason": "", "stop_reason": ""}))
+    (bad / "config.json").write_text('{"run_id": "')
+    r = grid_cli(spec, out, smoke_cache)
+    assert r.returncode == 1, r.stdout + r.stderr
+    st = read_status(bad)
+    assert st["status"] == "failed" and f"UnreadableFile: {bad / 'config.json'}: invalid JSON" in st["reason"]
+    assert (bad / "config.json").read_text() == '{"run_id": "'
