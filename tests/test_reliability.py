@@ -465,7 +465,12 @@ def test_io_causes_are_told_apart_from_failures():
     assert io_error_of(OSError(errno.ENOENT, "x")) is None and io_error_of(ValueError("x")) is None
 
 
-def test_cli_names_a_damaged_status_or_config_and_promises_no_error_txt(tmp_path, smoke_cache):
+def train_main(cache: Path, *args: str) -> int:
+    """The cpu-smoke trainer CLI (:func:`trainer`'s arguments) in this process: no interpreter to start."""
+    return main(trainer(cache, *args)[3:])
+
+
+def test_cli_names_a_damaged_status_or_config_and_promises_no_error_txt(tmp_path, smoke_cache, capsys):
     """An empty status.json or a truncated config.json: a bare JSONDecodeError and "details in
     RUN/error.txt" (never written) before; now the file, the problem and what to do, nothing rewritten."""
     for name, text, problem in [("status.json", "", "empty (0 bytes)"),
@@ -473,26 +478,25 @@ def test_cli_names_a_damaged_status_or_config_and_promises_no_error_txt(tmp_path
         out = tmp_path / name
         out.mkdir()
         (out / name).write_text(text)
-        r = run_cli(smoke_cache, "--out", str(out))
-        assert r.returncode == 2, r.stderr
-        assert f"error: {out / name}: {problem}" in r.stderr and "Traceback" not in r.stderr
-        assert "error.txt" not in r.stderr and not (out / "error.txt").exists()
+        assert train_main(smoke_cache, "--out", str(out)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {out / name}: {problem}") and err.count("\n") == 1
+        assert "error.txt" not in err and not (out / "error.txt").exists()
         assert (out / name).read_text() == text  # left as it was: the evidence
 
 
-def test_cli_out_pointing_at_a_file_is_one_line(tmp_path, smoke_cache):
+def test_cli_out_pointing_at_a_file_is_one_line(tmp_path, smoke_cache, capsys):
     f = tmp_path / "notes.txt"
     f.write_text("mine")
-    r = run_cli(smoke_cache, "--out", str(f))
-    assert r.returncode == 2 and r.stderr.strip() == f"error: --out {f}: is a file, not a run directory; choose " \
-                                                      f"another path"
+    assert train_main(smoke_cache, "--out", str(f)) == 2
+    assert capsys.readouterr().err == f"error: --out {f}: is a file, not a run directory; choose another path\n"
     assert f.read_text() == "mine"
 
 
-def test_a_failed_run_always_leaves_error_txt_with_its_traceback(tmp_path, smoke_cache):
+def test_a_failed_run_always_leaves_error_txt_with_its_traceback(tmp_path, smoke_cache, capsys):
     out = tmp_path / "r"
-    r = run_cli(smoke_cache, "--set", "train.lr=1e6", "--out", str(out))
-    assert r.returncode == 1 and f"(details in {out / 'error.txt'})" in r.stderr, r.stderr
+    assert train_main(smoke_cache, "--set", "train.lr=1e6", "--out", str(out)) == 1
+    assert f"(details in {out / 'error.txt'})" in capsys.readouterr().err
     text = (out / "error.txt").read_text()
     assert text.startswith("Traceback (most recent call last):") and "TrainingDiverged" in text
     assert read_status(out)["status"] == "failed"
@@ -508,21 +512,24 @@ def test_a_corrupt_last_checkpoint_is_named_when_resuming(tmp_path, smoke_cache)
     assert "UnreadableFile" in (tmp_path / "error.txt").read_text()
 
 
-def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache):
+def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache, capsys, monkeypatch):
     """ENOSPC (simulated by the IHLAW_FAULT_ENOSPC hook) at the second metrics flush: before, error.txt
     was left empty and the run failed; now it stays resumable, and the same command finishes it."""
+    from ihtrain import fileio
+
     out = tmp_path / "r"
     args = ("--set", "train.checkpoint_every=5", "--out", str(out))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "IHLAW_FAULT_ENOSPC": "metrics.parquet:2"}
-    r = subprocess.run(trainer(smoke_cache, *args), capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
-    assert r.returncode == 75, r.stderr
-    assert "error: run stopped by an I/O error: " in r.stderr and "No space left on device" in r.stderr
-    assert "rerun the same command to resume" in r.stderr
+    monkeypatch.setattr(fileio, "_FAULT_COUNTS", {})
+    monkeypatch.setenv("IHLAW_FAULT_ENOSPC", "metrics.parquet:2")
+    assert train_main(smoke_cache, *args) == 75
+    err = capsys.readouterr().err
+    assert "error: run stopped by an I/O error: " in err and "No space left on device" in err
+    assert "rerun the same command to resume" in err
     st = read_status(out)
     assert st["status"] == "running" and "No space left on device" in st["io_error"] and st["step"] == 5
     assert "OSError: [Errno 28]" in (out / "error.txt").read_text()
-    again = run_cli(smoke_cache, *args)
-    assert again.returncode == 0 and read_status(out)["status"] == "done", again.stderr
+    monkeypatch.delenv("IHLAW_FAULT_ENOSPC")  # space freed
+    assert train_main(smoke_cache, *args) == 0 and read_status(out)["status"] == "done"
     m = pd.read_parquet(out / "metrics.parquet")
     assert not m.duplicated(["step", "metric", "layer", "head"]).any()
     assert sorted(m["step"].unique()) == sorted(eval_steps(40, 10))
