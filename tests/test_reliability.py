@@ -861,7 +861,7 @@ def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exact
     env = {**os.environ, "IHLAW_CACHE": str(smoke_cache), "OMP_NUM_THREADS": "1"}
     total = 3 * FAULT_STEPS
     targets = np.sort(rng.integers(1, int(0.9 * total), size=5))
-    extra = rng.uniform(0.0, 1.5, size=5)
+    extra = rng.uniform(0.0, 0.5, size=5)  # past the checkpoint that reached the target: mid-update, mid-write
     disk_full_after = int(rng.integers(0, 5))  # the full disk comes after this many kills
     full_file = str(rng.choice(["metrics.parquet", "train.parquet", "last.pt", "status.json"]))
     full_nth = int(rng.integers(2, 5))
@@ -884,7 +884,7 @@ def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exact
             io_stopped = [d.name for d in stopped]
             check_done_runs_untouched()
         code = kill_grid_at(cmd, env, out, max(int(target), grid_progress(out) + 1), float(wait))
-        assert code in (None, 0), f"the grid exited {code} before kill {i + 1}"
+        assert code is None, f"the grid exited {code} before kill {i + 1} could land"
         for d in (p for p in out.iterdir() if p.is_dir()):
             assert (read_status(d) or {"status": "new"})["status"] != "failed", f"{d.name} marked failed"
         check_done_runs_untouched()
