@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihtrain.fileio import UnreadableFile, read_table
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
 
@@ -86,7 +88,11 @@ def main(argv=None) -> int:
     if not path.exists():
         print(f"error: --table {path}: no such file", file=sys.stderr)
         return 2
-    table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    try:
+        table = read_table(path, "ablation table", "write it with python -m ihtrain.ablate RUN_DIR")
+    except UnreadableFile as e:
+        print(f"error: --table {e}", file=sys.stderr)
+        return 2
     if args.fast:
         args.n_resamples, args.n_boot = 999, 500
     pairs = [tuple(c.split(",")) for c in args.compare]

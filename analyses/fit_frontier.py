@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihtrain.fileio import UnreadableFile
+from ihtrain.fileio import read_table as read_checked_table
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
 
@@ -50,7 +53,10 @@ def parse_args(argv=None):
 def read_table(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise SystemExit(f"error: --table {path}: no such file")
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    try:
+        return read_checked_table(path, "frontier table", "write it with python -m ihstats.emergence")
+    except UnreadableFile as e:
+        raise SystemExit(f"error: --table {e}") from None
 
 
 def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:

@@ -57,13 +57,16 @@ def parse_args(argv=None):
 
 def load_table(args):
     """The emergence table and a description of its source."""
-    import pandas as pd
+    from ihtrain.fileio import UnreadableFile, read_table
 
     if args.emergence:
         path = Path(args.emergence)
         if not path.is_file():
             raise SystemExit(f"error: --emergence: file not found: {path}")
-        return pd.read_csv(path), str(path)
+        try:
+            return read_table(path, "emergence table", "write it with python -m ihstats.emergence"), str(path)
+        except UnreadableFile as e:
+            raise SystemExit(f"error: --emergence {e}") from None
     runs = Path(args.runs or DEFAULT_RUNS)
     if not runs.is_dir():
         if args.runs:
@@ -74,8 +77,10 @@ def load_table(args):
     from ihstats.emergence import emergence_table
     from ihstats.io import load_grid
 
-    table = emergence_table(load_grid(runs, on_error="skip"), metric=args.metric or "ps",
-                            head="max", on_error="skip")
+    grid = load_grid(runs, on_error="skip")
+    for why in grid.skipped:  # one line per run left out, never a silent loss
+        print(f"warning: {why} (run skipped)", file=sys.stderr)
+    table = emergence_table(grid, metric=args.metric or "ps", head="max", on_error="skip")
     return table, f"{runs} (emergence detected by ihstats.emergence)"
 
 

@@ -41,13 +41,17 @@ Censored rows hold ``onset = onset_lo = last_step`` (the censoring point), ``ons
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ihtrain.fileio import atomic_write_text, describe_os_error
 
 METHODS = ("bayes", "pelt", "threshold")
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
@@ -419,7 +423,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         plain frame other than the tidy ones are carried as run factors.
     metric, head, method, level : see :func:`curve_series` and :func:`detect`.
     on_error : {"raise", "skip"}
-        A curve a detector rejects (too few checkpoints, ...) raises or is skipped with a warning.
+        A curve a detector rejects (too few checkpoints, ...), or a path's run that cannot be read
+        (a damaged file), raises or is skipped with a warning.
     nonfinite : {"error", "drop"}
         A path's NaN or infinite metric values (a run that diverged) raise or are dropped; see
         :func:`ihstats.io.load_run`.
@@ -437,7 +442,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     from ihstats import io
 
     if isinstance(data, (str, Path)):
-        data = io.load_grid(data, nonfinite=nonfinite)
+        data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
+        for why in data.skipped:
+            warnings.warn(f"{why} (run skipped)", stacklevel=2)
     if isinstance(data, io.RunData):
         runs = pd.DataFrame([{"run_id": data.run_id, "status": data.status, **data.factors}])
         metrics = data.metrics
@@ -526,22 +533,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--level", type=float, default=0.9, help="credible-interval level (default: 0.9)")
     p.add_argument("--min-rise", type=float, default=0.1, help="smallest rise that counts (metric units)")
     p.add_argument("--min-log-bf", type=float, default=3.0, help="bayes: log Bayes factor needed (default 3)")
-    p.add_argument("--skip-bad", action="store_true", help="skip curves a detector rejects instead of failing")
+    p.add_argument("--skip-bad", action="store_true", help="skip runs that cannot be read and curves a detector "
+                   "rejects (one warning line each) instead of failing")
     p.add_argument("--nonfinite", choices=("error", "drop"), default="error",
                    help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
     kw: dict[str, Any] = {"min_rise": a.min_rise}
     if a.method == "bayes":
         kw["min_log_bf"] = a.min_log_bf
+    from ihstats import io
+
+    on_error = "skip" if a.skip_bad else "raise"
     try:
-        table = emergence_table(a.runs_dir, a.metric, a.head, a.method, a.level,
-                                on_error="skip" if a.skip_bad else "raise", nonfinite=a.nonfinite, **kw)
+        data = io.load_grid(a.runs_dir, nonfinite=a.nonfinite, on_error=on_error)
+        for why in data.skipped:
+            print(f"warning: {why} (run skipped)", file=sys.stderr)
+        with warnings.catch_warnings(record=True) as caught:  # skipped curves: one line each, as the runs
+            warnings.simplefilter("always")
+            table = emergence_table(data, a.metric, a.head, a.method, a.level, on_error=on_error, **kw)
+        for w in caught:
+            print(f"warning: {w.message}", file=sys.stderr)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
+    try:
+        if out.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(out))
+        atomic_write_text(out, table.to_csv(index=False))
+    except OSError as e:
+        print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
+              file=sys.stderr)
+        return 2
     print(f"wrote {len(table)} rows ({int(table['censored'].sum())} censored) to {out}")
     return 0
 

@@ -7,7 +7,6 @@ the data is still loaded: a run that is still running or failed is flagged by it
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ihtrain.config import cell_hash  # the trainer's hash rule (stdlib only: no torch)
+from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 
 KNOWN_METRICS = ("ps", "prev_token", "la", "ar_acc", "ar_rank", "copy_fwd", "anti_induction", "ov_copy", "val_loss")
 METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
@@ -60,6 +60,7 @@ class GridData:
     train: pd.DataFrame
     spec: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # on_error="skip": why each left-out run was unreadable
 
 
 # -------------------------------------------------------------------------- checks
@@ -124,10 +125,7 @@ def read_metrics(path: str | Path, *, nonfinite: str = "error",
         raise ValueError(f"nonfinite: must be 'error' or 'drop', got {nonfinite!r}")
     problems = problems if problems is not None else []
     path = Path(path)
-    try:
-        raw = pd.read_parquet(path)
-    except Exception as e:  # noqa: BLE001 - pyarrow raises many kinds
-        raise SchemaError(f"{path}: cannot read parquet ({type(e).__name__}: {e})") from None
+    raw = _checked(read_parquet, path, what="metric log")
     df = check_frame(raw, METRICS_COLUMNS, str(path))
     df = _check_values(df, str(path), nonfinite, problems)
     unknown = sorted(set(df["metric"]) - set(KNOWN_METRICS))
@@ -180,11 +178,20 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- loaders
-def _read_json(path: Path) -> dict[str, Any]:
+SKIP_HINT = "pass --skip-bad (on_error='skip') to leave the run out"
+
+
+def _checked(read: Any, path: Path, **kw: Any) -> Any:
+    """A checked read (:mod:`ihtrain.fileio`) whose damaged file raises :class:`SchemaError`,
+    naming the file and what is wrong."""
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise SchemaError(f"{path}: invalid JSON ({e})") from None
+        return read(path, **kw, remedy=SKIP_HINT)
+    except UnreadableFile as e:
+        raise SchemaError(str(e)) from None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return _checked(read_json, path, what=path.stem)
 
 
 def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
@@ -235,7 +242,7 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
     t_path = path / "train.parquet"
     train = None
     if t_path.is_file():
-        train = check_frame(pd.read_parquet(t_path), TRAIN_COLUMNS, str(t_path))
+        train = check_frame(_checked(read_parquet, t_path, what="training log"), TRAIN_COLUMNS, str(t_path))
         train["run_id"] = run_id
     return RunData(run_id, path, meta, config_factors(meta), status, metrics, train, problems)
 
@@ -254,7 +261,8 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
     nonfinite : {"error", "drop"}
         See :func:`load_run`.
     on_error : {"raise", "skip"}
-        A run that cannot be read raises, or is skipped and reported in ``problems``.
+        A run that cannot be read (a damaged or unreadable file) raises, or is skipped and
+        reported in ``problems`` and ``skipped``; if no run can be read, it raises.
 
     Returns
     -------
@@ -272,13 +280,15 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
         raise SchemaError(f"{path}: no run directories (sub-directories with a config.json) found")
     spec = _read_json(path / "grid.json") if (path / "grid.json").is_file() else None
     problems: list[str] = []
+    skipped: list[str] = []
     runs, metrics, train = [], [], []
     for d in run_dirs:
         try:
             r = load_run(d, nonfinite=nonfinite)
-        except SchemaError as e:
+        except (SchemaError, OSError) as e:  # a damaged file, or one the OS cannot read
             if on_error == "raise":
                 raise
+            skipped.append(str(e))
             problems.append(f"{e} (run skipped)")
             continue
         problems += r.problems
@@ -286,13 +296,15 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
         metrics.append(r.metrics)
         if r.train is not None:
             train.append(r.train)
+    if not runs:
+        raise SchemaError(f"{path}: none of its {len(run_dirs)} run(s) could be read (first: {skipped[0]})")
     runs_df = pd.DataFrame(runs)
     if runs_df["run_id"].duplicated().any():
         dup = runs_df.loc[runs_df["run_id"].duplicated(), "run_id"].tolist()
         raise SchemaError(f"{path}: duplicated run_id(s) {', '.join(dup)} in config.json files")
     man_path = path / "manifest.parquet"
     if man_path.is_file():
-        man = pd.read_parquet(man_path)
+        man = _checked(read_parquet, man_path, what="grid manifest")
         if "run_id" not in man.columns:
             raise SchemaError(f"{man_path}: missing column 'run_id'")
         if "status" in man.columns:
@@ -303,7 +315,7 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
             problems.append(f"{man_path}: {len(absent)} run(s) listed but without a run directory: "
                             f"{', '.join(absent[:5])}")
     return GridData(path, runs_df, pd.concat(metrics, ignore_index=True),
-                    pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems)
+                    pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems, skipped)
 
 
 __all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError",

@@ -46,7 +46,12 @@ def load_posterior(path=None):
         raise UPTLawError(f"--posterior: file not found: {p}" if path else
                           f"reference posterior missing at {p}: reinstall the package or pass "
                           f"--posterior")
-    idata = _bayes.from_netcdf(p)
+    try:
+        idata = _bayes.from_netcdf(p)
+    except Exception as e:  # noqa: BLE001 - netCDF4/h5py/xarray raise OSError, ValueError, KeyError, ...
+        raise UPTLawError(f"--posterior: {p} is not a readable netCDF posterior ({type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''}); pass the upt_law.nc written by "
+                          f"analyses/fit_upt_law.py") from None
     if "center_logB" not in idata.posterior.attrs:
         raise UPTLawError(f"--posterior: {p} is not a UPT-law posterior (no center_logB "
                           f"attribute); use the upt_law.nc written by analyses/fit_upt_law.py")

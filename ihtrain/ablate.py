@@ -40,7 +40,6 @@ shots actually used are reported.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from ihtrain.config import ConfigError, ModelConfig, RunConfig, from_dict
+from ihtrain.fileio import UnreadableFile, load_checkpoint, read_json, read_parquet
 from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT
 
@@ -128,10 +128,10 @@ def run_head_scores(run_dir: str | Path, score: str = "ps", step: int | None = N
     path = Path(run_dir) / "metrics.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found (is {run_dir} a run directory?)")
-    m = pd.read_parquet(path)
+    m = read_parquet(path, what="metric log", remedy=f"the run's logs are damaged: train {run_dir} again")
+    have = sorted(m["metric"].unique())
     m = m[(m["metric"] == score) & (m["head"] >= 0)]
     if m.empty:
-        have = sorted(pd.read_parquet(path, columns=["metric"])["metric"].unique())
         raise ValueError(f"--score: no per-head metric {score!r} in {path}; have {have}")
     step = int(m["step"].max()) if step is None else int(step)
     m = m[m["step"] == step]
@@ -315,8 +315,14 @@ def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -
         raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
     if not ckpt_path.is_file():
         raise FileNotFoundError(f"{ckpt_path}: not found (has the run finished? see {run_dir}/status.json)")
-    cfg = from_dict(json.loads(cfg_path.read_text())["config"])
-    ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+    retrain = f"the run must be trained again: delete {run_dir} and rerun its training command"
+    meta = read_json(cfg_path, "run's config", retrain)
+    if "config" not in meta:
+        raise UnreadableFile(cfg_path, "has no 'config' key (not written by ihtrain.train)", retrain)
+    cfg = from_dict(meta["config"])
+    ckpt = load_checkpoint(ckpt_path, device, remedy=retrain)
+    if "model" not in ckpt or "model_config" not in ckpt:
+        raise UnreadableFile(ckpt_path, "lacks 'model' or 'model_config' (not a final checkpoint)", retrain)
     model = GPT(ModelConfig(**ckpt["model_config"])).to(device)
     model.load_state_dict(ckpt["model"])
     model.eval()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ihtrain.fileio import atomic_write_json
+from ihtrain.fileio import UnreadableFile, atomic_write_json, io_error_of, read_status
 from ihtrain.locks import run_lock
 
 
@@ -51,33 +51,44 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def read_status(run_dir: str | Path) -> dict[str, Any] | None:
-    import json
-
-    p = Path(run_dir) / "status.json"
-    try:
-        return json.loads(p.read_text()) if p.is_file() else None
-    except (OSError, ValueError):
-        return None
+EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.train's): the run stays resumable
 
 
-def mark_failed(run_dir: str | Path, reason: str) -> dict[str, Any]:
+def mark_failed(run_dir: str | Path, reason: str, old: dict[str, Any] | None) -> dict[str, Any]:
     """Record a run that died without recording it itself (signal, OOM kill, lost Ray worker)."""
-    old = read_status(run_dir) or {}
-    status = {"status": "failed", "reason": reason, "step": int(old.get("step", 0)), "stop_reason": "",
+    status = {"status": "failed", "reason": reason, "step": int((old or {}).get("step", 0)), "stop_reason": "",
               "updated": _now()}
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     atomic_write_json(Path(run_dir) / "status.json", status)
     return status
 
 
+def _resumable_io(st: dict[str, Any] | None, run_dir: str | Path) -> dict[str, Any]:
+    """The status of a run an I/O error stopped: ``running`` (a plain rerun resumes it) with the
+    cause in ``io_error``; as the worker wrote it, or, when the disk refused even that, as the grid
+    reports it (status.json keeps its last resumable state)."""
+    if st and st.get("io_error"):
+        return st
+    why = f"see {Path(run_dir) / 'worker.log'}"
+    return {"status": "running", "reason": f"stopped by an I/O error ({why}); fix it, then rerun the same command "
+            "to resume", "step": int((st or {}).get("step", 0)), "stop_reason": "", "updated": _now(),
+            "io_error": why}
+
+
 def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[str, Any]:
     """The run's final status after its process ended: trust status.json unless it says running."""
-    st = read_status(run_dir)
+    try:
+        st = read_status(run_dir)
+    except UnreadableFile as e:  # never overwritten: the file is the evidence, and the run may be done
+        return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": "", "updated": _now()}
+    except OSError as e:
+        return _resumable_io(None, run_dir) if io_error_of(e) else mark_failed(run_dir, str(e), None)
     if st and st["status"] in ("done", "failed"):
         return st
     if st and st.get("stop_reason") == "interrupted" and exitcode in (0, 130):
         return st  # stopped on request: stays resumable
+    if (st and st.get("io_error")) or exitcode == EXIT_IO_ERROR:
+        return _resumable_io(st, run_dir)
     holder = run_lock(run_dir).holder()
     if holder:  # a trainer outside this grid is training the run: its status.json is not ours to overwrite
         return {"status": "failed", "reason": f"another trainer holds the run directory ({holder})",
@@ -86,8 +97,19 @@ def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[s
         name = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else -exitcode
         why = f"worker killed by signal {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")
     else:
-        why = error or f"worker exited with code {exitcode} without finishing"
-    return mark_failed(run_dir, why)
+        why = error or f"worker exited with code {exitcode} without finishing" + _last_error(run_dir)
+    return mark_failed(run_dir, why, st)
+
+
+def _last_error(run_dir: str | Path) -> str:
+    """``": <the last line of worker.log>"``: the exception of a run that failed before it could record
+    it (a damaged config.json names itself there), or "" without a log."""
+    log = Path(run_dir) / "worker.log"
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines()[-50:] if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1].strip()}" if lines and not lines[-1].startswith("--- ") else ""
 
 
 # ------------------------------------------------------------------------------ the worker
@@ -173,10 +195,10 @@ def _worker_main(task: Task, counter: Any, parent_pid: int, log_path: str) -> No
         run_task(task, counter, parent_pid)
     except KeyboardInterrupt:
         sys.exit(130)
-    except BaseException:  # noqa: BLE001 - train_run has recorded it in status.json
+    except BaseException as e:  # noqa: BLE001 - train_run has recorded it in status.json
         traceback.print_exc()
         log.flush()
-        sys.exit(1)
+        sys.exit(EXIT_IO_ERROR if io_error_of(e) else 1)
     log.flush()
     sys.exit(0)
 
@@ -220,8 +242,8 @@ class LocalExecutor:
                     on_progress({rid: (t.start_step + c.value, t.total_steps)
                                  for rid, (_, t, c) in active.items()})
                 time.sleep(self.poll_s)
-        except KeyboardInterrupt:
-            # stop the workers cleanly: each saves a checkpoint and stays resumable
+        except BaseException:  # Ctrl-C, or the grid itself failed (a full disk): stop the workers cleanly
+            # each saves a checkpoint and stays resumable
             for p, _, _ in active.values():
                 if p.exitcode is None:
                     p.terminate()  # SIGTERM -> the worker checkpoints and stops

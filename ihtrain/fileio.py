@@ -1,7 +1,13 @@
-"""Atomic file writes: a reader never sees a half-written file under its final name."""
+"""Atomic file writes (a reader never sees a half-written file under its final name) and checked
+reads (a damaged file gives :class:`UnreadableFile` naming it, what is wrong and what to do).
+
+Fault injection (tests only): ``IHLAW_FAULT_ENOSPC=NAME:N`` makes the N-th atomic write of a file
+named NAME in each process raise ``OSError(ENOSPC)``, as a full disk would; unset, it costs nothing.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -13,10 +19,27 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+_FAULT_COUNTS: dict[str, int] = {}
+
+
+def _maybe_inject_enospc(path: Path) -> None:
+    """The ``IHLAW_FAULT_ENOSPC`` hook (module docstring): a simulated full disk for tests."""
+    spec = os.environ.get("IHLAW_FAULT_ENOSPC")
+    if not spec:
+        return
+    name, _, nth = spec.rpartition(":")
+    if path.name != name:
+        return
+    _FAULT_COUNTS[name] = _FAULT_COUNTS.get(name, 0) + 1
+    if _FAULT_COUNTS[name] == int(nth):
+        raise OSError(errno.ENOSPC, "No space left on device (simulated: IHLAW_FAULT_ENOSPC)", str(path))
+
+
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
     """Call ``write(tmp_path)`` then rename into place (same directory, so rename is atomic)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _maybe_inject_enospc(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -42,3 +65,157 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> Path:
     return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def atomic_write_torch(path: str | Path, obj: Any) -> Path:
+    """``torch.save`` through an open file: a full disk then raises ``OSError(ENOSPC)``, which
+    :func:`io_error_of` recognises (given a path, torch raises a bare RuntimeError)."""
+    import torch
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+
+    return atomic_write(path, write)
+
+
+# ---------------------------------------------------------------------------- checked reads
+# Every file a run or grid directory holds is read through these: a damaged file gives one error
+# that names it, says what is wrong and what to do, never a bare JSONDecodeError or pyarrow trace.
+
+class UnreadableFile(ValueError):
+    """A file is empty, truncated or not in its format. ``str(e)`` is ``"PATH: PROBLEM; REMEDY"``."""
+
+    def __init__(self, path: str | Path, problem: str, remedy: str = ""):
+        self.path, self.problem, self.remedy = Path(path), problem, remedy
+        super().__init__(f"{path}: {problem}" + (f"; {remedy}" if remedy else ""))
+
+
+# errno values of a cause outside the run (a full disk, lost permissions, a failing device): the run
+# itself is fine and resumes from its checkpoint once the cause is fixed
+IO_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO,
+                       errno.EFBIG})
+
+
+def io_error_of(e: BaseException | None) -> OSError | None:
+    """The OSError with an :data:`IO_ERRNOS` errno in ``e`` or its causes, else None."""
+    seen = 0
+    while e is not None and seen < 10:
+        if isinstance(e, OSError) and e.errno in IO_ERRNOS:
+            return e
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return None
+
+
+def describe_os_error(e: OSError) -> str:
+    """``"PATH: No space left on device"`` (the path when the error carries one)."""
+    where = e.filename if e.filename is not None else ""
+    return f"{where}: {e.strerror or e}" if where else str(e.strerror or e)
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else ""
+
+
+def _os_error(e: BaseException) -> bool:
+    """An error of the operating system (errno set), as opposed to a format error that pyarrow or
+    torch report as an OSError without an errno: the first is raised as is, the second is the file's."""
+    return isinstance(e, OSError) and e.errno is not None
+
+
+def read_json(path: str | Path, what: str = "file", remedy: str = "") -> dict[str, Any]:
+    """A JSON object from ``path``; :class:`UnreadableFile` when missing, empty, truncated or not
+    an object. ``what`` names the file's role in the message; ``remedy`` says what to do."""
+    path = Path(path)
+    if not path.is_file():
+        raise UnreadableFile(path, f"missing ({what})", remedy)
+    text = path.read_text(errors="replace")
+    if not text.strip():
+        raise UnreadableFile(path, f"empty ({len(text)} bytes): the {what} was not written to the end", remedy)
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise UnreadableFile(path, f"invalid JSON ({e}; truncated or damaged {what})", remedy) from None
+    if not isinstance(obj, dict):
+        raise UnreadableFile(path, f"holds a JSON {type(obj).__name__}, expected an object ({what})", remedy)
+    return obj
+
+
+def read_parquet(path: str | Path, columns: list[str] | None = None, what: str = "table",
+                 remedy: str = "") -> Any:
+    """A DataFrame from ``path``; :class:`UnreadableFile` when missing, empty, not parquet, or
+    without the asked ``columns``. Operating-system errors (permissions, I/O) are raised as they are."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise UnreadableFile(path, f"missing ({what})", remedy)
+    if path.stat().st_size == 0:
+        raise UnreadableFile(path, f"empty (0 bytes): the {what} was not written to the end", remedy)
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, KeyError, ...
+        if _os_error(e):
+            raise
+        first = _first_line(e)
+        problem = (f"lacks column(s) {columns} ({what})" if "FieldRef" in first or isinstance(e, KeyError)
+                   else f"not a readable parquet file ({type(e).__name__}: {first}); the {what} is damaged")
+        raise UnreadableFile(path, problem, remedy) from None
+
+
+def read_table(path: str | Path, what: str = "table", remedy: str = "") -> Any:
+    """A CSV or parquet table (by suffix) with at least one row; :class:`UnreadableFile` otherwise."""
+    import pandas as pd
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        frame = read_parquet(path, what=what, remedy=remedy)
+    else:
+        if not path.is_file():
+            raise UnreadableFile(path, f"missing ({what})", remedy)
+        try:
+            frame = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise UnreadableFile(path, f"empty: no header and no rows ({what})", remedy) from None
+        except (pd.errors.ParserError, UnicodeDecodeError) as e:
+            raise UnreadableFile(path, f"not a readable CSV file ({e}) ({what})", remedy) from None
+    if frame.empty:
+        raise UnreadableFile(path, f"has no rows (columns: {', '.join(map(str, frame.columns))}) ({what})", remedy)
+    return frame
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "") -> dict[str, Any]:
+    """A ``torch.save`` dict; :class:`UnreadableFile` when missing, empty or not a checkpoint."""
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise UnreadableFile(path, "missing (checkpoint)", remedy)
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
+        if _os_error(e):
+            raise
+        raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})",
+                             remedy) from None
+    if not isinstance(ckpt, dict):
+        raise UnreadableFile(path, f"holds a {type(ckpt).__name__}, expected a checkpoint dict", remedy)
+    return ckpt
+
+
+STATUS_REMEDY = ("the run's state is unknown: delete this file and rerun the same command (the run resumes "
+                 "from its last checkpoint; a finished run just finishes again), or delete the run directory "
+                 "to train it from the start")
+
+
+def read_status(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run's ``status.json`` (None when the run has none yet); :class:`UnreadableFile` when it is
+    damaged or lacks its ``status``: the caller must not guess the state (a finished run read as
+    new would be trained again, or overwritten as failed)."""
+    path = Path(run_dir) / "status.json"
+    if not path.is_file():
+        return None
+    st = read_json(path, "status", STATUS_REMEDY)
+    if not isinstance(st.get("status"), str):
+        raise UnreadableFile(path, "has no 'status' key", STATUS_REMEDY)
+    return st

@@ -18,7 +18,6 @@ Spec format: :mod:`ihtrain.grid_spec`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -32,8 +31,11 @@ import pandas as pd
 
 from ihtrain import __version__
 from ihtrain.config import ConfigError, apply_overrides, parse_set_args, validate
-from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task, read_status
-from ihtrain.fileio import atomic_write_json, atomic_write_parquet, atomic_write_text
+from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task
+from ihtrain.fileio import (
+    UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
+    read_parquet, read_status,
+)
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
     train_flops_per_token,
@@ -47,12 +49,22 @@ EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
 # ------------------------------------------------------------------------------ state
+def checked_status(run_dir: Path) -> dict[str, Any] | None:
+    """A run's status.json; a damaged one reads as ``{"status": "unreadable", "reason": why}``: its
+    run is reported, never trained over or rewritten (the run may well be done)."""
+    try:
+        return read_status(run_dir)
+    except UnreadableFile as e:
+        return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": ""}
+
+
 def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
-    """new | done | failed | interrupted (a ``running`` status left by a killed grid counts as this)."""
-    st = read_status(grid_dir / run.run_id)
+    """new | done | failed | unreadable | interrupted (a ``running`` status left by a killed grid,
+    or by a run an I/O error stopped, counts as this)."""
+    st = checked_status(grid_dir / run.run_id)
     if st is None:
         return "new", None
-    return {"done": "done", "failed": "failed"}.get(st["status"], "interrupted"), st
+    return {"done": "done", "failed": "failed", "unreadable": "unreadable"}.get(st["status"], "interrupted"), st
 
 
 def to_execute(state: str, retry_failed: bool) -> bool:
@@ -98,7 +110,7 @@ def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool =
     unfinished = "running" if live else "interrupted"
     rows = []
     for r in runs:
-        st = read_status(grid_dir / r.run_id) or {}
+        st = checked_status(grid_dir / r.run_id) or {}
         status = st.get("status", "pending")
         rows.append({"run_id": r.run_id, **run_keys(r), **r.factors, "budget": r.config.train.budget,
                      "status": unfinished if status == "running" else status,
@@ -115,6 +127,12 @@ def write_manifest(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFr
     return frame
 
 
+def _no_results() -> dict[str, Any]:
+    return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
+            "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
+            "wall_s": float("nan")}
+
+
 def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
     """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
     final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
@@ -122,27 +140,37 @@ def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
     score below it, and the training wall time."""
     from ihstats.emergence import formation
 
-    out: dict[str, Any] = {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"),
-                           "onset_hi": float("nan"), "max_ps": float("nan"), "n_ih_heads": pd.NA,
-                           "ih_head": "", "prev_token": float("nan"), "wall_s": float("nan")}
+    out = _no_results()
     rdir = grid_dir / run.run_id
-    try:
-        m = pd.read_parquet(rdir / "metrics.parquet", columns=["step", "metric", "layer", "head", "value"])
+    remedy = f"delete {rdir} and rerun the same command to train the run again"
+    if (rdir / "metrics.parquet").is_file():
+        m = read_parquet(rdir / "metrics.parquet", ["step", "metric", "layer", "head", "value"], "metric log", remedy)
         f = formation(m, min_ps=threshold)
         out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
                                       "prev_token")}, max_ps=f["final_max_ps"])
         if f["censored"]:
             out.update(onset=float("nan"), onset_lo=float("nan"))
-        tr = pd.read_parquet(rdir / "train.parquet", columns=["wall_s"])
+    if (rdir / "train.parquet").is_file():
+        tr = read_parquet(rdir / "train.parquet", ["wall_s"], "training log", remedy)
         out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")
-    except (OSError, KeyError, ValueError):
-        pass
     return out
+
+
+def checked_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
+    """:func:`run_summary`, with a damaged log named in ``unreadable`` (a run is not *done* when its
+    results cannot be read, however its status.json reads)."""
+    try:
+        return {**run_summary(run, grid_dir, threshold), "unreadable": ""}
+    except UnreadableFile as e:
+        return {**_no_results(), "unreadable": str(e)}
 
 
 def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
     man = manifest_frame(spec, runs, grid_dir, live)
-    extra = pd.DataFrame([run_summary(r, grid_dir, r.config.train.emergence_threshold) for r in runs])
+    extra = pd.DataFrame([checked_summary(r, grid_dir, r.config.train.emergence_threshold) for r in runs])
+    unreadable = extra.pop("unreadable")
+    man.loc[unreadable != "", "status"] = "unreadable"
+    man.loc[unreadable != "", "reason"] = unreadable[unreadable != ""]
     return pd.concat([man.drop(columns=["reason"]), extra, man[["reason"]]], axis=1)
 
 
@@ -238,7 +266,8 @@ def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: st
         else:
             action = "run" if state == "new" else (
                 f"resume from step {st['step']}" if state == "interrupted" else
-                "skip (done)" if state == "done" else ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
+                "skip (done)" if state == "done" else "skip (unreadable status.json)" if state == "unreadable" else
+                ("rerun (failed)" if retry_failed else "skip (failed; --retry-failed)"))
         rows.append({"#": i, "run_id": r.run_id, **run_keys(r),
                      **{k.split(".")[-1]: v for k, v in r.factors.items()},
                      "budget": describe_budget(r.config), "starts": start.get(r.run_id, "-"), "action": action})
@@ -327,7 +356,7 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
     path = grid_dir / "grid.json"
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if path.is_file():
-        old = json.loads(path.read_text())
+        old = read_json(path, "grid's description", "delete it and rerun the same command (the grid writes it anew)")
         if old.get("name") != spec.name:
             raise ConfigError(f"--out {grid_dir}: holds grid {old.get('name')!r}, not {spec.name!r}; "
                               f"choose another directory")
@@ -357,9 +386,11 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")
     write_grid_json(spec, runs, grid_dir)
     write_manifest(spec, runs, grid_dir)
-    n_skip = {s: sum(1 for v, _ in states.values() if v == s) for s in ("done", "failed")}
+    n_skip = {s: sum(1 for v, _ in states.values() if v == s) for s in ("done", "failed", "unreadable")}
     print(f"grid {spec.name}: {len(runs)} runs in {grid_dir}; {len(todo)} to run "
-          f"({n_skip['done']} done, {n_skip['failed'] if not args.retry_failed else 0} failed skipped)")
+          f"({n_skip['done']} done, {n_skip['failed'] if not args.retry_failed else 0} failed skipped"
+          + (f", {n_skip['unreadable']} with an unreadable status.json skipped" if n_skip["unreadable"] else "")
+          + ")")
 
     if args.executor == "local" or not args.ray_address:  # a remote cluster's nodes have their own caches
         for line in prepare_data(todo, progress=not args.no_progress):
@@ -389,7 +420,8 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         r = by_id[o.run_id]
         st = o.status
         write_manifest(spec, runs, grid_dir)
-        line = (f"{st['status']:<6} {o.run_id} {factor_str(r)} steps={st.get('step')} "
+        shown = "interrupted" if st["status"] == "running" else st["status"]  # resumable by a rerun
+        line = (f"{shown:<6} {o.run_id} {factor_str(r)} steps={st.get('step')} "
                 f"stop={st.get('stop_reason') or '-'}")
         if st["status"] != "done":
             line += f" reason={st.get('reason')}"
@@ -423,8 +455,12 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         hints = []
         if (failed["status"] == "failed").any() and not args.retry_failed:
             hints.append("rerun with --retry-failed to retry the failed")
-        if (failed["status"] != "failed").any():
+        if failed["reason"].str.startswith("stopped by an I/O error").any():
+            hints.append("free space or fix permissions for those stopped by an I/O error")
+        if failed["status"].isin(["interrupted", "running"]).any():
             hints.append("rerun the same command to resume the interrupted")
+        if (failed["status"] == "unreadable").any():
+            hints.append("the unreadable files are left as they are: each line above says what to do")
         print(f"error: {len(failed)} run(s) not done" + "".join(f"; {h}" for h in hints), file=sys.stderr)
         return EXIT_FAILED
     problems = check_grid_dir(grid_dir)
@@ -498,21 +534,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.status:
         print(status_report(spec, runs, grid_dir))
         return 0
+    if grid_dir.exists() and not grid_dir.is_dir():
+        print(f"error: --out {grid_dir}: is a file, not a grid directory; choose another path", file=sys.stderr)
+        return EXIT_BAD_INPUT
     lock = GridLock(grid_dir)
     try:
         lock.acquire()
     except DirectoryLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_LOCKED
+    except OSError as e:  # a read-only or unwritable --out
+        print(f"error: --out {grid_dir}: cannot write the grid directory ({describe_os_error(e)}); choose a "
+              f"writable path", file=sys.stderr)
+        return EXIT_BAD_INPUT
     # SIGTERM stops the grid like Ctrl-C, and SIGINT does so even when the shell started the grid
     # in the background with SIGINT ignored (``cmd &`` in a script, nohup); restored on return
     previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
                 signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
     try:
         return execute(spec, runs, grid_dir, args, only)
-    except ConfigError as e:
+    except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as e:  # the grid's own files (manifest, summary) on a full or read-only disk
+        print(f"error: {describe_os_error(e)}; the runs are checkpointed: fix it, then rerun the same command "
+              f"to resume ({grid_dir})", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:  # while the data was being built, or from the executor (runs checkpointed)
         print(f"interrupted; rerun the same command to resume ({grid_dir})", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -8,7 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+
+from ihtrain.fileio import read_parquet  # noqa: E402
 
 
 def plot_run_curves(run_dir: str | Path) -> list[Path]:
@@ -17,7 +18,7 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     Writes ``curves.png`` and ``curves.pdf`` in the run directory and returns their paths.
     """
     run_dir = Path(run_dir)
-    m = pd.read_parquet(run_dir / "metrics.parquet")
+    m = read_parquet(run_dir / "metrics.parquet", what="metric log")
     per_head = m[m["head"] >= 0].groupby(["metric", "step"])["value"].max().unstack(0)
     model_level = m[m["head"] < 0].pivot_table(index="step", columns="metric", values="value")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)

@@ -10,11 +10,12 @@ warn or fail; ``assert_grid_dir`` raises. No torch import.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 
 METRIC_COLUMNS = ("step", "tokens", "metric", "layer", "head", "value")
 TRAIN_COLUMNS = ("step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "wall_s")
@@ -34,13 +35,18 @@ class SchemaError(ValueError):
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
-    if not path.is_file():
-        problems.append(f"{path}: missing")
-        return None
     try:
-        return json.loads(path.read_text())
-    except ValueError as e:
-        problems.append(f"{path}: not valid JSON ({e})")
+        return read_json(path, path.stem)
+    except UnreadableFile as e:
+        problems.append(str(e))
+        return None
+
+
+def _parquet(path: Path, problems: list[str], columns: list[str] | None = None) -> pd.DataFrame | None:
+    try:
+        return read_parquet(path, columns)
+    except UnreadableFile as e:
+        problems.append(str(e))
         return None
 
 
@@ -72,26 +78,25 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
         problems.append(f"{rd}/checkpoints/final.pt: missing for a done run")
     problems += check_metrics(rd / "metrics.parquet")
     tp = rd / "train.parquet"
-    if not tp.is_file():
-        problems.append(f"{tp}: missing")
-    else:
-        tr = pd.read_parquet(tp)
+    tr = _parquet(tp, problems)
+    if tr is not None:
         miss = [c for c in TRAIN_COLUMNS if c not in tr.columns]
         if miss:
             problems.append(f"{tp}: missing columns {miss}")
         elif tr["step"].duplicated().any():
             problems.append(f"{tp}: duplicated steps {sorted(tr.loc[tr['step'].duplicated(), 'step'])[:5]}")
     if status and (rd / "metrics.parquet").is_file() and not problems:
-        last = int(pd.read_parquet(rd / "metrics.parquet", columns=["step"])["step"].max())
+        last = int(read_parquet(rd / "metrics.parquet", columns=["step"])["step"].max())
         if last != int(status.get("step", -1)):
             problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
     return problems
 
 
 def check_metrics(path: Path) -> list[str]:
-    if not path.is_file():
-        return [f"{path}: missing"]
-    m = pd.read_parquet(path)
+    problems: list[str] = []
+    m = _parquet(path, problems)
+    if m is None:
+        return problems
     miss = [c for c in METRIC_COLUMNS if c not in m.columns]
     if miss:
         return [f"{path}: missing columns {miss}"]
@@ -121,10 +126,10 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     gd = Path(grid_dir)
     problems: list[str] = []
     grid = _json(gd / "grid.json", problems)
+    man = _parquet(gd / "manifest.parquet", problems)
     mp = gd / "manifest.parquet"
-    if not mp.is_file():
-        return problems + [f"{mp}: missing"]
-    man = pd.read_parquet(mp)
+    if man is None:
+        return problems
     required = MANIFEST_COLUMNS + (MANIFEST_KEY_COLUMNS if grid is not None and "seeds" in grid else ())
     miss = [c for c in required if c not in man.columns]
     if miss:
@@ -145,7 +150,7 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
         if not rd.is_dir():
             problems.append(f"{rd}: listed in the manifest as {row['status']} but missing")
             continue
-        st = json.loads((rd / "status.json").read_text()) if (rd / "status.json").is_file() else {}
+        st = _json(rd / "status.json", problems) or {} if (rd / "status.json").is_file() else {}
         disk = "interrupted" if st.get("status") == "running" else st.get("status")
         if disk != row["status"]:
             problems.append(f"{mp}: {row['run_id']} is {row['status']} in the manifest but {disk} on disk")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import platform
 import subprocess
@@ -30,7 +29,10 @@ import torch
 
 from ihtrain import __version__
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
-from ihtrain.fileio import atomic_write, atomic_write_json, atomic_write_parquet
+from ihtrain.fileio import (
+    UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, atomic_write_torch,
+    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet, read_status,
+)
 from ihtrain.locks import DirectoryLocked, run_lock
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
@@ -134,16 +136,12 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def write_status(run_dir: Path, status: str, step: int, reason: str = "", stop_reason: str = "") -> None:
+def write_status(run_dir: Path, status: str, step: int, reason: str = "", stop_reason: str = "",
+                 **extra: Any) -> None:
     atomic_write_json(run_dir / "status.json", {
         "status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
-        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra,
     })
-
-
-def read_status(run_dir: Path) -> dict[str, Any] | None:
-    p = Path(run_dir) / "status.json"
-    return json.loads(p.read_text()) if p.is_file() else None
 
 
 # ---------------------------------------------------------------------------- divergence
@@ -209,7 +207,8 @@ class _Logs:
         for kind in self.frames:
             path = run_dir / f"{kind}.parquet"
             if keep_through is not None and path.is_file():
-                old = pd.read_parquet(path)
+                old = read_parquet(path, what=f"{kind} log", remedy=f"a resume needs the logs: delete {run_dir} "
+                                   "to train the run again")
                 self.frames[kind].append(old[old["step"] <= keep_through[kind]])
 
     def add_metrics(self, frame: pd.DataFrame) -> None:
@@ -237,7 +236,8 @@ class _Logs:
 def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
     cfg_path = run_dir / "config.json"
     if cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
+        old = read_json(cfg_path, "run's config", f"if {run_dir} holds this run, delete config.json and rerun the "
+                        f"same command (it is written anew and the run resumes); else choose another --out")
         if old.get("run_id") != cfg.run_id():
             raise ConfigError(f"--out {run_dir}: holds a different run (run_id {old.get('run_id')}, this "
                               f"config is {cfg.run_id()}); choose another directory")
@@ -255,29 +255,49 @@ def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
     """
     run_dir = Path(out_dir)
     with run_lock(run_dir):
+        # a damaged config.json or status.json raises UnreadableFile here, before anything is written:
+        # the run's state is unknown, so it is neither marked failed nor trained over
         _prepare_run_dir(cfg, run_dir)
         status = read_status(run_dir)
         if status and status["status"] == "done":
             return status
-        write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
         try:
+            write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
+            (run_dir / "error.txt").unlink(missing_ok=True)  # it holds the traceback of the latest attempt
             return _train(cfg, run_dir, progress, should_stop, make_figures)
         except BaseException as e:  # noqa: BLE001 - record, then re-raise
-            _record_exception(run_dir, e)
+            _record_exception(run_dir, e, status["step"] if status else 0)
             raise
 
 
-def _record_exception(run_dir: Path, e: BaseException) -> None:
-    """status.json after an exception: resumable when interrupted, else failed at the step where it
-    failed (a divergence names its own update; otherwise the last one recorded)."""
+def _record_exception(run_dir: Path, e: BaseException, step_before: int) -> None:
+    """status.json after an exception: resumable when interrupted or stopped by an I/O error (a full
+    disk, lost permissions: nothing is wrong with the run, so a plain rerun resumes it; the status
+    carries ``io_error``), else failed at the step where it failed (a divergence names its own
+    update; otherwise the last one recorded). ``error.txt`` gets the traceback in every case but an
+    interrupt; a disk too full for it leaves the traceback on stderr only."""
     step = getattr(e, "step", None)
     if step is None:
-        step = (read_status(run_dir) or {}).get("step", 0)
+        try:
+            step = (read_status(run_dir) or {}).get("step", step_before)
+        except (OSError, UnreadableFile):
+            step = step_before
     if isinstance(e, KeyboardInterrupt):
         write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted")
-    else:
-        (run_dir / "error.txt").write_text(traceback.format_exc())
-        write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
+        return
+    try:
+        atomic_write_text(run_dir / "error.txt", "".join(traceback.format_exception(e)))
+    except OSError as why:
+        print(f"warning: could not write {run_dir / 'error.txt'} ({describe_os_error(why)})", file=sys.stderr)
+    io = io_error_of(e)
+    try:
+        if io is not None:
+            write_status(run_dir, "running", step, reason=f"stopped by an I/O error ({describe_os_error(io)}); "
+                         f"fix it, then rerun the same command to resume", io_error=describe_os_error(io))
+        else:
+            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
+    except OSError:  # the disk still refuses: status.json keeps its last state, "running" (resumable)
+        pass
 
 
 def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figures: bool) -> dict[str, Any]:
@@ -341,7 +361,8 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
     initial_loss = None  # the first update's loss: the divergence rule's reference
     if last.is_file():
-        ckpt = torch.load(last, map_location=device, weights_only=False)
+        ckpt = load_checkpoint(last, device, remedy=f"delete it to restart the run from update 0, or delete "
+                               f"{run_dir} (in a grid, rerun with --retry-failed after either)")
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         torch.set_rng_state(ckpt["torch_rng"])
@@ -368,7 +389,7 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
                  "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
                  "crossing": crossing, "stop_at": stop_at, "run_id": cfg.run_id(), "evaluated": last_eval == step,
                  "initial_loss": watch.initial}
-        atomic_write(ckpt_dir / tag, lambda tmp: torch.save(state, tmp))
+        atomic_write_torch(ckpt_dir / tag, state)
 
     def has_formed() -> bool:
         from ihstats.emergence import formation
@@ -461,8 +482,8 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
     if stop_reason == "interrupted":
         write_status(run_dir, "running", step, reason="interrupted", stop_reason=stop_reason)
         return read_status(run_dir)
-    atomic_write(ckpt_dir / "final.pt", lambda tmp: torch.save(
-        {"model": model.state_dict(), "model_config": model_cfg.__dict__, "step": step}, tmp))
+    atomic_write_torch(ckpt_dir / "final.pt",
+                       {"model": model.state_dict(), "model_config": model_cfg.__dict__, "step": step})
     if make_figures:
         try:
             from ihtrain.plots import plot_run_curves
@@ -475,6 +496,21 @@ def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figu
 
 
 # ---------------------------------------------------------------------------- CLI
+EXIT_IO_ERROR = 75  # sysexits' EX_TEMPFAIL: an I/O cause stopped the run; rerun to resume
+
+
+def _report_failure(out: Path, e: Exception) -> int:
+    """The one-line message of a run that raised: an I/O cause (resumable) or a failure."""
+    details = f" (details in {out / 'error.txt'})" if (out / "error.txt").is_file() else ""
+    io = io_error_of(e)
+    if io is not None:
+        print(f"error: run stopped by an I/O error: {describe_os_error(io)}; free space or fix permissions, "
+              f"then rerun the same command to resume{details}", file=sys.stderr)
+        return EXIT_IO_ERROR
+    print(f"error: run failed: {type(e).__name__}: {e}{details}", file=sys.stderr)
+    return 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ihtrain.train", description="Train one GPT run with dense "
                                 "per-head induction metrics into a run directory.")
@@ -505,9 +541,12 @@ def main(argv: list[str] | None = None) -> int:
         print(to_json(cfg))
         return 0
     out = Path(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
+    if out.exists() and not out.is_dir():
+        print(f"error: --out {out}: is a file, not a run directory; choose another path", file=sys.stderr)
+        return 2
     try:
         status = train_run(cfg, out, progress=not args.no_progress)
-    except ConfigError as e:
+    except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except DirectoryLocked as e:
@@ -517,8 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted; rerun the same command to resume from {out}/checkpoints/last.pt", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001
-        print(f"error: run failed: {type(e).__name__}: {e} (details in {out}/error.txt)", file=sys.stderr)
-        return 1
+        return _report_failure(out, e)
     print(f"wrote {out} ({status['status']}, {status['step']} updates, stopped: {status['stop_reason']})")
     return 0
 

@@ -400,3 +400,525 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
     r = frontier_cli(path, tmp_path / "o")
     assert r.returncode == 2
     assert f"error: {path}: formed: blank in 1 row(s) (run_id ['sim00007'])" in r.stderr
+
+
+# ------------------------------------------------------------------------- corrupt files: one checked path
+from ihtrain.fileio import (  # noqa: E402
+    UnreadableFile, io_error_of, load_checkpoint, read_json, read_parquet, read_table,
+)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("", r"status.json: empty \(0 bytes\): the status was not written to the end; the run's state is unknown: "
+         r"delete this file and rerun the same command"),
+    ('{"status": "do', r"status.json: invalid JSON \(.*truncated or damaged status\); the run's state is unknown"),
+    ("[1, 2]", r"status.json: holds a JSON list, expected an object"),
+    ('{"step": 4}', r"status.json: has no 'status' key"),
+])
+def test_a_damaged_status_json_names_the_file_the_problem_and_the_remedy(tmp_path, text, match):
+    from ihtrain.fileio import read_status
+
+    (tmp_path / "status.json").write_text(text)
+    with pytest.raises(UnreadableFile, match=match) as e:
+        read_status(tmp_path)
+    assert str(e.value).startswith(str(tmp_path / "status.json"))
+    assert read_status(tmp_path / "nothing") is None  # no status yet is not an error
+
+
+def test_damaged_parquet_tables_and_checkpoints_are_named(tmp_path):
+    ok = tmp_path / "ok.parquet"
+    pd.DataFrame({"step": [1, 2]}).to_parquet(ok)
+    cut = tmp_path / "metrics.parquet"
+    cut.write_bytes(ok.read_bytes()[:40])
+    with pytest.raises(UnreadableFile, match=r"metrics.parquet: not a readable parquet file \(ArrowInvalid: .*\); "
+                                             r"the metric log is damaged; delete it"):
+        read_parquet(cut, what="metric log", remedy="delete it")
+    (tmp_path / "empty.parquet").write_bytes(b"")
+    with pytest.raises(UnreadableFile, match=r"empty.parquet: empty \(0 bytes\)"):
+        read_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(UnreadableFile, match=r"ok.parquet: lacks column\(s\) \['value'\]"):
+        read_parquet(ok, columns=["value"])
+    (tmp_path / "t.csv").write_text("a,b\n")
+    with pytest.raises(UnreadableFile, match=r"t.csv: has no rows \(columns: a, b\)"):
+        read_table(tmp_path / "t.csv")
+    (tmp_path / "final.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(UnreadableFile, match=r"final.pt: not a readable PyTorch checkpoint \(UnpicklingError"):
+        load_checkpoint(tmp_path / "final.pt")
+    (tmp_path / "c.json").write_text('{"run_id": "ab')
+    with pytest.raises(UnreadableFile, match=r"c.json: invalid JSON"):
+        read_json(tmp_path / "c.json", "run's config")
+
+
+def test_io_causes_are_told_apart_from_failures():
+    import errno
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/x/last.pt")
+    try:
+        try:
+            raise full
+        except OSError as inner:
+            raise RuntimeError("torch could not write") from inner
+    except RuntimeError as outer:
+        assert io_error_of(outer) is full  # found through the cause chain
+    for code in (errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EIO):
+        assert io_error_of(OSError(code, "x")) is not None
+    assert io_error_of(OSError(errno.ENOENT, "x")) is None and io_error_of(ValueError("x")) is None
+
+
+def train_main(cache: Path, *args: str) -> int:
+    """The cpu-smoke trainer CLI (:func:`trainer`'s arguments) in this process: no interpreter to start."""
+    return main(trainer(cache, *args)[3:])
+
+
+def test_cli_names_a_damaged_status_or_config_and_promises_no_error_txt(tmp_path, smoke_cache, capsys):
+    """An empty status.json or a truncated config.json: a bare JSONDecodeError and "details in
+    RUN/error.txt" (never written) before; now the file, the problem and what to do, nothing rewritten."""
+    for name, text, problem in [("status.json", "", "empty (0 bytes)"),
+                                ("config.json", '{"run_id": "4a', "invalid JSON")]:
+        out = tmp_path / name
+        out.mkdir()
+        (out / name).write_text(text)
+        assert train_main(smoke_cache, "--out", str(out)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {out / name}: {problem}") and err.count("\n") == 1
+        assert "error.txt" not in err and not (out / "error.txt").exists()
+        assert (out / name).read_text() == text  # left as it was: the evidence
+
+
+def test_cli_out_pointing_at_a_file_is_one_line(tmp_path, smoke_cache, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("mine")
+    assert train_main(smoke_cache, "--out", str(f)) == 2
+    assert capsys.readouterr().err == f"error: --out {f}: is a file, not a run directory; choose another path\n"
+    assert f.read_text() == "mine"
+
+
+def test_a_failed_run_always_leaves_error_txt_with_its_traceback(tmp_path, smoke_cache, capsys):
+    out = tmp_path / "r"
+    assert train_main(smoke_cache, "--set", "train.lr=1e6", "--out", str(out)) == 1
+    assert f"(details in {out / 'error.txt'})" in capsys.readouterr().err
+    text = (out / "error.txt").read_text()
+    assert text.startswith("Traceback (most recent call last):") and "TrainingDiverged" in text
+    assert read_status(out)["status"] == "failed"
+
+
+def test_a_corrupt_last_checkpoint_is_named_when_resuming(tmp_path, smoke_cache):
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "last.pt").write_bytes(b"\x80\x02truncated")
+    with pytest.raises(UnreadableFile, match=r"last.pt: not a readable PyTorch checkpoint .*delete it to restart"):
+        train_run(smoke(smoke_cache), tmp_path, progress=False, make_figures=False)
+    st = read_status(tmp_path)
+    assert st["status"] == "failed" and "last.pt: not a readable PyTorch checkpoint" in st["reason"]
+    assert "UnreadableFile" in (tmp_path / "error.txt").read_text()
+
+
+def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache, capsys, monkeypatch):
+    """ENOSPC (simulated by the IHLAW_FAULT_ENOSPC hook) at the second metrics flush: before, error.txt
+    was left empty and the run failed; now it stays resumable, and the same command finishes it."""
+    from ihtrain import fileio
+
+    out = tmp_path / "r"
+    args = ("--set", "train.checkpoint_every=5", "--out", str(out))
+    monkeypatch.setattr(fileio, "_FAULT_COUNTS", {})
+    monkeypatch.setenv("IHLAW_FAULT_ENOSPC", "metrics.parquet:2")
+    assert train_main(smoke_cache, *args) == 75
+    err = capsys.readouterr().err
+    assert "error: run stopped by an I/O error: " in err and "No space left on device" in err
+    assert "rerun the same command to resume" in err
+    st = read_status(out)
+    assert st["status"] == "running" and "No space left on device" in st["io_error"] and st["step"] == 5
+    assert "OSError: [Errno 28]" in (out / "error.txt").read_text()
+    monkeypatch.delenv("IHLAW_FAULT_ENOSPC")  # space freed
+    assert train_main(smoke_cache, *args) == 0 and read_status(out)["status"] == "done"
+    m = pd.read_parquet(out / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    assert sorted(m["step"].unique()) == sorted(eval_steps(40, 10))
+    assert not (out / "error.txt").exists()  # the traceback of the failed attempt went with it
+
+
+def eval_steps(total: int, n_evals: int) -> list[int]:
+    from ihtrain.train import eval_schedule
+
+    return eval_schedule(total, n_evals, resolve("cpu-smoke").metrics.log_fraction).tolist()
+
+
+# ------------------------------------------------------------------------- corrupt files and faults in a grid
+TINY_GRID = """
+name = "tiny"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = 6
+checkpoint_every = 2
+[base.metrics]
+n_evals = 3
+[axes]
+seed = [0, 1]
+"""
+
+
+def grid_cli(spec: Path, out: Path, cache: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
+           "--threads-per-run", "1", "--no-progress", "--no-figures", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "IHLAW_CACHE": str(cache), "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def worker_starts(run_dir: Path) -> int:
+    log = run_dir / "worker.log"
+    return log.read_text().count("worker pid ") if log.is_file() else 0
+
+
+def grid_runs(spec: Path, cache: Path):
+    """Each run of the grid ``spec`` with the config it trains with under :func:`grid_cli` (one thread,
+    the data cache from $IHLAW_CACHE as there), for training it in this process."""
+    import dataclasses
+
+    from ihtrain.grid_spec import load_spec
+
+    before = os.environ.get("IHLAW_CACHE")
+    os.environ["IHLAW_CACHE"] = str(cache)
+    try:
+        for run in load_spec(spec).expand():
+            yield run, dataclasses.replace(run.config, train=dataclasses.replace(run.config.train, threads=1))
+    finally:
+        os.environ.pop("IHLAW_CACHE") if before is None else os.environ.update(IHLAW_CACHE=before)
+
+
+@pytest.fixture(scope="module")
+def finished_grid(tmp_path_factory, smoke_cache):
+    """The TINY_GRID spec and its runs, done (trained here, in this process: no worker to spawn);
+    each test copies them and damages the copy."""
+    root = tmp_path_factory.mktemp("tiny")
+    spec = root / "tiny.toml"
+    spec.write_text(TINY_GRID)
+    for run, cfg in grid_runs(spec, smoke_cache):
+        assert train_run(cfg, root / "grid" / run.run_id, progress=False, make_figures=False)["status"] == "done"
+    return spec, root / "grid"
+
+
+@pytest.fixture
+def grid_copy(finished_grid, tmp_path):
+    import shutil
+
+    spec, src = finished_grid
+    shutil.copytree(src, tmp_path / "grid")
+    return spec, tmp_path / "grid", sorted(d for d in (tmp_path / "grid").iterdir() if d.is_dir())
+
+
+def test_grid_reports_a_finished_run_with_an_empty_status_as_unreadable_and_never_reruns_it(grid_copy, smoke_cache):
+    """Before: shown as pending, rerun, then rewritten as failed ("worker exited with code 1")."""
+    spec, out, (bad, good) = grid_copy
+    (bad / "status.json").write_text("")
+    logs = (bad / "metrics.parquet").stat().st_mtime_ns
+    dry = grid_cli(spec, out, smoke_cache, "--dry-run", "--retry-failed")
+    assert "skip (unreadable status.json)" in next(line for line in dry.stdout.splitlines() if bad.name in line)
+    r = grid_cli(spec, out, smoke_cache, "--retry-failed")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "0 to run (1 done, 0 failed skipped, 1 with an unreadable status.json skipped)" in r.stdout
+    assert f"unreadable: {bad.name}: {bad / 'status.json'}: empty (0 bytes)" in r.stderr
+    assert "delete this file and rerun the same command" in r.stderr and "Traceback" not in r.stdout + r.stderr
+    assert (bad / "status.json").read_text() == ""  # never rewritten as failed
+    assert worker_starts(bad) == 0 and (bad / "metrics.parquet").stat().st_mtime_ns == logs  # never rerun over
+    st = grid_cli(spec, out, smoke_cache, "--status")
+    assert st.returncode == 0 and "1 done, 1 unreadable" in st.stdout
+
+
+def test_grid_names_a_corrupt_metrics_parquet_of_a_finished_run(grid_copy, smoke_cache):
+    """Before: max_ps "-", "2/2 runs done", then a pyarrow traceback from the schema check."""
+    spec, out, (bad, good) = grid_copy
+    data = (bad / "metrics.parquet").read_bytes()
+    (bad / "metrics.parquet").write_bytes(data[: len(data) // 2])
+    r = grid_cli(spec, out, smoke_cache)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1/2 runs done" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert f"unreadable: {bad.name}: {bad / 'metrics.parquet'}: not a readable parquet file" in r.stderr
+    assert f"delete {bad} and rerun the same command to train the run again" in r.stderr
+    assert worker_starts(bad) == 0  # not trained over
+
+
+@pytest.mark.slow  # two grids of one worker each (~20 s); the fault-injection test below covers it too
+def test_a_full_disk_in_a_grid_worker_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache):
+    """Before: error.txt empty, "worker exited with code 1", and only --retry-failed went on."""
+    spec = tmp_path / "one.toml"
+    spec.write_text(TINY_GRID.replace("seed = [0, 1]", "seed = [0]"))
+    out = tmp_path / "grid"
+    r = grid_cli(spec, out, smoke_cache, env={"IHLAW_FAULT_ENOSPC": "metrics.parquet:2"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    (run,) = [d for d in out.iterdir() if d.is_dir()]
+    assert f"interrupted {run.name}" in r.stdout and "stopped by an I/O error" in r.stdout
+    assert "free space or fix permissions" in r.stderr and "rerun the same command to resume" in r.stderr
+    assert "--retry-failed" not in r.stderr
+    st = read_status(run)
+    assert st["status"] == "running" and "No space left on device" in st["io_error"] and st["step"] == 2
+    again = grid_cli(spec, out, smoke_cache)
+    assert again.returncode == 0 and "1 to run" in again.stdout, again.stdout + again.stderr
+    assert read_status(run)["status"] == "done" and worker_starts(run) == 2
+    m = pd.read_parquet(run / "metrics.parquet")
+    assert not m.duplicated(["step", "metric", "layer", "head"]).any()
+    assert sorted(m["step"].unique()) == eval_steps(6, 3)
+
+
+def test_settle_keeps_a_run_stopped_by_an_io_error_resumable_and_an_unreadable_status_untouched(tmp_path):
+    from ihtrain.executors import EXIT_IO_ERROR, settle
+
+    (tmp_path / "status.json").write_text(json.dumps({"status": "running", "step": 4, "stop_reason": ""}))
+    st = settle(tmp_path, EXIT_IO_ERROR)  # the disk refused even the worker's own status write
+    assert st["status"] == "running" and st["step"] == 4 and "worker.log" in st["io_error"]
+    assert read_status(tmp_path) == {"status": "running", "step": 4, "stop_reason": ""}
+    (tmp_path / "status.json").write_text("{")
+    st = settle(tmp_path, 1)
+    assert st["status"] == "unreadable" and "status.json: invalid JSON" in st["reason"]
+    assert (tmp_path / "status.json").read_text() == "{"
+
+
+@pytest.fixture
+def read_only_dir(tmp_path, monkeypatch):
+    """A directory nothing can be written into: mode 0555, and, for root (who writes anyway), os.open
+    and os.mkdir refuse under it with EROFS, as on a read-only mount."""
+    import errno
+
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    if os.geteuid() == 0:
+        real_open, real_mkdir = os.open, os.mkdir
+
+        def inside(p) -> bool:
+            return os.path.abspath(os.fsdecode(p)).startswith(str(d))
+
+        def ro_open(p, flags, *a, **k):
+            if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and inside(p):
+                raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(p))
+            return real_open(p, flags, *a, **k)
+
+        def ro_mkdir(p, *a, **k):
+            if inside(p):
+                raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(p))
+            return real_mkdir(p, *a, **k)
+
+        monkeypatch.setattr(os, "open", ro_open)
+        monkeypatch.setattr(os, "mkdir", ro_mkdir)
+    yield d
+    d.chmod(0o755)
+
+
+def test_grid_out_read_only_or_a_file_is_one_line(tmp_path, read_only_dir, capsys):
+    from ihtrain.grid import main as grid_main
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY_GRID)
+    assert grid_main(["--spec", str(spec), "--out", str(read_only_dir / "g"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {read_only_dir / 'g'}: cannot write the grid directory (") and \
+        err.endswith("choose a writable path\n") and err.count("\n") == 1
+    f = tmp_path / "grid.txt"
+    f.write_text("")
+    assert grid_main(["--spec", str(spec), "--out", str(f), "--no-progress"]) == 2
+    assert capsys.readouterr().err == f"error: --out {f}: is a file, not a grid directory; choose another path\n"
+
+
+# ------------------------------------------------------------------------- corrupt files in the statistics CLIs
+def fake_grid(root: Path, n: int = 3) -> list[Path]:
+    from ihstats.simulate import simulate_curve, write_fake_grid
+
+    ids = write_fake_grid(root, [(simulate_curve("sigmoid", "mixed", n=60, seed=i), {"seed": i}) for i in range(n)])
+    return [root / i for i in ids]
+
+
+def test_emergence_skip_bad_skips_unreadable_runs_with_one_line_each(tmp_path, capsys):
+    from ihstats.emergence import main as emergence_main
+
+    runs = fake_grid(tmp_path / "g")
+    (runs[0] / "status.json").write_text("")
+    (runs[1] / "metrics.parquet").write_bytes(b"PAR1 not really")
+    out = tmp_path / "em.csv"
+    assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2  # without --skip-bad: the first bad file
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(tmp_path / "g") in err and "--skip-bad" in err  # the first bad file
+    assert err.count("\n") == 1 and ("status.json: empty (0 bytes)" in err or "metrics.parquet: not a readable" in err)
+    assert not out.exists()
+    assert emergence_main([str(tmp_path / "g"), "-o", str(out), "--skip-bad"]) == 0
+    warn = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(warn) == 2 and all(line.startswith("warning: ") and line.endswith("(run skipped)") for line in warn)
+    joined = "\n".join(warn)
+    assert f"{runs[0] / 'status.json'}: empty" in joined and f"{runs[1] / 'metrics.parquet'}: not a readable" in joined
+    assert pd.read_csv(out)["run_id"].tolist() == [runs[2].name]
+
+
+def test_emergence_out_read_only_or_a_directory_is_one_line(tmp_path, read_only_dir, capsys):
+    from ihstats.emergence import main as emergence_main
+
+    fake_grid(tmp_path / "g", n=1)
+    for out, why in [(read_only_dir / "em.csv", ""), (tmp_path, "is a directory")]:
+        assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: -o {out}: cannot write the table (") and why in err and err.count("\n") == 1
+
+
+def test_predict_names_a_posterior_that_is_not_netcdf(tmp_path, capsys):
+    from ihstats.predict import main as predict_main
+
+    bad = tmp_path / "upt_law.nc"
+    bad.write_text("not netcdf")
+    assert predict_main(["--batch-size", "16", "--context", "64", "--posterior", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --posterior: {bad} is not a readable netCDF posterior (") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text, problem", [("", "empty: no header and no rows"),
+                                           ("condition,example,ablation,set_id,value\n", "has no rows")])
+def test_ablation_tests_on_an_empty_table_names_it(tmp_path, capsys, text, problem):
+    sys.path.insert(0, str(ROOT / "analyses"))
+    try:
+        from ablation_tests import main as ablation_main
+    finally:
+        sys.path.remove(str(ROOT / "analyses"))
+    table = tmp_path / "ablation.csv"
+    table.write_text(text)
+    assert ablation_main(["--table", str(table), "--fast", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --table {table}: {problem}")
+    assert not (tmp_path / "o").exists()
+
+
+def test_ablate_names_a_corrupt_final_checkpoint(tmp_path, capsys):
+    from ihtrain.ablate import main as ablate_main
+
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "config.json").write_text(json.dumps({"run_id": "x", "config": resolve("cpu-smoke").to_dict()}))
+    (tmp_path / "checkpoints" / "final.pt").write_bytes(b"PK\x03\x04 half a zip")
+    assert ablate_main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'checkpoints' / 'final.pt'}: not a readable PyTorch checkpoint (")
+    assert "the run must be trained again" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------- fault injection (slow)
+FAULT_STEPS, FAULT_LOG_EVERY = 30, 3
+FAULT_GRID = f"""
+name = "faults"
+[base]
+preset = "cpu-smoke"
+[base.train]
+max_steps = {FAULT_STEPS}
+checkpoint_every = 3
+log_every = {FAULT_LOG_EVERY}
+[base.metrics]
+n_evals = 8
+[axes]
+seed = [0, 1, 2]
+"""
+
+
+def grid_progress(out: Path) -> int:
+    """Updates done over the grid's runs, as their status.json files say (checkpointed updates)."""
+    from ihtrain.fileio import read_status as checked
+
+    total = 0
+    for d in (p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
+        st = checked(d) or {}
+        total += FAULT_STEPS if st.get("status") == "done" else int(st.get("step", 0))
+    return total
+
+
+def kill_grid_at(cmd: list[str], env: dict, out: Path, target: int, extra_s: float) -> int | None:
+    """Start the grid in its own process group; once ``target`` updates are checkpointed, wait
+    ``extra_s`` more and SIGKILL the whole group (grid and workers at once). Returns the grid's exit
+    code if it ended first, else None."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and grid_progress(out) < target:
+            assert time.monotonic() < deadline, f"no progress to {target} updates"
+            time.sleep(0.05)
+        time.sleep(extra_s)
+        if proc.poll() is not None:
+            return proc.returncode
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        return None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exactly_once(tmp_path, smoke_cache):
+    """A 3-run grid SIGKILLed (process group) at 5 seeded random moments and with a full disk (the
+    IHLAW_FAULT_ENOSPC hook, a seeded file and write) at one more, each time resumed by the plain
+    command: every run ends done, trained once (logs equal an uninterrupted run's exactly), and a
+    run once done is never touched again."""
+    from ihtrain.schema import check_grid_dir
+
+    rng = np.random.default_rng(2028)
+    spec = tmp_path / "faults.toml"
+    spec.write_text(FAULT_GRID)
+    out = tmp_path / "grid"
+    cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
+           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+    env = {**os.environ, "IHLAW_CACHE": str(smoke_cache), "OMP_NUM_THREADS": "1"}
+    total = 3 * FAULT_STEPS
+    targets = np.sort(rng.integers(1, int(0.9 * total), size=5))
+    extra = rng.uniform(0.0, 0.5, size=5)  # past the checkpoint that reached the target: mid-update, mid-write
+    disk_full_after = int(rng.integers(0, 5))  # the full disk comes after this many kills
+    full_file = str(rng.choice(["metrics.parquet", "train.parquet", "last.pt", "status.json"]))
+    full_nth = int(rng.integers(2, 5))
+    done_mtimes: dict[str, int] = {}
+    io_stopped = []
+
+    def check_done_runs_untouched() -> None:
+        for d in (p for p in out.iterdir() if p.is_dir()):
+            if read_status(d)["status"] == "done":
+                mtime = (d / "metrics.parquet").stat().st_mtime_ns
+                assert done_mtimes.setdefault(d.name, mtime) == mtime, f"{d.name}: a done run was trained again"
+
+    for i, (target, wait) in enumerate(zip(targets, extra)):
+        if i == disk_full_after:
+            full = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                                  env={**env, "IHLAW_FAULT_ENOSPC": f"{full_file}:{full_nth}"})
+            stopped = [d for d in out.iterdir() if d.is_dir() and (read_status(d) or {}).get("io_error")]
+            assert full.returncode == 1 and stopped, full.stdout + full.stderr
+            assert "rerun the same command to resume" in full.stderr and "--retry-failed" not in full.stderr
+            io_stopped = [d.name for d in stopped]
+            check_done_runs_untouched()
+        code = kill_grid_at(cmd, env, out, max(int(target), grid_progress(out) + 1), float(wait))
+        assert code is None, f"the grid exited {code} before kill {i + 1} could land"
+        for d in (p for p in out.iterdir() if p.is_dir()):
+            assert (read_status(d) or {"status": "new"})["status"] != "failed", f"{d.name} marked failed"
+        check_done_runs_untouched()
+    final = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert final.returncode == 0, final.stdout + final.stderr
+    check_done_runs_untouched()
+    assert io_stopped, "the full disk stopped no run"
+
+    man = pd.read_parquet(out / "manifest.parquet")
+    assert len(man) == 3 and (man["status"] == "done").all() and (man["steps"] == FAULT_STEPS).all()
+    assert check_grid_dir(out) == []
+    for run, cfg in grid_runs(spec, smoke_cache):  # each against the same run trained uninterrupted
+        rd = out / run.run_id
+        m = pd.read_parquet(rd / "metrics.parquet")
+        assert not m.duplicated(["step", "metric", "layer", "head"]).any(), f"{run.run_id}: duplicated rows"
+        tr = pd.read_parquet(rd / "train.parquet")
+        assert tr["step"].tolist() == list(range(FAULT_LOG_EVERY, FAULT_STEPS + 1, FAULT_LOG_EVERY))
+        ref = tmp_path / "reference" / run.run_id
+        train_run(cfg, ref, progress=False, make_figures=False)
+        for name in ("metrics", "train"):
+            a, b = pd.read_parquet(rd / f"{name}.parquet"), pd.read_parquet(ref / f"{name}.parquet")
+            a, b = (f.drop(columns=["tokens_per_s", "wall_s"], errors="ignore") for f in (a, b))
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+    print(f"kills at {targets.tolist()} updates (+{np.round(extra, 2).tolist()} s); full disk at write "
+          f"{full_nth} of {full_file} after kill {disk_full_after} stopped {len(io_stopped)} run(s)")
+
+
+def test_grid_names_a_damaged_config_json_of_an_interrupted_run(grid_copy, smoke_cache):
+    """The worker fails before it can record anything: the grid's reason names the file."""
+    spec, out, (bad, good) = grid_copy
+    (bad / "status.json").write_text(json.dumps({"status": "running", "step": 2, "reason": "", "stop_reason": ""}))
+    (bad / "config.json").write_text('{"run_id": "')
+    r = grid_cli(spec, out, smoke_cache)
+    assert r.returncode == 1, r.stdout + r.stderr
+    st = read_status(bad)
+    assert st["status"] == "failed" and f"UnreadableFile: {bad / 'config.json'}: invalid JSON" in st["reason"]
+    assert (bad / "config.json").read_text() == '{"run_id": "'
