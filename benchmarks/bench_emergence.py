@@ -82,11 +82,10 @@ def coverage_table(n: int) -> None:
 
 def false_positives(n: int) -> None:
     print(f"\nflat curves called emergent ({n} per schedule x noise, {n * 12} per method; target <= 0.05)")
+    flats = {z: [simulate_onset_curve("flat", sc, z, seed=7_000_000 + 1000 * SCHEDULES.index(sc) + i)
+                 for sc in SCHEDULES for i in range(n)] for z in NOISES}
     for m in ("bayes", "threshold", "pelt"):
-        fp = {z: np.mean([not detect(c.steps, c.values, m).censored
-                          for sc in SCHEDULES for i in range(n)
-                          for c in [simulate_onset_curve("flat", sc, z, seed=7_000_000 + 1000 * SCHEDULES.index(sc) + i)]])
-              for z in NOISES}
+        fp = {z: np.mean([not detect(c.steps, c.values, m).censored for c in cs]) for z, cs in flats.items()}
         print(f"  {m:9s} " + "  ".join(f"sd {z:g}: {v:.3f}" for z, v in fp.items()))
 
 

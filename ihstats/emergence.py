@@ -230,10 +230,10 @@ def detect_bayes(steps: Any, values: Any, *, level: float = 0.9, min_rise: float
                  name: str = "curve") -> EmergenceResult:
     """Bayesian change-point onset with a credible interval (model: module docstring).
 
-    After the main rise is found, the checkpoints before its interval and after its end are
-    searched once more for a rise of their own (same thresholds): an earlier one becomes the
-    onset (a transition starts at its first stage), either is reported as ``onset_alt`` with
-    ``multimodal = True``.
+    After the main rise is found, the checkpoints before its interval, after its end, and the two
+    halves of the rise are searched for a rise of their own (at least ``SUB_RISE`` noise sd): the
+    first stage gives the onset and its interval, the other stage ``onset_alt``, and
+    ``multimodal`` is set.
     """
     s, y = check_curve(steps, values, MIN_POINTS["bayes"], name)
     kw = dict(level=level, min_rise=min_rise, min_log_bf=min_log_bf, n_grid=n_grid, weights=weights, lift=lift)
@@ -242,13 +242,13 @@ def detect_bayes(steps: Any, values: Any, *, level: float = 0.9, min_rise: float
         return r
     # a second rise must stand out of the noise (3 sd): heavy-tailed noise makes short "rises"
     kw["min_rise"] = max(min_rise, SUB_RISE * robust_noise(y))
-    before, after = s < r.onset_lo, s > r.end
-    early = _bayes_fit(s[before], y[before], **kw) if before.sum() >= MIN_POINTS["bayes"] else None
-    later = _bayes_fit(s[after], y[after], **kw) if after.sum() >= MIN_POINTS["bayes"] else None
-    if early is not None and not early.censored:
+    kw["n_grid"] = max(16, n_grid // 2)  # the sub-fits only locate a second rise: a coarser grid
+    early = _sub_fit(s, y, s < r.onset_lo, kw)
+    if early is not None:
         return replace(early, midpoint=r.midpoint, end=r.end, last_step=r.last_step, rise=early.rise + r.rise,
                        log_bf=r.log_bf, multimodal=True, onset_alt=r.onset, late=False)
-    if later is not None and not later.censored:
+    later = _sub_fit(s, y, s > r.end, kw)
+    if later is not None:
         return replace(r, multimodal=True, onset_alt=later.onset)
     stages = _two_stages(s, y, r, kw)
     if stages is None:
@@ -256,6 +256,15 @@ def detect_bayes(steps: Any, values: Any, *, level: float = 0.9, min_rise: float
     first, second = stages
     return replace(r, onset=first.onset, onset_lo=first.onset_lo, onset_hi=first.onset_hi, multimodal=True,
                    onset_alt=second.onset)
+
+
+def _sub_fit(s: np.ndarray, y: np.ndarray, keep: np.ndarray, kw: dict[str, Any]) -> EmergenceResult | None:
+    """The uncensored fit of the checkpoints ``keep``, or None. Skips the fit when there are too
+    few, or when their running median spans less than ``min_rise`` (no rise can pass then)."""
+    if keep.sum() < MIN_POINTS["bayes"] or np.ptp(_running_median(y[keep], 5)) < kw["min_rise"]:
+        return None
+    f = _bayes_fit(s[keep], y[keep], **kw)
+    return None if f.censored else f
 
 
 def _two_stages(s: np.ndarray, y: np.ndarray, r: EmergenceResult, kw: dict[str, Any],
@@ -268,12 +277,9 @@ def _two_stages(s: np.ndarray, y: np.ndarray, r: EmergenceResult, kw: dict[str, 
     rise is still rising at the split, so neither half has a plateau there.
     """
     left, right = s <= r.midpoint, s > r.midpoint
-    if min(left.sum(), right.sum()) < MIN_POINTS["bayes"]:
-        return None
-    lf, rf = _bayes_fit(s[left], y[left], **kw), _bayes_fit(s[right], y[right], **kw)
-    if lf.censored or rf.censored:
-        return None
-    if np.sum((s > lf.end) & left) >= gap and np.sum((s < rf.onset) & right) >= gap:
+    lf = _sub_fit(s, y, left, kw)
+    rf = _sub_fit(s, y, right, kw) if lf is not None else None
+    if rf is not None and np.sum((s > lf.end) & left) >= gap and np.sum((s < rf.onset) & right) >= gap:
         return lf, rf
     return None
 
