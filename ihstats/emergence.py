@@ -276,12 +276,25 @@ def _two_stages(s: np.ndarray, y: np.ndarray, r: EmergenceResult, kw: dict[str, 
     *starts* at least ``gap`` checkpoints after it (a plateau between). A single smooth or linear
     rise is still rising at the split, so neither half has a plateau there.
     """
+    if not _bent(s, y, r, 0.5 * kw["min_rise"]):
+        return None
     left, right = s <= r.midpoint, s > r.midpoint
     lf = _sub_fit(s, y, left, kw)
     rf = _sub_fit(s, y, right, kw) if lf is not None else None
     if rf is not None and np.sum((s > lf.end) & left) >= gap and np.sum((s < rf.onset) & right) >= gap:
         return lf, rf
     return None
+
+
+def _bent(s: np.ndarray, y: np.ndarray, r: EmergenceResult, tol: float) -> bool:
+    """Whether the curve leaves the fitted ramp by ``tol`` (running median of the residuals) inside
+    the rise: a cheap screen before the two-stage fits (one straight ramp over two stages does)."""
+    x = np.log(s)
+    ramp = np.clip((x - np.log(r.onset)) / max(np.log(r.end / r.onset), 1e-12), 0.0, 1.0)
+    X = np.column_stack([np.ones_like(x), ramp])
+    resid = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    inside = (s > r.onset) & (s < r.end)
+    return inside.sum() >= 5 and float(np.max(np.abs(_running_median(resid, 5)[inside]))) >= tol
 
 
 def _weights(x0: np.ndarray, weights: str) -> np.ndarray:
