@@ -99,7 +99,7 @@ class EmergenceResult:
     noise: float = np.nan  # residual sd (bayes) or MAD-based sd (pelt)
     details: dict[str, Any] = field(default_factory=dict, repr=False)
     interval_kind: str = "credible"  # "credible" (bayes, at ``level``) or "bracketing" (checkpoints)
-    multimodal: bool = False  # bayes: a second rise before or after the main one
+    multimodal: bool = False  # bayes: a second rise (before, after or inside the main one) was found
     onset_alt: float = np.nan  # the other rise's onset when multimodal
     late: bool = False  # bayes: the rise may start within the last two checkpoints (shape unseen)
 
@@ -281,7 +281,13 @@ def _two_stages(s: np.ndarray, y: np.ndarray, r: EmergenceResult, kw: dict[str, 
     left, right = s <= r.midpoint, s > r.midpoint
     lf = _sub_fit(s, y, left, kw)
     rf = _sub_fit(s, y, right, kw) if lf is not None else None
-    if rf is not None and np.sum((s > lf.end) & left) >= gap and np.sum((s < rf.onset) & right) >= gap:
+    if rf is None:
+        return None
+    # the plateau: the right rise's whole interval starts after the left rise ends, with at least
+    # `gap` checkpoints and a tenth of the main rise's log-step width between them
+    plateau = (s > lf.end) & (s < rf.onset_lo)
+    if plateau.sum() >= gap and np.log(rf.onset_lo / lf.end) >= 0.1 * np.log(r.end / r.onset) \
+            and np.sum(plateau & left) >= 1 and np.sum(plateau & right) >= 1:
         return lf, rf
     return None
 
