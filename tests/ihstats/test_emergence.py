@@ -24,10 +24,11 @@ def test_bayes_interval_coverage_is_near_nominal(calib):
     cs, rs = calib
     assert not any(r.censored for r in rs)
     cover = np.mean([r.onset_lo <= c.onset <= r.onset_hi for c, r in zip(cs, rs)])
-    # near the model (iid Gaussian noise) the widening for misfit makes it conservative, not useless
-    assert 0.85 <= cover <= 0.99, cover
+    # near the model (iid Gaussian noise) the widening for misfit makes it conservative (0.995;
+    # median width 0.22 in log step, 0.09 before issue 27), not useless
+    assert cover >= 0.85, cover
     width = np.median([np.log(r.onset_hi / r.onset_lo) for r in rs])
-    assert width < 0.5, width
+    assert width < 0.3, width
 
 
 def _coverage(shape, noises=(0.02, 0.08), per=6):
