@@ -21,6 +21,8 @@ Measurement error: each uncensored run's onset interval ``[onset_lo, onset_hi]``
 added in quadrature to the likelihood scale, ``scale_i = sqrt(sigma^2 + s_i^2)`` (equivalent to
 integrating out a latent true log UPT under a Gaussian error; no extra parameters, fast to
 sample). Censored runs have no interval and take the median ``s_i`` of the uncensored runs.
+A bracketing interval (``interval_kind = "bracketing"``: pelt, threshold) has no level and is
+read as uniform over the bracket in log step, ``s_i = (log hi - log lo) / sqrt(12)``.
 
 Censoring: a run with ``censored = True`` showed no emergence by ``last_step``, so its UPT is
 only known to exceed ``last_step``; it enters through ``pm.Censored`` as the log survival
@@ -214,6 +216,10 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
             # An interval touching 0 updates has no log lower end: use its upper half only.
             upper_half = (np.log(hi) - np.log(onset)) / z
         sd = np.where(lo > 0, two_sided, upper_half)
+        # pelt/threshold brackets carry no level: the onset is anywhere between two checkpoints
+        kind = df["interval_kind"].astype(str).to_numpy() if "interval_kind" in df.columns else np.array([""] * len(df))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sd = np.where(kind == "bracketing", (np.log(hi) - np.log(lo)) / np.sqrt(12), sd)
         ok = ~cens & np.isfinite(sd) & (sd >= 0)
         fill = float(np.median(sd[ok])) if ok.any() else 0.0
         me_sd = np.where(ok, sd, fill)

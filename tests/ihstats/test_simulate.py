@@ -65,3 +65,25 @@ def test_bad_arguments_name_the_argument():
         simulate_curve("wiggle")
     with pytest.raises(ValueError, match="schedule"):
         make_schedule("weird")
+
+
+def test_onset_simulator_shapes_and_estimands():
+    from ihstats.simulate_onset import ONSET_SHAPES, simulate_onset_curve
+
+    for shape in ONSET_SHAPES:
+        a, b = simulate_onset_curve(shape, "mixed", 0.02, seed=3), simulate_onset_curve(shape, "mixed", 0.02, seed=3)
+        assert np.array_equal(a.values, b.values) and a.onset == b.onset and a.steps[0] < a.onset < a.steps[-1]
+    quiet = simulate_onset_curve("ramp", "linear", 1e-9, seed=1)
+    x, a = np.log(quiet.steps), np.log(quiet.onset)
+    assert np.ptp(quiet.values[x < a]) < 1e-6 and quiet.values[-1] > quiet.values[0] + 0.25  # exact knee
+    late = simulate_onset_curve("late", "sparse", 1e-9, seed=2)
+    assert late.values[-1] - late.values[0] < 0.7 * late.params["rise"] + 1e-6  # never reaches the plateau
+    two = simulate_onset_curve("twostage", "log", 0.02, seed=4)
+    assert two.onset < two.params["onset2"] < two.end
+    ka, _ = knee_constants("sigmoid")
+    s = simulate_onset_curve("sigmoid", "log", 1e-9, seed=5)
+    rise = (s.values - s.params["baseline"]) / s.params["rise"]
+    assert np.interp(np.log(s.onset), np.log(s.steps), rise) == pytest.approx(_shape_fn("sigmoid", np.array(ka)), abs=1e-3)
+    heads = simulate_onset_curve("maxheads", "linear", 0.05, seed=6)
+    flat = simulate_onset_curve("flat", "linear", 0.05, seed=6)
+    assert np.median(heads.values[:50]) > np.median(flat.values[:50]) + 0.03  # the max lifts the baseline
