@@ -276,6 +276,25 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
     return w, t
 
 
+# ------------------------------------------------------------------------------ packing
+def pack_groups(todo: list[Run], pack_size: int) -> list[list[Run]]:
+    """The runs to execute in groups of at most ``pack_size`` that can train packed
+    (:func:`ihtrain.packed.pack_key`: same model shape, B, C, dtype, device), in start order;
+    a run that cannot be packed is a group of its own."""
+    from ihtrain.packed import pack_key
+
+    groups: dict[Any, list[list[Run]]] = {}
+    order: list[list[Run]] = []
+    for r in todo:
+        key = pack_key(r.config) if pack_size > 1 else None
+        chunks = groups.setdefault(key, []) if key is not None else []
+        if not chunks or len(chunks[-1]) >= pack_size:
+            chunks.append([])
+            order.append(chunks[-1])
+        chunks[-1].append(r)
+    return order
+
+
 # ------------------------------------------------------------------------------ data, once
 def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
     """Build each distinct cached token stream the runs read (corpus, tokenizer, token memmap) once,
@@ -365,21 +384,35 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         for line in prepare_data(todo, progress=not args.no_progress):
             print(line)
     by_id = {r.run_id: r for r in runs}
-    tasks = []
+    gpus = cuda_devices() if args.executor == "local" and todo else []
+    pack = args.executor == "local" and (args.pack if args.pack is not None else not gpus)
+    groups = pack_groups(todo, args.pack_size if pack else 1)
     if args.executor == "local":
-        gpus = cuda_devices() if todo else []
-        workers, threads = plan_local(len(todo), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
+        workers, threads = plan_local(len(groups), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
         executor: Any = LocalExecutor(workers, gpus=gpus)
         print(f"executor local: {workers} worker(s) x {threads} thread(s)"
-              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU"))
+              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU")
+              + (f"; {len(todo)} runs packed into {len(groups)} task(s)" if len(groups) < len(todo) else ""))
     else:
         threads = args.threads_per_run or 1
         executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu)
         print(f"executor ray: {args.ray_address or 'local cluster'}, {threads} CPU(s) per run")
-    for r in todo:
+
+    def task_of(r: Run) -> Task:
         st = states[r.run_id][1] or {}
-        tasks.append(Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
-                          int(st.get("step", 0)), threads, make_figures=not args.no_figures))
+        return Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
+                    int(st.get("step", 0)), threads, make_figures=not args.no_figures)
+
+    tasks = []
+    for group in groups:
+        members = [task_of(r) for r in group]
+        if len(members) == 1:
+            tasks.append(members[0])
+        else:  # the pack's log and progress live with its first member
+            first = members[0]
+            tasks.append(Task(f"pack-{first.run_id}+{len(members) - 1}", first.config, first.run_dir,
+                              first.total_steps, first.start_step, threads, make_figures=first.make_figures,
+                              members=members))
 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", desc=spec.name, dynamic_ncols=True,
                disable=args.no_progress)
@@ -464,6 +497,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "between workers; ray: 1)")
     ex.add_argument("--runs-per-gpu", type=int, default=1, help="small runs packed per GPU (ray: fractional GPUs)")
     ex.add_argument("--ray-address", help="existing Ray cluster address (default: start a local one)")
+    ex.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
+                    help="train runs that share model shape, B, C, dtype and device (they may differ in seed, "
+                    "learning rate, data) packed: one process, one batched forward/backward, each run its own "
+                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/packed.py). Default: on "
+                    "for the local executor on CPU, where the fixed cost of an update is paid once per pack "
+                    "(benchmarks/bench_packing.py measures the gain per size), off on GPUs and with Ray")
+    ex.add_argument("--pack-size", type=int, default=8, help="at most this many runs per pack")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-figures", action="store_true", help="do not draw each run's curves.png/pdf")
     return p
@@ -478,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         print(list_presets())
         return 0
-    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds"):
+    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds", "pack_size"):
         v = getattr(args, name)
         if v is not None and v < 1:
             print(f"error: --{name.replace('_', '-')}: must be a positive integer, got {v}", file=sys.stderr)
