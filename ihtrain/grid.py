@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -277,22 +278,28 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
 
 
 # ------------------------------------------------------------------------------ packing
-def pack_groups(todo: list[Run], pack_size: int) -> list[list[Run]]:
-    """The runs to execute in groups of at most ``pack_size`` that can train packed
-    (:func:`ihtrain.packed.pack_key`: same model shape, B, C, dtype, device), in start order;
-    a run that cannot be packed is a group of its own."""
+PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)
+
+
+def pack_groups(todo: list[Run], pack_size: int, spread: int, auto: bool) -> list[list[Run]]:
+    """The runs to execute, in groups that train packed (:func:`ihtrain.packed.pack_key`: same model
+    shape, B, C, dtype, device), in start order; a run that cannot be packed is a group of its own.
+    A group of n runs is split into packs of ``min(pack_size, ceil(n / spread))``: on a CPU, two
+    one-thread packs beat one two-thread pack (a tiny model's ops gain little from a second thread).
+    ``auto``: pack only runs of at most ``PACK_AUTO_MAX_TOKENS`` tokens per update (where it pays)."""
     from ihtrain.packed import pack_key
 
-    groups: dict[Any, list[list[Run]]] = {}
-    order: list[list[Run]] = []
+    groups: dict[Any, list[Run]] = {}
     for r in todo:
         key = pack_key(r.config) if pack_size > 1 else None
-        chunks = groups.setdefault(key, []) if key is not None else []
-        if not chunks or len(chunks[-1]) >= pack_size:
-            chunks.append([])
-            order.append(chunks[-1])
-        chunks[-1].append(r)
-    return order
+        if auto and r.config.train.batch_size * r.config.train.context > PACK_AUTO_MAX_TOKENS:
+            key = None
+        groups.setdefault(key if key is not None else ("alone", r.run_id), []).append(r)
+    out = []
+    for runs in groups.values():
+        size = min(pack_size, max(1, math.ceil(len(runs) / spread)))
+        out += [runs[i:i + size] for i in range(0, len(runs), size)]
+    return out
 
 
 # ------------------------------------------------------------------------------ data, once
@@ -386,7 +393,8 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     by_id = {r.run_id: r for r in runs}
     gpus = cuda_devices() if args.executor == "local" and todo else []
     pack = args.executor == "local" and (args.pack if args.pack is not None else not gpus)
-    groups = pack_groups(todo, args.pack_size if pack else 1)
+    spread = args.workers or (len(gpus) * args.runs_per_gpu if gpus else cpu_count() // (args.threads_per_run or 1))
+    groups = pack_groups(todo, args.pack_size if pack else 1, max(1, spread), auto=args.pack is None)
     if args.executor == "local":
         workers, threads = plan_local(len(groups), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
         executor: Any = LocalExecutor(workers, gpus=gpus)
@@ -500,9 +508,11 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
                     help="train runs that share model shape, B, C, dtype and device (they may differ in seed, "
                     "learning rate, data) packed: one process, one batched forward/backward, each run its own "
-                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/packed.py). Default: on "
-                    "for the local executor on CPU, where the fixed cost of an update is paid once per pack "
-                    "(benchmarks/bench_packing.py measures the gain per size), off on GPUs and with Ray")
+                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/packed.py); a group is split "
+                    "over the workers (two one-thread packs beat one two-thread pack). Default: on for the local "
+                    "executor on CPU for runs of at most %d tokens per update (B x C), where sharing the "
+                    "fixed cost of an update pays (benchmarks/bench_packing.py); off for larger runs, on GPUs "
+                    "and with Ray" % PACK_AUTO_MAX_TOKENS)
     ex.add_argument("--pack-size", type=int, default=8, help="at most this many runs per pack")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-figures", action="store_true", help="do not draw each run's curves.png/pdf")

@@ -123,3 +123,22 @@ def test_packed_grid_sigkill_then_rerun_completes_each_member_once(tmp_path):
     for rid, mtime in done_before.items():
         assert (out / rid / "metrics.parquet").stat().st_mtime_ns == mtime
     assert check_grid_dir(out) == []
+
+
+def test_pack_groups_by_shape_split_over_workers_and_auto_only_small():
+    from ihtrain.grid import pack_groups
+    from ihtrain.grid_spec import load_grid_preset
+
+    spec = load_grid_preset("bxc-markov")
+    spec.set_seeds(4, "test")
+    runs = spec.expand()  # 18 cells x 4 seeds
+    groups = pack_groups(runs, pack_size=8, spread=2, auto=False)
+    assert sorted(len(g) for g in groups) == [2] * 36  # each cell's 4 seeds, in two one-thread packs
+    assert all(len({r.cell_id for r in g}) == 1 for g in groups)
+    assert sorted(r.run_id for g in groups for r in g) == sorted(r.run_id for r in runs)
+    auto = pack_groups(runs, pack_size=8, spread=1, auto=True)  # only B x C <= 512 packs by default
+    packed = [g for g in auto if len(g) > 1]
+    assert {(g[0].config.train.batch_size, g[0].config.train.context) for g in packed} == {(16, 16), (16, 32),
+                                                                                         (32, 16)}
+    assert all(len(g) == 4 for g in packed) and len(auto) == len(packed) + (18 - 6) * 4
+    assert all(len(g) == 1 for g in pack_groups(runs, pack_size=1, spread=1, auto=False))
