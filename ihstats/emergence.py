@@ -621,7 +621,6 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         except ValueError as e:
             if on_error == "raise":
                 raise
-            import warnings
             warnings.warn(f"{e} (skipped)", stacklevel=2)
             continue
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})

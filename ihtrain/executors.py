@@ -35,6 +35,12 @@ class Task:
     threads: int = 1
     gpu: str | None = None  # a CUDA device index, or None for CPU
     make_figures: bool = True
+    members: list["Task"] = field(default_factory=list)  # a pack (ihtrain.packed): its runs, trained together
+
+    @property
+    def runs(self) -> list["Task"]:
+        """The runs this task trains: its members if it is a pack, else itself."""
+        return self.members or [self]
 
 
 @dataclass
@@ -146,10 +152,10 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
     import torch
 
     from ihtrain.config import from_dict
+    from ihtrain.packed import train_pack
     from ihtrain.train import train_run
 
     torch.set_num_threads(max(1, task.threads))
-    cfg = from_dict(task.config)
     updates = -1  # should_stop runs once before each update (and once at the end): the first call sees 0
     next_poll = 0.0
 
@@ -167,7 +173,12 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
             report(updates)
         return stop_file is not None and stop_file.exists()
 
-    return train_run(cfg, task.run_dir, progress=False, should_stop=should_stop, make_figures=task.make_figures)
+    if task.members:
+        statuses = train_pack([from_dict(m.config) for m in task.members], [m.run_dir for m in task.members],
+                              should_stop=should_stop, make_figures=task.make_figures)
+        return {"packed": statuses}
+    return train_run(from_dict(task.config), task.run_dir, progress=False, should_stop=should_stop,
+                     make_figures=task.make_figures)
 
 
 _STOP = {"requested": False}
@@ -190,7 +201,8 @@ def _worker_main(task: Task, counter: Any, parent_pid: int, log_path: str) -> No
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
-    print(f"--- {_now()} worker pid {os.getpid()} run {task.run_id} threads {task.threads} gpu {task.gpu}")
+    print(f"--- {_now()} worker pid {os.getpid()} run {task.run_id} threads {task.threads} gpu {task.gpu}"
+          + (f" packed: {' '.join(m.run_id for m in task.members)}" if task.members else ""))
     try:
         run_task(task, counter, parent_pid)
     except KeyboardInterrupt:
@@ -209,7 +221,8 @@ Progress = Callable[[dict[str, tuple[int, int]]], None]  # run_id -> (step, tota
 
 
 class LocalExecutor:
-    """A pool of ``workers`` spawned processes, one fresh process per run."""
+    """A pool of ``workers`` spawned processes, one fresh process per task (a run, or a pack of runs
+    trained together: each member is reported when its status says it has finished)."""
 
     def __init__(self, workers: int, gpus: list[str] | None = None, poll_s: float = 0.5):
         self.workers = max(1, workers)
@@ -220,6 +233,15 @@ class LocalExecutor:
     def run(self, tasks: list[Task], on_done: Callback, on_progress: Progress | None = None) -> None:
         pending = list(tasks)
         active: dict[str, tuple[Any, Task, Any]] = {}
+        reported: set[str] = set()  # runs whose outcome on_done has had (a pack's members finish one by one)
+        before: dict[str, Any] = {}  # a pack member's status.json when its pack started (a failed one may rerun)
+
+        def report(task: Task, exitcode: int | None) -> None:
+            for run in task.runs:
+                if run.run_id not in reported:
+                    reported.add(run.run_id)
+                    on_done(Outcome(run.run_id, settle(run.run_dir, exitcode), exitcode))
+
         try:
             while pending or active:
                 while pending and len(active) < self.workers:
@@ -230,17 +252,24 @@ class LocalExecutor:
                     counter = self.ctx.RawValue("l", 0)  # one writer (the worker), no lock needed
                     p = self.ctx.Process(target=_worker_main, name=f"ihgrid-{task.run_id}",
                                          args=(task, counter, os.getpid(), str(Path(task.run_dir) / "worker.log")))
+                    before.update({r.run_id: read_status(r.run_dir) for r in task.members})
                     p.start()
                     active[task.run_id] = (p, task, counter)
                 for rid, (p, task, _) in list(active.items()):
                     if p.exitcode is None:
+                        for run in task.members:  # a member that stopped or failed has left its pack
+                            st = read_status(run.run_dir)
+                            if run.run_id not in reported and st != before[run.run_id] and \
+                                    (st or {}).get("status") in ("done", "failed"):
+                                reported.add(run.run_id)
+                                on_done(Outcome(run.run_id, st))
                         continue
                     p.join()
                     del active[rid]
-                    on_done(Outcome(rid, settle(task.run_dir, p.exitcode), p.exitcode))
+                    report(task, p.exitcode)
                 if on_progress is not None:
-                    on_progress({rid: (t.start_step + c.value, t.total_steps)
-                                 for rid, (_, t, c) in active.items()})
+                    on_progress({r.run_id: (r.start_step + c.value, r.total_steps)
+                                 for _, t, c in active.values() for r in t.runs if r.run_id not in reported})
                 time.sleep(self.poll_s)
         except BaseException:  # Ctrl-C, or the grid itself failed (a full disk): stop the workers cleanly
             # each saves a checkpoint and stays resumable

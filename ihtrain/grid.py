@@ -18,6 +18,7 @@ Spec format: :mod:`ihtrain.grid_spec`.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -305,6 +306,31 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
     return w, t
 
 
+# ------------------------------------------------------------------------------ packing
+PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)
+
+
+def pack_groups(todo: list[Run], pack_size: int, spread: int, auto: bool) -> list[list[Run]]:
+    """The runs to execute, in groups that train packed (:func:`ihtrain.packed.pack_key`: same model
+    shape, B, C, dtype, device), in start order; a run that cannot be packed is a group of its own.
+    A group of n runs is split into packs of ``min(pack_size, ceil(n / spread))``: on a CPU, two
+    one-thread packs beat one two-thread pack (a tiny model's ops gain little from a second thread).
+    ``auto``: pack only runs of at most ``PACK_AUTO_MAX_TOKENS`` tokens per update (where it pays)."""
+    from ihtrain.packed import pack_key
+
+    groups: dict[Any, list[Run]] = {}
+    for r in todo:
+        key = pack_key(r.config) if pack_size > 1 else None
+        if auto and r.config.train.batch_size * r.config.train.context > PACK_AUTO_MAX_TOKENS:
+            key = None
+        groups.setdefault(key if key is not None else ("alone", r.run_id), []).append(r)
+    out = []
+    for runs in groups.values():
+        size = min(pack_size, max(1, math.ceil(len(runs) / spread)))
+        out += [runs[i:i + size] for i in range(0, len(runs), size)]
+    return out
+
+
 # ------------------------------------------------------------------------------ data, once
 def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
     """Build each distinct cached token stream the runs read (corpus, tokenizer, token memmap) once,
@@ -396,21 +422,36 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         for line in prepare_data(todo, progress=not args.no_progress):
             print(line)
     by_id = {r.run_id: r for r in runs}
-    tasks = []
+    gpus = cuda_devices() if args.executor == "local" and todo else []
+    pack = args.executor == "local" and (args.pack if args.pack is not None else not gpus)
+    spread = args.workers or (len(gpus) * args.runs_per_gpu if gpus else cpu_count() // (args.threads_per_run or 1))
+    groups = pack_groups(todo, args.pack_size if pack else 1, max(1, spread), auto=args.pack is None)
     if args.executor == "local":
-        gpus = cuda_devices() if todo else []
-        workers, threads = plan_local(len(todo), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
+        workers, threads = plan_local(len(groups), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
         executor: Any = LocalExecutor(workers, gpus=gpus)
         print(f"executor local: {workers} worker(s) x {threads} thread(s)"
-              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU"))
+              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU")
+              + (f"; {len(todo)} runs packed into {len(groups)} task(s)" if len(groups) < len(todo) else ""))
     else:
         threads = args.threads_per_run or 1
         executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu)
         print(f"executor ray: {args.ray_address or 'local cluster'}, {threads} CPU(s) per run")
-    for r in todo:
+
+    def task_of(r: Run) -> Task:
         st = states[r.run_id][1] or {}
-        tasks.append(Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
-                          int(st.get("step", 0)), threads, make_figures=not args.no_figures))
+        return Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
+                    int(st.get("step", 0)), threads, make_figures=not args.no_figures)
+
+    tasks = []
+    for group in groups:
+        members = [task_of(r) for r in group]
+        if len(members) == 1:
+            tasks.append(members[0])
+        else:  # the pack's log and progress live with its first member
+            first = members[0]
+            tasks.append(Task(f"pack-{first.run_id}+{len(members) - 1}", first.config, first.run_dir,
+                              first.total_steps, first.start_step, threads, make_figures=first.make_figures,
+                              members=members))
 
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", desc=spec.name, dynamic_ncols=True,
                disable=args.no_progress)
@@ -500,6 +541,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "between workers; ray: 1)")
     ex.add_argument("--runs-per-gpu", type=int, default=1, help="small runs packed per GPU (ray: fractional GPUs)")
     ex.add_argument("--ray-address", help="existing Ray cluster address (default: start a local one)")
+    ex.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
+                    help="train runs that share model shape, B, C, dtype and device (they may differ in seed, "
+                    "learning rate, data) packed: one process, one batched forward/backward, each run its own "
+                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/packed.py); a group is split "
+                    "over the workers (two one-thread packs beat one two-thread pack). Default: on for the local "
+                    "executor on CPU for runs of at most %d tokens per update (B x C), where sharing the "
+                    "fixed cost of an update pays (benchmarks/bench_packing.py); off for larger runs, on GPUs "
+                    "and with Ray" % PACK_AUTO_MAX_TOKENS)
+    ex.add_argument("--pack-size", type=int, default=8, help="at most this many runs per pack")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-figures", action="store_true", help="do not draw each run's curves.png/pdf")
     return p
@@ -514,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         print(list_presets())
         return 0
-    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds"):
+    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds", "pack_size"):
         v = getattr(args, name)
         if v is not None and v < 1:
             print(f"error: --{name.replace('_', '-')}: must be a positive integer, got {v}", file=sys.stderr)

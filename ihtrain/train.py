@@ -244,6 +244,20 @@ def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
+def start_run_dir(cfg: RunConfig, run_dir: Path) -> bool:
+    """Check and create the run directory (it must hold this run or nothing); False if the run is
+    done already, else mark it running. A damaged config.json or status.json raises UnreadableFile
+    here, before anything is written: the run's state is unknown, so it is neither marked failed nor
+    trained over."""
+    _prepare_run_dir(cfg, run_dir)
+    status = read_status(run_dir)
+    if status and status["status"] == "done":
+        return False
+    write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
+    (run_dir / "error.txt").unlink(missing_ok=True)  # it holds the traceback of the latest attempt
+    return True
+
+
 def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
               should_stop: Callable[[], bool] | None = None, make_figures: bool = True) -> dict[str, Any]:
     """Train one run into ``out_dir`` (a run directory), resuming if a checkpoint is there.
@@ -255,22 +269,16 @@ def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
     """
     run_dir = Path(out_dir)
     with run_lock(run_dir):
-        # a damaged config.json or status.json raises UnreadableFile here, before anything is written:
-        # the run's state is unknown, so it is neither marked failed nor trained over
-        _prepare_run_dir(cfg, run_dir)
-        status = read_status(run_dir)
-        if status and status["status"] == "done":
-            return status
+        if not start_run_dir(cfg, run_dir):
+            return read_status(run_dir)
         try:
-            write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
-            (run_dir / "error.txt").unlink(missing_ok=True)  # it holds the traceback of the latest attempt
             return _train(cfg, run_dir, progress, should_stop, make_figures)
         except BaseException as e:  # noqa: BLE001 - record, then re-raise
-            _record_exception(run_dir, e, status["step"] if status else 0)
+            _record_exception(run_dir, e)
             raise
 
 
-def _record_exception(run_dir: Path, e: BaseException, step_before: int) -> None:
+def _record_exception(run_dir: Path, e: BaseException, step_before: int = 0) -> None:
     """status.json after an exception: resumable when interrupted or stopped by an I/O error (a full
     disk, lost permissions: nothing is wrong with the run, so a plain rerun resumes it; the status
     carries ``io_error``), else failed at the step where it failed (a divergence names its own
@@ -301,198 +309,267 @@ def _record_exception(run_dir: Path, e: BaseException, step_before: int) -> None
 
 
 def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figures: bool) -> dict[str, Any]:
-    from tqdm.auto import tqdm
+    if cfg.train.threads > 0:
+        torch.set_num_threads(cfg.train.threads)
+    run = Run(cfg, run_dir, progress)
+    step_model = torch.compile(run.model) if cfg.train.compile else run.model
+    while run.go_on():
+        if should_stop is not None and should_stop():
+            run.stop_reason = "interrupted"
+            break
+        batch = run.next_batch()
+        run.after_update(*solo_update(run, step_model, batch))
+    return run.finish(make_figures)
 
-    from ihtrain.data import build_source
-    from ihtrain.metrics import evaluate, to_rows
-    from ihtrain.model import GPT
-    from ihtrain.probes import make_probes
 
-    t = cfg.train
-    if t.threads > 0:
-        torch.set_num_threads(t.threads)
-    device = resolve_device(t.device)
-    on_cuda = device.type == "cuda"
-    if on_cuda:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    use_bf16 = t.dtype == "bfloat16" or (t.dtype == "auto" and on_cuda)
-    autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
+def solo_update(run: Run, step_model: torch.nn.Module, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer update of one model on ``batch`` (B, C + 1), in micro-batches. Returns the summed
+    micro-batch losses and the gradient norm before clipping, as tensors (no device sync here)."""
+    cfg = run.cfg
+    micro, accum = cfg.micro_batch, cfg.grad_accum
+    loss_sum: Any = 0.0
+    for k in range(accum):
+        chunk = batch[k * micro:(k + 1) * micro]
+        with run.autocast:
+            _, loss = step_model(chunk[:, :-1], chunk[:, 1:])
+        (loss / accum).backward()
+        loss_sum = loss_sum + loss.detach()
+    clip = cfg.train.grad_clip if cfg.train.grad_clip > 0 else float("inf")
+    grad_norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip)
+    run.optimizer.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return loss_sum, grad_norm
 
-    # ---- data and model
-    source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=t.context)
-    vocab = source.vocab_size
-    if cfg.model.vocab_size not in (0, vocab):
-        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
-                          f"size {vocab} for data.source={cfg.data.source!r}; set model.vocab_size=0 to take it "
-                          f"from the data")
-    model_cfg = dataclasses.replace(cfg.model, vocab_size=vocab)
-    torch.manual_seed(cfg.seed)
-    model = GPT(model_cfg).to(device)
-    optimizer = model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), device.type)
-    step_model = torch.compile(model) if t.compile else model
 
-    total = cfg.cap_steps
-    schedule = set(eval_schedule(total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist()) \
-        if cfg.metrics.enabled else set()
-    if t.budget == "until-emergence" and not cfg.metrics.enabled:
-        raise ConfigError("train.budget: 'until-emergence' needs metrics.enabled=true (it watches the PS curve)")
-    probes = make_probes(vocab, t.context, seed=cfg.seed, ordinary_range=source.ordinary_range,
-                         sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
-                         n=cfg.metrics.probe_len)
-    val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
-    include = cfg.metrics.include or None
+class Run:
+    """One run's state around its updates: data stream, model and optimizer, evaluation schedule,
+    logs, checkpoints, divergence watch and stop rule. The update itself is the caller's
+    (:func:`solo_update` here, a packed update in :mod:`ihtrain.packed`), so a run trains the same
+    alone or packed with others. Building it writes ``config.json`` and resumes from ``last.pt``.
 
-    # ---- config.json: resolved config + provenance (written before the first step)
-    atomic_write_json(run_dir / "config.json", {
-        "run_id": cfg.run_id(), "config": cfg.to_dict(), "seed": cfg.seed, "versions": package_versions(),
-        "git_commit": git_commit(), "data_fingerprint": source.fingerprint, "vocab_size": vocab,
-        "n_params": model.num_params(non_embedding=False),
-        "n_params_non_embedding": model.num_params(non_embedding=True),
-        "device": str(device), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    })
+    A driver calls ``go_on()`` (evaluates when due; False once the run has reached its end), then
+    ``next_batch()``, updates ``model``, and hands the loss and gradient norm to ``after_update``;
+    at the end, ``finish()``.
+    """
 
-    # ---- resume
-    ckpt_dir = run_dir / "checkpoints"
-    last = ckpt_dir / "last.pt"
-    step, wall_before, crossing, last_eval = 0, 0.0, None, -1
-    stop_at = None  # until-emergence: the next update at which to check whether the head has formed
-    resumed_at = None  # a step whose evaluation the checkpoint already holds
-    keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
-    initial_loss = None  # the first update's loss: the divergence rule's reference
-    if last.is_file():
-        ckpt = load_checkpoint(last, device, remedy=f"delete it to restart the run from update 0, or delete "
-                               f"{run_dir} (in a grid, rerun with --retry-failed after either)")
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        step, wall_before, crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
-        stop_at = ckpt.get("stop_at", None if crossing is None else emergence_stop_step(cfg, crossing))
-        initial_loss = ckpt.get("initial_loss")  # absent in older checkpoints: the next update's loss
-        resumed_at = step if ckpt.get("evaluated") else None
-        # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
-        # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
-        # otherwise the resumed loop evaluates that step again.
-        keep_through = {"train": step, "metrics": step if resumed_at is not None else step - 1}
-    else:
-        for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
-            (run_dir / f"{kind}.parquet").unlink(missing_ok=True)
-    logs = _Logs(run_dir, keep_through)
-    watch = _DivergenceWatch(t, initial_loss, before_fail=logs.flush)
+    def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
+        from tqdm.auto import tqdm
 
-    def save_checkpoint(tag: str = "last.pt") -> None:
-        logs.flush()
-        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):  # keep the last finite one
-            watch.fail(step, "the weights went non-finite (not checkpointed: checkpoints hold only finite "
-                             "states); lower train.lr or lengthen the warmup")
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                 "wall_s": wall_before + (time.perf_counter() - t_start), "torch_rng": torch.get_rng_state(),
-                 "crossing": crossing, "stop_at": stop_at, "run_id": cfg.run_id(), "evaluated": last_eval == step,
-                 "initial_loss": watch.initial}
-        atomic_write_torch(ckpt_dir / tag, state)
+        self.cfg, self.run_dir, t = cfg, run_dir, cfg.train
+        self.device = resolve_device(t.device)
+        self.on_cuda = self.device.type == "cuda"
+        if self.on_cuda:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        use_bf16 = t.dtype == "bfloat16" or (t.dtype == "auto" and self.on_cuda)
+        self.autocast = torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
+        self._build(progress)
+        self._write_config()
+        self._resume()
+        self.watch = _DivergenceWatch(t, self.initial_loss, before_fail=self.logs.flush)
+        self.t_start = time.perf_counter()
+        self.last_ckpt_time, self.last_log_time, self.last_log_step = self.t_start, self.t_start, self.step
+        self.stop_reason = cfg.cap_reason
+        self.bar = tqdm(total=self.total, initial=self.step, disable=not progress, desc=cfg.name, unit="upd",
+                        dynamic_ncols=True, leave=progress)
+        self.ps_now = float("nan")
+        self.packed = False  # set by ihtrain.packed: the weights are views into a stack shared with other runs
+        self.model.train()
 
-    def has_formed() -> bool:
-        from ihstats.emergence import formation
+    # ---- building
+    def _build(self, progress: bool) -> None:
+        from ihtrain.data import build_source
+        from ihtrain.model import GPT
+        from ihtrain.probes import make_probes
 
-        return formation(logs.metric_frame(), min_ps=t.emergence_threshold)["formed"]
+        cfg, t = self.cfg, self.cfg.train
+        self.source = source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=t.context)
+        vocab = source.vocab_size
+        if cfg.model.vocab_size not in (0, vocab):
+            raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
+                              f"size {vocab} for data.source={cfg.data.source!r}; set model.vocab_size=0 to take it "
+                              f"from the data")
+        self.model_cfg = dataclasses.replace(cfg.model, vocab_size=vocab)
+        torch.manual_seed(cfg.seed)
+        self.model = GPT(self.model_cfg).to(self.device)
+        self.optimizer = self.model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), self.device.type)
+        self.total = cfg.cap_steps
+        self.schedule = set(eval_schedule(self.total, cfg.metrics.n_evals, cfg.metrics.log_fraction).tolist()) \
+            if cfg.metrics.enabled else set()
+        if t.budget == "until-emergence" and not cfg.metrics.enabled:
+            raise ConfigError("train.budget: 'until-emergence' needs metrics.enabled=true (it watches the PS curve)")
+        self.probes = make_probes(vocab, t.context, seed=cfg.seed, ordinary_range=source.ordinary_range,
+                                  sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
+                                  n=cfg.metrics.probe_len)
+        self.val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
+        self.include = cfg.metrics.include or None
 
-    def run_eval() -> float:
-        nonlocal last_eval
-        last_eval = step
-        results = evaluate(model, probes, val_tokens=val_tokens.to(device), include=include)
-        logs.add_metrics(to_rows(results, step=step, tokens=step * cfg.tokens_per_step))
+    def _write_config(self) -> None:
+        """config.json: resolved config + provenance (written before the first step)."""
+        cfg, model = self.cfg, self.model
+        atomic_write_json(self.run_dir / "config.json", {
+            "run_id": cfg.run_id(), "config": cfg.to_dict(), "seed": cfg.seed, "versions": package_versions(),
+            "git_commit": git_commit(), "data_fingerprint": self.source.fingerprint,
+            "vocab_size": self.model_cfg.vocab_size, "n_params": model.num_params(non_embedding=False),
+            "n_params_non_embedding": model.num_params(non_embedding=True),
+            "device": str(self.device), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        })
+
+    def _resume(self) -> None:
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        last = self.ckpt_dir / "last.pt"
+        self.step, self.wall_before, self.crossing, self.last_eval = 0, 0.0, None, -1
+        self.stop_at = None  # until-emergence: the next update at which to check whether the head has formed
+        self.resumed_at = None  # a step whose evaluation the checkpoint already holds
+        keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
+        self.initial_loss = None  # the first update's loss: the divergence rule's reference
+        if last.is_file():
+            ckpt = load_checkpoint(last, self.device, remedy=f"delete it to restart the run from update 0, or "
+                                   f"delete {self.run_dir} (in a grid, rerun with --retry-failed after either)")
+            self.model.load_state_dict(ckpt["model"])
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+            torch.set_rng_state(ckpt["torch_rng"])
+            self.step, self.wall_before, self.crossing = ckpt["step"], ckpt["wall_s"], ckpt.get("crossing")
+            self.stop_at = ckpt.get("stop_at", None if self.crossing is None
+                                    else emergence_stop_step(self.cfg, self.crossing))
+            self.initial_loss = ckpt.get("initial_loss")  # absent in older checkpoints: the next update's loss
+            self.resumed_at = self.step if ckpt.get("evaluated") else None
+            # A kill between a later flush and its checkpoint can leave rows past the checkpoint: drop them.
+            # The checkpoint's own step keeps its metric rows only if it was evaluated before it was saved;
+            # otherwise the resumed loop evaluates that step again.
+            keep_through = {"train": self.step, "metrics": self.step if self.resumed_at is not None else self.step - 1}
+        else:
+            for kind in ("metrics", "train"):  # a crash before the first checkpoint: start clean
+                (self.run_dir / f"{kind}.parquet").unlink(missing_ok=True)
+        # the global RNG as this run left it (packed runs share the global RNG, so each keeps its own)
+        self.torch_rng = torch.get_rng_state()
+        self.logs = _Logs(self.run_dir, keep_through)
+
+    # ---- around each update
+    def go_on(self) -> bool:
+        """Evaluate the metrics if due and decide whether to train on: False once the run has emerged
+        (until-emergence stops exactly at its stop step, evaluated there) or reached its cap."""
+        t = self.cfg.train
+        until_emergence = t.budget == "until-emergence"
+        at_stop = until_emergence and self.stop_at is not None and self.step >= self.stop_at
+        if (self.step in self.schedule or at_stop) and self.step != self.resumed_at:
+            self.ps_now = self._evaluate()
+            if until_emergence and self.crossing is None and self.ps_now >= t.emergence_threshold:
+                self.crossing, self.stop_at = self.step, emergence_stop_step(self.cfg, self.step)
+            self.bar.set_postfix(ps=f"{self.ps_now:.2f}", refresh=False)
+        if at_stop:
+            if self._has_formed():
+                self.stop_reason = "emerged"
+                return False
+            self.stop_at = emergence_recheck_step(self.cfg, self.crossing, self.step)
+        return self.step < self.total
+
+    def next_batch(self) -> torch.Tensor:
+        """Set this update's learning rate and draw its batch (B, C + 1), a pure function of (seed, step)."""
+        cfg, t = self.cfg, self.cfg.train
+        self.lr = lr_at(self.step, cfg, self.total, self.crossing)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        rng = np.random.default_rng([cfg.seed, TRAIN_DATA_STREAM, self.step])
+        tokens, self.stats = self.source.sample(rng, t.batch_size, t.context + 1, progress=self.step / self.total)
+        batch = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.int64))
+        if self.on_cuda:
+            batch = batch.pin_memory().to(self.device, non_blocking=True)
+        return batch
+
+    def after_update(self, loss_sum: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """Count the update; log it at logged steps (where the loss is read off the device) and
+        checkpoint when due. Raises :class:`TrainingDiverged` on a non-finite or diverged run."""
+        cfg, t = self.cfg, self.cfg.train
+        self.step += 1
+        step = self.step
+        self.bar.update(1)
+        if self.watch.initial is None:
+            self.watch.start(float(loss_sum) / cfg.grad_accum)
+        if step % t.log_every == 0 or step == self.total:
+            now = time.perf_counter()
+            row = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": float(loss_sum) / cfg.grad_accum,
+                   "lr": self.lr, "grad_norm": float(grad_norm),
+                   "tokens_per_s": (step - self.last_log_step) * cfg.tokens_per_step / max(now - self.last_log_time, 1e-9),
+                   "wall_s": self.wall_before + now - self.t_start}
+            row.update({k: float(v) for k, v in self.stats.items()})
+            self.logs.add_train(row)
+            self.watch.check(step, row["loss"], row["grad_norm"])
+            self.last_log_time, self.last_log_step = now, step
+            self.bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{self.ps_now:.2f}", refresh=False)
+        if step in t.keep_checkpoints:
+            self.save_checkpoint(f"step_{step}.pt")
+        due = (step % t.checkpoint_every == 0) if t.checkpoint_every else \
+            (time.perf_counter() - self.last_ckpt_time >= t.checkpoint_seconds)
+        if due:
+            self.save_checkpoint()
+            write_status(self.run_dir, "running", step, reason="training")
+            self.last_ckpt_time = time.perf_counter()
+
+    def finish(self, make_figures: bool = True) -> dict[str, Any]:
+        """Checkpoint; unless interrupted, check the end for divergence, write ``final.pt``, the
+        curves and status ``done``. Returns the final status."""
+        self.bar.close()
+        interrupted = self.stop_reason == "interrupted"
+        if not interrupted:
+            self.watch.at_end(self.step)
+        self.save_checkpoint()
+        if interrupted:
+            write_status(self.run_dir, "running", self.step, reason="interrupted", stop_reason="interrupted")
+            return read_status(self.run_dir)
+        final = {"model": _own_storage(self.model.state_dict()), "model_config": self.model_cfg.__dict__,
+                 "step": self.step}
+        atomic_write_torch(self.ckpt_dir / "final.pt", final)
+        if make_figures:
+            try:
+                from ihtrain.plots import plot_run_curves
+
+                plot_run_curves(self.run_dir)
+            except Exception as e:  # a figure must never fail a finished run
+                print(f"warning: could not draw curves for {self.run_dir}: {e}", file=sys.stderr)
+        write_status(self.run_dir, "done", self.step, reason="finished", stop_reason=self.stop_reason)
+        return read_status(self.run_dir)
+
+    # ---- evaluation and checkpoints
+    def _evaluate(self) -> float:
+        from ihtrain.metrics import evaluate, to_rows
+
+        self.last_eval = self.step
+        results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include)
+        self.logs.add_metrics(to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step))
         return float(np.max(results["ps"])) if "ps" in results else float("nan")
 
-    # ---- loop
-    t_start = time.perf_counter()
-    last_ckpt_time, last_log_time, last_log_step = t_start, t_start, step
-    stop_reason = cfg.cap_reason
-    micro, accum = cfg.micro_batch, cfg.grad_accum
-    bar = tqdm(total=total, initial=step, disable=not progress, desc=cfg.name, unit="upd", dynamic_ncols=True,
-               leave=progress)
-    ps_now = float("nan")
-    model.train()
-    until_emergence = t.budget == "until-emergence"
-    while True:
-        # until-emergence stops exactly at its stop step (evaluated there), not at the next scheduled evaluation
-        at_stop = until_emergence and stop_at is not None and step >= stop_at
-        if (step in schedule or at_stop) and step != resumed_at:
-            ps_now = run_eval()
-            if until_emergence and crossing is None and ps_now >= t.emergence_threshold:
-                crossing, stop_at = step, emergence_stop_step(cfg, step)
-            bar.set_postfix(ps=f"{ps_now:.2f}", refresh=False)
-        if at_stop:
-            if has_formed():
-                stop_reason = "emerged"
-                break
-            stop_at = emergence_recheck_step(cfg, crossing, step)
-        if step >= total:
-            break
-        if should_stop is not None and should_stop():
-            stop_reason = "interrupted"
-            break
+    def _has_formed(self) -> bool:
+        from ihstats.emergence import formation
 
-        lr = lr_at(step, cfg, total, crossing)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        rng = np.random.default_rng([cfg.seed, TRAIN_DATA_STREAM, step])
-        tokens, stats = source.sample(rng, t.batch_size, t.context + 1, progress=step / total)
-        batch = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.int64))
-        if on_cuda:
-            batch = batch.pin_memory().to(device, non_blocking=True)
-        loss_sum = 0.0
-        for k in range(accum):
-            chunk = batch[k * micro:(k + 1) * micro]
-            with autocast:
-                _, loss = step_model(chunk[:, :-1], chunk[:, 1:])
-            (loss / accum).backward()
-            loss_sum = loss_sum + loss.detach()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip if t.grad_clip > 0 else float("inf"))
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        bar.update(1)
-        if watch.initial is None:
-            watch.start(float(loss_sum) / accum)
+        return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold)["formed"]
 
-        if step % t.log_every == 0 or step == total:
-            now = time.perf_counter()
-            row = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": float(loss_sum) / accum, "lr": lr,
-                   "grad_norm": float(grad_norm),
-                   "tokens_per_s": (step - last_log_step) * cfg.tokens_per_step / max(now - last_log_time, 1e-9),
-                   "wall_s": wall_before + now - t_start}
-            row.update({k: float(v) for k, v in stats.items()})
-            logs.add_train(row)
-            watch.check(step, row["loss"], row["grad_norm"])
-            last_log_time, last_log_step = now, step
-            bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{ps_now:.2f}", refresh=False)
-        if step in t.keep_checkpoints:
-            save_checkpoint(f"step_{step}.pt")
-        due = (step % t.checkpoint_every == 0) if t.checkpoint_every else \
-            (time.perf_counter() - last_ckpt_time >= t.checkpoint_seconds)
-        if due:
-            save_checkpoint()
-            write_status(run_dir, "running", step, reason="training")
-            last_ckpt_time = time.perf_counter()
-    bar.close()
+    def save_checkpoint(self, tag: str = "last.pt") -> None:
+        self.logs.flush()
+        if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):  # keep the last finite one
+            self.watch.fail(self.step, "the weights went non-finite (not checkpointed: checkpoints hold only "
+                                       "finite states); lower train.lr or lengthen the warmup")
+        if not self.packed:
+            self.torch_rng = torch.get_rng_state()
+        state = {"model": _own_storage(self.model.state_dict()), "optimizer": self.optimizer.state_dict(),
+                 "step": self.step, "wall_s": self.wall_before + (time.perf_counter() - self.t_start),
+                 "torch_rng": self.torch_rng, "crossing": self.crossing, "stop_at": self.stop_at,
+                 "run_id": self.cfg.run_id(), "evaluated": self.last_eval == self.step,
+                 "initial_loss": self.watch.initial}
+        atomic_write_torch(self.ckpt_dir / tag, state)
 
-    if stop_reason != "interrupted":
-        watch.at_end(step)
-    save_checkpoint()
-    if stop_reason == "interrupted":
-        write_status(run_dir, "running", step, reason="interrupted", stop_reason=stop_reason)
-        return read_status(run_dir)
-    atomic_write_torch(ckpt_dir / "final.pt",
-                       {"model": model.state_dict(), "model_config": model_cfg.__dict__, "step": step})
-    if make_figures:
-        try:
-            from ihtrain.plots import plot_run_curves
 
-            plot_run_curves(run_dir)
-        except Exception as e:  # a figure must never fail a finished run
-            print(f"warning: could not draw curves for {run_dir}: {e}", file=sys.stderr)
-    write_status(run_dir, "done", step, reason="finished", stop_reason=stop_reason)
-    return read_status(run_dir)
+def _own_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The state dict with each tensor that views a larger storage (a packed run's slice of its stack)
+    copied out, tied tensors kept tied: ``torch.save`` writes a view's whole storage."""
+    copies: dict[int, torch.Tensor] = {}
+    out = {}
+    for name, v in state.items():
+        if v.untyped_storage().nbytes() > v.numel() * v.element_size():
+            key = v.data_ptr()
+            v = copies[key] if key in copies else copies.setdefault(key, v.clone())
+        out[name] = v
+    return out
 
 
 # ---------------------------------------------------------------------------- CLI

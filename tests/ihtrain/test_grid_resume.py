@@ -72,7 +72,7 @@ def start_grid(tmp_path: Path, smoke_cache: Path, sigint_ignored: bool = False
     spec.write_text(SPEC)
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
-           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+           "--threads-per-run", "1", "--no-pack", "--no-progress", "--no-figures"]
     env = {**os.environ, "IHLAW_CACHE": str(smoke_cache)}
     ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
