@@ -161,8 +161,9 @@ def test_presets_parse_and_meet_the_brief():
         Ns = {r.factors["size"] for r in cpu}
         assert len(Bs) == 3 and max(Bs) / min(Bs) >= 4 and len(Cs) == 3 and max(Cs) / min(Cs) >= 4 and len(Ns) == 2
         assert all(r.config.train.budget == "until-emergence" for r in cpu)
-    fast = load_grid_preset("bxc-markov").expand()  # one setting for every cell: only B, C and width vary
-    assert len({(r.config.train.lr, r.config.data.markov.vocab, r.config.seed) for r in fast}) == 1
+    fast = load_grid_preset("bxc-markov").expand()  # one setting for every cell: only B, C, width and seed vary
+    assert len({(r.config.train.lr, r.config.data.markov.vocab) for r in fast}) == 1
+    assert len(fast) == 36 and {r.seed for r in fast} == {0, 1}  # 2 seeds per cell (the packing issue)
     assert all(r.config.data.markov.vocab > r.config.train.context for r in fast)
     paper = load_grid_preset("bxc-paper").expand()
     assert min(r.config.train.batch_size for r in paper) == 4 and max(r.config.train.batch_size for r in paper) == 512
