@@ -546,7 +546,7 @@ def _command(name: str, args: argparse.Namespace) -> str:
         parts.append("--simulated")
     if args.seed:
         parts += ["--seed", str(args.seed)]
-    return shlex.join(parts + ["--out", str(args.out)])
+    return shlex.join(parts + ["--out", _rel(args.out)])
 
 
 def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Path:
@@ -652,7 +652,7 @@ def check(args: argparse.Namespace) -> int:
     for line in problems:
         print(f"[differs] {line}")
     print(f"check: {len(made)} CSV(s) regenerated, {len(problems)} difference(s) "
-          f"(sampler CSVs {', '.join(SAMPLER_CSV)}*: within {SAMPLER_TOL:.0%} of each column's "
+          f"(sampler CSVs {', '.join(c + '*' for c in SAMPLER_CSV)}: within {SAMPLER_TOL:.0%} of each column's "
           f"range; others exact)")
     return 1 if problems or rc else 0
 
