@@ -441,12 +441,14 @@ BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
 def analysis_biinduct(inp: Inputs) -> FigureData:
     from ihstats.io import load_grid
 
-    grid = load_grid(_shipped(inp, "biinduct"), on_error="skip")
-    mode = next(c for c in grid.runs.columns if c.endswith("biinduct.mode"))
+    path = _shipped(inp, "biinduct")
+    grid = load_grid(path, on_error="skip")
+    # the condition label is the grid factor, recorded per run in the manifest
+    modes = pd.read_parquet(path / "manifest.parquet")[["run_id", "data.biinduct.mode"]]
     m = grid.metrics[grid.metrics["metric"].isin(list(BIINDUCT_METRICS))]
     # per-head scores: the best head at each step; val_loss is one number per step
     agg = m.groupby(["run_id", "metric", "step"])["value"].max().reset_index()
-    frame = agg.merge(grid.runs[["run_id", mode]].rename(columns={mode: "mode"}), on="run_id")
+    frame = agg.merge(modes.rename(columns={"data.biinduct.mode": "mode"}), on="run_id")
     last = frame[frame["step"] == frame.groupby("run_id")["step"].transform("max")]
     final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
     if "val_loss" in final:
