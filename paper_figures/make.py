@@ -340,7 +340,7 @@ def plot_frontier(d: FigureData):
 def analysis_ablation(inp: Inputs) -> FigureData:
     from ihstats.permutation import ablation_arrays, run_ablation_tests
 
-    shipped = inp.reference / "biinduct" / "ablation.csv"
+    shipped = inp.reference / "biinduct" / "ablation.parquet"
     if inp.ablation_table is None and not inp.simulated:
         if not shipped.is_file():
             raise Skip(f"{_rel(shipped)} missing (python -m ihtrain.ablate on the biinduct runs, "
