@@ -46,7 +46,7 @@ def wall_seconds(preset: str, done_file: Path | None) -> str:
 
 
 def _commit(grid: Path, files: list[Path]) -> str:
-    commits = {json.loads((grid / f).read_text()).get("git_commit", "?")
+    commits = {json.loads((grid / f).read_text()).get("git_commit") or "unknown"
                for f in files if f.name == "config.json"}
     return ", ".join(sorted(c[:7] for c in commits)) or "unknown"
 
