@@ -1,11 +1,13 @@
 """Predicted updates-to-emergence for a planned run, from a fitted UPT-law posterior.
 
     python -m ihstats.predict --batch-size 512 --context 2048 [--model-size N] [--posterior FILE]
+    python -m ihstats.predict --batch-size 512 --context 2048 --law published
 
-``--posterior`` takes the ``upt_law.nc`` written by ``analyses/fit_upt_law.py`` (or
-``UPTLawResults.save``). Without it the shipped reference posterior is used, which was fitted to
-a table the package simulated itself (``python -m ihstats.simulate_law --reference ...``): it
-illustrates the tool, it is not a measurement.
+By default the shipped reference posterior answers: the law fitted to real runs, the natural-text
+grid ``data/reference_runs/bxc-cpu-h200-bf16`` (18 small GPTs on one H200; 4 chains x 1000 draws,
+remade by :func:`fit_reference_posterior`). ``--posterior`` takes your own ``upt_law.nc`` written
+by ``analyses/fit_upt_law.py`` (or ``UPTLawResults.save``); ``--law published`` uses the published
+point estimate ``ln UPT = 13.26 - 0.37 ln B - 0.62 ln C`` (Aoyama et al., no interval published).
 """
 
 from __future__ import annotations
@@ -22,21 +24,51 @@ from ihstats.upt_law import UPTLawError, extrapolation_warnings, predict_from_po
 
 REFERENCE_DIR = Path(__file__).parent / "reference_posterior"
 REFERENCE_FILE = REFERENCE_DIR / "upt_law_reference.nc"
+REFERENCE_RUNS = "data/reference_runs/bxc-cpu-h200-bf16"
+# Aoyama et al. (arXiv 2511.16893): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C, point estimates only
+PUBLISHED_LAW = {"log_T": 13.26, "a": 0.37, "b": 0.62}
 
 
-def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000) -> str:
+def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000,
+                              simulated: bool = True, name: str = "upt_law_reference") -> str:
     """Write a thinned posterior (``n_draws`` draws, posterior group only, < 1 MB) and a JSON
     note saying what it was fitted to; returns the netCDF path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     small = _bayes.thin_posterior(res.idata, n_draws, seed=0)
     small.posterior.attrs["source"] = source
-    path = _bayes.to_netcdf(small, out / "upt_law_reference.nc")
-    note = {"source": source, "simulated": True, "n_draws": n_draws,
+    small.posterior.attrs["simulated"] = int(simulated)
+    path = _bayes.to_netcdf(small, out / f"{name}.nc")
+    note = {"source": source, "simulated": simulated, "n_draws": n_draws,
             "summary": res.summary().reset_index().to_dict(orient="records"),
             "diagnostics": res.diagnostics(), "versions": _bayes.versions()}
-    (out / "upt_law_reference.json").write_text(json.dumps(note, indent=2, default=float))
+    (out / f"{name}.json").write_text(json.dumps(note, indent=2, default=float))
     return path
+
+
+def fit_reference_posterior(runs=None, out_dir=REFERENCE_DIR) -> str:
+    """Refit the shipped default: the UPT law on a real grid's logs, 4 chains x 1000 draws, seed 0
+    (the defaults of ``analyses/fit_upt_law.py``, without its size-term comparison)."""
+    from ihstats.emergence import emergence_table
+    from ihstats.io import load_grid
+    from ihstats.upt_law import UPTLaw, UPTLawSpec
+
+    path = Path(runs) if runs else Path(__file__).resolve().parents[1] / REFERENCE_RUNS
+    runs = runs or REFERENCE_RUNS
+    table = emergence_table(load_grid(path, on_error="skip"), metric="ps", head="max",
+                            on_error="skip")
+    res = UPTLaw(UPTLawSpec()).fit(table, draws=1000, tune=1000, chains=4, seed=0)
+    return write_reference_posterior(res, out_dir, simulated=False, source=(
+        f"real runs {runs} (emergence by ihstats.emergence, bayes; "
+        f"ihstats.predict.fit_reference_posterior, 4 chains x 1000 draws, seed 0)"))
+
+
+def predict_published(B: float, C: float) -> dict:
+    """The published law's point prediction (no interval was published)."""
+    upt = float(np.exp(PUBLISHED_LAW["log_T"] - PUBLISHED_LAW["a"] * np.log(B)
+                       - PUBLISHED_LAW["b"] * np.log(C)))
+    return {"B": B, "C": C, "N": None, "upt": upt, "tokens": upt * B * C, "upt_lo": None,
+            "upt_hi": None, "pred_lo": None, "pred_hi": None}
 
 
 def load_posterior(path=None):
@@ -68,6 +100,32 @@ def _check_usable(row) -> None:
                           f"range")
 
 
+def _published_main(args) -> int:
+    for name, v in (("B", args.batch_size), ("C", args.context)):
+        if not (np.isfinite(v) and v > 0):
+            print(f"error: {name}: must be a finite number > 0, got [{v}]", file=sys.stderr)
+            return 2
+    row = predict_published(args.batch_size, args.context)
+    src = ("published law ln UPT = 13.26 - 0.37 ln B - 0.62 ln C (Aoyama et al., arXiv "
+           "2511.16893; point estimate, no interval published)")
+    if args.json:
+        print(json.dumps({**row, "posterior": src, "warnings": []}, allow_nan=False))
+        return 0
+    print(f"B = {args.batch_size:g}, C = {args.context:g}")
+    print(f"predicted UPT (published law): {row['upt']:,.0f} updates ({row['tokens']:,.3g} tokens)")
+    print(f"using the {src}")
+    return 0
+
+
+def _source_line(args, idata) -> str:
+    if args.posterior:
+        return f"posterior {args.posterior}"
+    what = idata.posterior.attrs.get("source", "see upt_law_reference.json")
+    kind = "SIMULATED data: " if int(idata.posterior.attrs.get("simulated", 1)) else ""
+    return (f"shipped reference posterior {REFERENCE_FILE.name} (fitted to {kind}{what}); pass "
+            f"--posterior runs/.../upt_law.nc for your own fit, --law published for the paper's")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.predict", description=__doc__.split("\n")[1])
     p.add_argument("--batch-size", type=float, required=True,
@@ -75,11 +133,21 @@ def main(argv=None) -> int:
     p.add_argument("--context", type=float, required=True, help="C: context length in tokens")
     p.add_argument("--model-size", type=float, default=None,
                    help="N: non-embedding parameters (needed only for a posterior with size term)")
+    p.add_argument("--law", choices=("fit", "published"), default="fit",
+                   help="fit: a fitted posterior (default: the shipped fit to real runs); "
+                        "published: ln UPT = 13.26 - 0.37 ln B - 0.62 ln C")
     p.add_argument("--posterior", default=None,
-                   help="upt_law.nc from analyses/fit_upt_law.py (default: shipped reference)")
+                   help="upt_law.nc from analyses/fit_upt_law.py (default: shipped reference, "
+                        "fitted to data/reference_runs/bxc-cpu-h200-bf16)")
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = p.parse_args(argv)
+    if args.law == "published":
+        if args.posterior:
+            print("error: --law published takes no --posterior (it is a fixed point estimate)",
+                  file=sys.stderr)
+            return 2
+        return _published_main(args)
     try:
         if not 0 < args.hdi_prob < 1:
             raise UPTLawError(f"--hdi-prob: must be in (0, 1), got {args.hdi_prob}")
@@ -93,10 +161,7 @@ def main(argv=None) -> int:
     warns = extrapolation_warnings(idata, B=args.batch_size, C=args.context, N=args.model_size)
     for w in warns:
         print(f"warning: {w}", file=sys.stderr)
-    src = (f"posterior {args.posterior}" if args.posterior else
-           f"shipped reference posterior {REFERENCE_FILE} (fitted to SIMULATED data: "
-           f"{idata.posterior.attrs.get('source', 'see upt_law_reference.json')}); pass "
-           f"--posterior runs/.../upt_law.nc for your own fit")
+    src = _source_line(args, idata)
     if args.json:
         # null, not NaN: NaN is not JSON (N is NaN when the posterior has no size term).
         vals = {k: float(v) if np.isfinite(v) else None for k, v in row.items()}

@@ -160,7 +160,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m ihstats.simulate_law",
         description="Write the simulated example emergence table (fixed seed) and optionally "
-                    "fit and write the reference posterior used by `python -m ihstats.predict`.")
+                    "fit and write the simulated example posterior (upt_law_simulated.nc; the "
+                    "default of `python -m ihstats.predict` is the fit to real runs).")
     p.add_argument("--example", default="data/example_emergence.csv",
                    help="where to write the example table (default: %(default)s)")
     p.add_argument("--reference", default=None,
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
         from ihstats.upt_law import UPTLaw, UPTLawSpec
 
         res = UPTLaw(UPTLawSpec()).fit(table, draws=1000, tune=1000, chains=4, seed=1)
-        path = write_reference_posterior(res, args.reference, source=(
+        path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
             f"simulated example table {args.example} (python -m ihstats.simulate_law, "
             f"seed {EXAMPLE_SETTINGS['seed']})"))
         print(f"wrote {path}")

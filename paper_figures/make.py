@@ -1,15 +1,18 @@
 """Regenerate the paper figures (PNG + PDF + the tidy CSV behind each) from logs in one command.
 
-    python paper_figures/make.py                               # every figure, fast, shipped examples
-    python paper_figures/make.py --runs runs/bxc-text --full    # real logs, full posterior sampling
-    python paper_figures/make.py --only upt_law frontier --out /tmp/figs
+    python paper_figures/make.py                     # every figure, fast, from the shipped real logs
+    python paper_figures/make.py --check             # regenerate to a temp dir, diff the CSVs
+    python paper_figures/make.py --runs runs/bxc-text --fast    # your own grid, quick sampling
+    python paper_figures/make.py --only upt_law --simulated --out /tmp/figs  # simulated example
     python paper_figures/make.py --list
 
 Each figure is a registry entry: an analysis function (inputs -> tidy DataFrame, built with the
 package's own ``ihstats`` functions) and a plot function (tidy DataFrame -> matplotlib Figure).
-Without a real input a figure falls back to the shipped *simulated* example in ``data/`` and says
-so in its title and in ``INDEX.md``; ``emergence_curves`` needs ``--runs`` and is skipped without
-it. A failing figure is reported and the others still run; the exit status is 1 if any failed
+By default every figure reads the real logs shipped in ``data/reference_runs/`` (natural text:
+``bxc-cpu-h200-bf16``; fast regime: ``bxc-markov``; ``freqrel``, ``markov``, ``biinduct``). A
+figure whose set is not shipped is *skipped* with the reason in ``INDEX.md``; the simulated
+examples in ``data/`` are used only with ``--simulated`` (and say so in the title and INDEX.md).
+A failing figure is reported and the others still run; the exit status is 1 if any failed
 (2 on bad arguments). Seeds are fixed (``--seed``, default 0), so reruns give the same files.
 """
 
@@ -32,7 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 EXAMPLES = {"emergence": DATA / "example_emergence.csv", "frontier": DATA / "example_frontier.csv",
             "ablation": DATA / "example_ablation.csv"}
+REFERENCE = DATA / "reference_runs"
+FIGURES = ROOT / "paper_figures" / "figures"
+# --check: CSVs of the samplers (posterior summaries, law bands, frontier) may move with the
+# platform's floating point; they must agree within this fraction of each column's range.
+# Every other CSV (curves, onsets, counts, permutation tests with fixed seeds) must match exactly.
+SAMPLER_CSV = ("upt_law", "frontier")
+SAMPLER_TOL = 0.05
 HDI = 0.9
+# the shipped real sets each figure reads by default (data/reference_runs/<set>)
+NATURAL, FAST = "bxc-cpu-h200-bf16", "bxc-markov"
+# published laws (docs/REFERENCES.md): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C (arXiv 2511.16893),
+# and its earlier tokens form N = 10^5.7 sqrt(B C), i.e. UPT = 10^5.7 / sqrt(B C)
+PUBLISHED = {"published": (13.26, 0.37, 0.62), "published_early": (5.7 * np.log(10), 0.5, 0.5)}
 # Sampler / resampling budgets: fast matches the analyses/ scripts' --fast, full their defaults.
 BUDGET = {
     False: dict(draws=300, tune=300, chains=2, n_resamples=999, n_boot=500),
@@ -54,6 +69,8 @@ class Inputs:
     ablation_table: Path | None = None
     full: bool = False
     seed: int = 0
+    simulated: bool = False          # use the shipped simulated examples (explicit flag only)
+    reference: Path = REFERENCE
     cache: dict[str, Any] = field(default_factory=dict)  # shared work (the grid's emergence table)
 
     @property
@@ -78,6 +95,20 @@ def _read_table(path: Path, flag: str) -> pd.DataFrame:
     return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
 
 
+def _rel(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _shipped(inp: Inputs, name: str) -> Path:
+    """The shipped real set ``data/reference_runs/<name>``, or Skip saying it is missing."""
+    path = inp.reference / name
+    if not (path / "grid.json").is_file():
+        raise Skip(f"shipped set {_rel(path)} missing (ship it with paper_figures/ship_runs.py); no simulated fallback "
+                   f"without --simulated")
+    return path
+
+
 def _source(path: Path | None, key: str, flag: str) -> tuple[pd.DataFrame, str, bool]:
     """The table from ``path`` or the shipped example, with a description of which it is."""
     path = Path(path) if path is not None else EXAMPLES[key]
@@ -92,27 +123,27 @@ def _sim_tag(d: FigureData) -> str:
 
 
 # ================================================================== 1. emergence curves
-def _grid_emergence(inp: Inputs):
-    """Load the grid once and detect emergence once (shared by two figures)."""
-    if "grid" not in inp.cache:
+def _grid_emergence(inp: Inputs, runs: Path):
+    """Load a grid once and detect emergence once (shared by several figures)."""
+    key = f"grid:{runs}"
+    if key not in inp.cache:
         from ihstats.emergence import curve_series, emergence_table
         from ihstats.io import load_grid
 
-        grid = load_grid(inp.runs, on_error="skip")
+        grid = load_grid(runs, on_error="skip")
         if grid.runs.empty:
-            raise ValueError(f"--runs: no readable run directories in {inp.runs}")
+            raise ValueError(f"--runs: no readable run directories in {runs}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # skipped curves are counted in the note instead
             table = emergence_table(grid, metric="ps", head="max", method="bayes", level=HDI,
                                     on_error="skip")
-        inp.cache["grid"] = (grid, curve_series(grid.metrics, "ps", "max"), table)
-    return inp.cache["grid"]
+        inp.cache[key] = (grid, curve_series(grid.metrics, "ps", "max"), table)
+    return inp.cache[key]
 
 
-def analysis_emergence_curves(inp: Inputs) -> FigureData:
-    if inp.runs is None:
-        raise Skip("needs --runs GRID_DIR (run logs); no shipped example of raw curves")
-    grid, curves, table = _grid_emergence(inp)
+def analysis_emergence_curves(inp: Inputs, shipped: str = NATURAL) -> FigureData:
+    runs = inp.runs if inp.runs is not None and shipped == NATURAL else _shipped(inp, shipped)
+    grid, curves, table = _grid_emergence(inp, runs)
     factors = grid.runs[["run_id", *[c for c in ("cell_id", "seed", "B", "C") if c in grid.runs]]]
     if not {"B", "C"} <= set(factors):
         raise ValueError("--runs: the runs' config.json lack train.batch_size/train.context (B, C)")
@@ -122,7 +153,7 @@ def analysis_emergence_curves(inp: Inputs) -> FigureData:
     n_skip = grid.runs["run_id"].nunique() - table["run_id"].nunique()
     note = f"{n_skip} run(s) without an onset (detector rejected the curve)" if n_skip else ""
     return FigureData(frame.sort_values(["C", "B", "run_id", "step"]).reset_index(drop=True),
-                      f"{inp.runs} (real logs; onsets by ihstats.emergence, bayes)", False,
+                      f"{_rel(runs)} (real logs; onsets by ihstats.emergence, bayes)", False,
                       note=note)
 
 
@@ -165,15 +196,17 @@ def plot_emergence_curves(d: FigureData):
 
 
 # ====================================================================== 2. UPT law
-def analysis_upt_law(inp: Inputs) -> FigureData:
+def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
     from ihstats.report import obs_vs_pred_frame
     from ihstats.upt_law import UPTLaw, UPTLawSpec
 
-    if inp.emergence is None and inp.runs is not None:
-        table = _grid_emergence(inp)[2]
-        source, simulated = f"{inp.runs} (real logs; emergence detected by ihstats.emergence)", False
-    else:
+    mine = shipped == NATURAL  # --emergence / --runs / --simulated replace the natural-text set
+    if mine and (inp.emergence is not None or inp.simulated):
         table, source, simulated = _source(inp.emergence, "emergence", "--emergence")
+    else:
+        runs = inp.runs if mine and inp.runs is not None else _shipped(inp, shipped)
+        table = _grid_emergence(inp, runs)[2]
+        source, simulated = f"{_rel(runs)} (real logs; emergence by ihstats.emergence)", False
     b = inp.budget
     res = UPTLaw(UPTLawSpec(hdi_prob=HDI)).fit(table, draws=b["draws"], tune=b["tune"],
                                                 chains=b["chains"], seed=inp.seed)
@@ -188,7 +221,8 @@ def analysis_upt_law(inp: Inputs) -> FigureData:
         if res.spec.size_term:
             N = float(np.exp(res.data.centres["N"]))  # law at the design's centre size
         p = res.predict(Bs, np.full_like(Bs, c), N, HDI)
-        lines.append(p.assign(B=Bs, C=c)[["B", "C", "upt", "upt_lo", "upt_hi"]])
+        pub = {k: np.exp(t - a * np.log(Bs) - b * np.log(c)) for k, (t, a, b) in PUBLISHED.items()}
+        lines.append(p.assign(B=Bs, C=c, **pub)[["B", "C", "upt", "upt_lo", "upt_hi", *pub]])
     diag = res.diagnostics()
     note = (f"r(pred, obs log UPT) = {res.r_obs_pred:.3f}; {b['chains']} chains x {b['draws']} "
             f"draws" + (f"; warnings: {'; '.join(diag)}" if diag else ""))
@@ -223,11 +257,16 @@ def plot_upt_law(d: FigureData):
         ax2.plot(g["B"], g["upt"], color=col, lw=1.2, label=f"C = {c}")
         ax2.fill_between(g["B"], g["upt_lo"], g["upt_hi"], color=col, alpha=0.15, lw=0)
         ax2.scatter(pts["B"], pts["observed"], color=col, s=14, edgecolors="none")
+        if "published" in g:  # the published forms, at the same C (dashed, dotted)
+            ax2.plot(g["B"], g["published"], color=col, lw=0.8, ls="--")
+            ax2.plot(g["B"], g["published_early"], color=col, lw=0.8, ls=":")
     ax2.set(xscale="log", yscale="log", xlabel="B (sequences per update)", ylabel="UPT (updates)")
     bs = sorted(f["B"].unique())
     ax2.set_xticks(bs, labels=[f"{b:g}" for b in bs])
     ax2.xaxis.set_minor_locator(plt.NullLocator())
-    ax2.legend(fontsize=7, frameon=False, ncol=2)
+    ax2.legend(fontsize=7, frameon=False, ncol=2,
+               title="solid: fit (90% HDI); --: 13.26-0.37lnB-0.62lnC; : 10^5.7/sqrt(BC)",
+               title_fontsize=6)
 
     def est(p):
         return f"{s.at[p, 'mean']:.2f} [{s.at[p, 'hdi_lo']:.2f}, {s.at[p, 'hdi_hi']:.2f}]"
@@ -239,10 +278,30 @@ def plot_upt_law(d: FigureData):
 
 
 # ====================================================================== 3. frontier
+def _knob_columns(summary: pd.DataFrame, knobs) -> pd.DataFrame:
+    """Rename the grid's dotted factor columns (``data.markov.frequency``) to their last part."""
+    ren = {c: c.rsplit(".", 1)[-1] for c in summary.columns
+           if "." in c and c.rsplit(".", 1)[-1] in knobs}
+    missing = set(knobs) - set(summary.rename(columns=ren).columns)
+    if missing:
+        raise ValueError(f"summary.csv: no column for {sorted(missing)}")
+    return summary.rename(columns=ren)
+
+
+def _freqrel_table(grid: Path) -> pd.DataFrame:
+    """One row per run (frequency, reliability, formed) from the grid's summary.csv."""
+    t = _knob_columns(pd.read_csv(grid / "summary.csv"), ("frequency", "reliability"))
+    return t[["run_id", "frequency", "reliability", "formed"]].assign(formed=lambda d: d["formed"].astype(bool))
+
+
 def analysis_frontier(inp: Inputs) -> FigureData:
     from ihstats.frontier import FrontierSpec
 
-    table, source, simulated = _source(inp.frontier_table, "frontier", "--frontier-table")
+    if inp.frontier_table is not None or inp.simulated:
+        table, source, simulated = _source(inp.frontier_table, "frontier", "--frontier-table")
+    else:
+        table, source, simulated = _freqrel_table(_shipped(inp, "freqrel")), "", False
+        source = f"{_rel(inp.reference / 'freqrel')}/summary.csv (real logs; formed per run)"
     b = inp.budget
     res = FrontierSpec().build(table).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)
@@ -281,7 +340,14 @@ def plot_frontier(d: FigureData):
 def analysis_ablation(inp: Inputs) -> FigureData:
     from ihstats.permutation import ablation_arrays, run_ablation_tests
 
-    table, source, simulated = _source(inp.ablation_table, "ablation", "--ablation-table")
+    shipped = inp.reference / "biinduct" / "ablation.parquet"
+    if inp.ablation_table is None and not inp.simulated:
+        if not shipped.is_file():
+            raise Skip(f"{_rel(shipped)} missing (python -m ihtrain.ablate on the biinduct runs, "
+                       f"shipped with paper_figures/ship_runs.py --extra); no simulated fallback")
+        table, source, simulated = _read_table(shipped, "ablation"), _rel(shipped) + " (real)", False
+    else:
+        table, source, simulated = _source(inp.ablation_table, "ablation", "--ablation-table")
     b = inp.budget
     tests, _ = run_ablation_tests(table, b["n_resamples"], b["n_boot"], 0.05, inp.seed, True)
     rows = []
@@ -320,6 +386,94 @@ def plot_ablation(d: FigureData):
     return fig
 
 
+# ====================================================================== 5. Markov factors
+MARKOV_KNOBS = ("marginal", "dependency", "categoriality", "regime")
+
+
+def analysis_markov_factors(inp: Inputs) -> FigureData:
+    grid = _shipped(inp, "markov")
+    t = _knob_columns(pd.read_csv(grid / "summary.csv"), MARKOV_KNOBS)
+    frame = t[["run_id", *MARKOV_KNOBS, "formed", "onset", "max_ps", "steps"]].copy()
+    frame["condition"] = np.where(frame["dependency"] == "iid", "iid",
+                                  "markov/" + frame["categoriality"].astype(str))
+    cells = (frame.groupby(["regime", "condition", "marginal"])
+             .agg(n_runs=("formed", "size"), n_formed=("formed", "sum"),
+                  max_ps=("max_ps", "mean")).reset_index())
+    iid, mk = (frame.loc[frame["dependency"] == d, "formed"] for d in ("iid", "markov"))
+    note = (f"formed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; "
+            f"formed = a head past the grid's emergence threshold")
+    return FigureData(frame.sort_values(["regime", "condition", "marginal"]).reset_index(drop=True),
+                      f"{_rel(grid)}/summary.csv (real logs)", False, extra={"cells": cells},
+                      note=note)
+
+
+def plot_markov_factors(d: FigureData):
+    import matplotlib.pyplot as plt
+
+    cells = d.extra["cells"]
+    regimes = sorted(cells["regime"].unique())
+    fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes), 3.2), squeeze=False,
+                             layout="constrained")
+    for ax, reg in zip(axes[0], regimes):
+        g = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                 values="max_ps")
+        n = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                 values="n_formed")
+        m = ax.imshow(g.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for (i, j), v in np.ndenumerate(n.to_numpy(float)):
+            if np.isfinite(v):
+                ax.text(j, i, "formed" if v > 0 else "-", ha="center", va="center", fontsize=7,
+                        color="k" if g.to_numpy(float)[i, j] > 0.5 else "w")
+        ax.set_xticks(range(g.shape[1]), g.columns)
+        ax.set_yticks(range(g.shape[0]), g.index)
+        ax.set_title(f"frequency/reliability regime: {reg}", fontsize=8)
+    fig.colorbar(m, ax=axes[0].tolist(), label="max PS (final)")
+    fig.suptitle("Markov factors: dependency x categoriality x marginal", fontsize=9)
+    return fig
+
+
+# ====================================================================== 6. Bi-Induct curves
+BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
+                    "anti_induction": "anti-induction (max over heads)",
+                    "val_loss": "held-out loss (nats/token)"}
+
+
+def analysis_biinduct(inp: Inputs) -> FigureData:
+    from ihstats.io import load_grid
+
+    path = _shipped(inp, "biinduct")
+    grid = load_grid(path, on_error="skip")
+    # the condition label is the grid factor, recorded per run in the manifest
+    modes = pd.read_parquet(path / "manifest.parquet")[["run_id", "data.biinduct.mode"]]
+    m = grid.metrics[grid.metrics["metric"].isin(list(BIINDUCT_METRICS))]
+    # per-head scores: the best head at each step; val_loss is one number per step
+    agg = m.groupby(["run_id", "metric", "step"])["value"].max().reset_index()
+    frame = agg.merge(modes.rename(columns={"data.biinduct.mode": "mode"}), on="run_id")
+    last = frame[frame["step"] == frame.groupby("run_id")["step"].transform("max")]
+    final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
+    if "val_loss" in final:
+        final["val_perplexity"] = np.exp(final["val_loss"])
+    note = "; ".join(f"{r['mode']}: max PS {r.get('ps', np.nan):.2f}, anti {r.get('anti_induction', np.nan):.2f}, "
+                     f"val loss {r.get('val_loss', np.nan):.3f}" for r in final.to_dict("records"))
+    return FigureData(frame.sort_values(["mode", "metric", "step"]).reset_index(drop=True),
+                      f"{_rel(inp.reference / 'biinduct')} (real logs)", False,
+                      extra={"final": final}, note=note)
+
+
+def plot_biinduct(d: FigureData):
+    import matplotlib.pyplot as plt
+
+    f = d.frame[d.frame["step"] > 0]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), layout="constrained")
+    for ax, (metric, label) in zip(axes, BIINDUCT_METRICS.items()):
+        for i, (mode, g) in enumerate(f[f["metric"] == metric].groupby("mode")):
+            ax.plot(g["step"], g["value"], lw=1.1, color=f"C{i}", label=mode)
+        ax.set(xscale="log", xlabel="step (updates)", title=label)
+    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode", title_fontsize=7)
+    fig.suptitle("Bi-Induct: induction and anti-induction over training, held-out loss", fontsize=9)
+    return fig
+
+
 # ====================================================================== registry
 @dataclass(frozen=True)
 class Figure:
@@ -337,12 +491,23 @@ REGISTRY: dict[str, Figure] = {
                        "formed fraction over frequency x reliability with the frontier band"),
     "ablation": Figure(analysis_ablation, plot_ablation,
                        "top-k vs random-k head-ablation drops with p-values"),
+    "emergence_curves_fast": Figure(lambda i: analysis_emergence_curves(i, FAST),
+                                    plot_emergence_curves,
+                                    "max-PS curves of the fast-regime grid (bxc-markov)"),
+    "upt_law_fast": Figure(lambda i: analysis_upt_law(i, FAST), plot_upt_law,
+                           "the UPT law fitted to the fast-regime grid (bxc-markov)"),
+    "markov_factors": Figure(analysis_markov_factors, plot_markov_factors,
+                             "formed / max PS over marginal x dependency x categoriality x regime"),
+    "biinduct": Figure(analysis_biinduct, plot_biinduct,
+                       "Bi-Induct: induction, anti-induction and held-out loss per condition"),
 }
 
 
 # the command-line inputs each figure reads (for its one-figure command in INDEX.md)
 INPUT_FLAGS = {"emergence_curves": ("runs",), "upt_law": ("runs", "emergence"),
-               "frontier": ("frontier_table",), "ablation": ("ablation_table",)}
+               "frontier": ("frontier_table",), "ablation": ("ablation_table",),
+               "emergence_curves_fast": (), "upt_law_fast": (), "markov_factors": (),
+               "biinduct": ()}
 
 
 def make_figure(name: str, inp: Inputs, out: Path) -> tuple[FigureData, list[Path]]:
@@ -377,15 +542,17 @@ def _command(name: str, args: argparse.Namespace) -> str:
         v = getattr(args, flag)
         if v is not None:
             parts += [f"--{flag.replace('_', '-')}", str(v)]
-    if args.full:
-        parts.append("--full")
+    if not args.full:
+        parts.append("--fast")
+    if args.simulated:
+        parts.append("--simulated")
     if args.seed:
         parts += ["--seed", str(args.seed)]
-    return shlex.join(parts + ["--out", str(args.out)])
+    return shlex.join(parts + ["--out", _rel(args.out)])
 
 
 def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Path:
-    mode = "full sampling (--full)" if args.full else "fast (few draws; --full for the paper)"
+    mode = "full sampling" if args.full else "fast (--fast: few draws, not for the paper)"
     lines = ["# Paper figures", "",
              f"Regenerated by `{shlex.join(['python', 'paper_figures/make.py', *args.argv])}` "
              f"({mode}, seed {args.seed}).", "",
@@ -420,16 +587,76 @@ def parse_args(argv=None) -> argparse.Namespace:
                          f" simulated)")
     ap.add_argument("--only", nargs="+", choices=list(REGISTRY), default=None, metavar="NAME",
                     help=f"figures to make (default all): {', '.join(REGISTRY)}")
-    ap.add_argument("--full", action="store_true",
-                    help="paper quality: 4 chains x 1000 draws, 9999 resamples (default: fast, "
-                         "2 x 300 draws, 999 resamples)")
+    ap.add_argument("--fast", action="store_true",
+                    help="quick look: 2 chains x 300 draws, 999 resamples (default: paper "
+                         "quality, 4 x 1000 draws, 9999 resamples; a few minutes here)")
+    ap.add_argument("--full", action="store_true", help="paper quality (the default; kept for "
+                                                         "old command lines)")
     ap.add_argument("--seed", type=int, default=0, help="seed of every sampler (default 0)")
-    ap.add_argument("--out", type=Path, default=ROOT / "paper_figures" / "out",
-                    help="output folder (default paper_figures/out)")
+    ap.add_argument("--simulated", action="store_true",
+                    help="draw upt_law, frontier and ablation from the shipped SIMULATED examples "
+                         "in data/ (never the default)")
+    ap.add_argument("--reference", type=Path, default=REFERENCE,
+                    help="folder of shipped real sets (default data/reference_runs)")
+    ap.add_argument("--out", type=Path, default=FIGURES,
+                    help="output folder (default paper_figures/figures, the committed figures)")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate into a temporary folder and report every CSV that differs "
+                         "from the one in --out (exit 1 if any)")
     ap.add_argument("--list", action="store_true", help="list the figures and exit")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.full = not args.fast
     return args
+
+
+def csv_differences(new: Path, old: Path) -> list[str]:
+    """Why CSV ``new`` differs from committed ``old`` (empty when they agree)."""
+    if not old.is_file():
+        return [f"{old.name}: not committed"]
+    a, b = pd.read_csv(new), pd.read_csv(old)
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return [f"{old.name}: shape/columns {a.shape} vs committed {b.shape}"]
+    sampler = old.name.startswith(SAMPLER_CSV)
+    bad = []
+    for c in a.columns:
+        x, y = a[c], b[c]
+        if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
+            x, y = x.to_numpy(float), y.to_numpy(float)
+            span = np.nanmax(np.abs(y)) if len(y) and np.isfinite(y).any() else 0.0
+            if sampler:
+                span = max(np.nanmax(y) - np.nanmin(y), 1e-12) if np.isfinite(y).any() else 0.0
+            tol = (SAMPLER_TOL if sampler else 1e-9) * span + 1e-12
+            same = (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= tol)
+        else:
+            same = (x.astype(str) == y.astype(str)).to_numpy()
+        if not same.all():
+            bad.append(f"{old.name}: column {c!r} differs in {int((~same).sum())} row(s)")
+    return bad
+
+
+def check(args: argparse.Namespace) -> int:
+    """Regenerate into a temporary folder and compare every CSV with the committed ones."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [a for a in args.argv if a != "--check"]
+        if "--out" in argv:
+            i = argv.index("--out")
+            del argv[i:i + 2]
+        rc = main([*argv, "--out", tmp])
+        made = sorted(Path(tmp).glob("*.csv"))
+        problems = [d for p in made for d in csv_differences(p, args.out / p.name)]
+    names = {p.name for p in made}
+    wanted = {p.name for p in args.out.glob("*.csv")
+              if args.only is None or p.name.split(".")[0].startswith(tuple(args.only))}
+    problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
+    for line in problems:
+        print(f"[differs] {line}")
+    print(f"check: {len(made)} CSV(s) regenerated, {len(problems)} difference(s) "
+          f"(sampler CSVs {', '.join(c + '*' for c in SAMPLER_CSV)}: within {SAMPLER_TOL:.0%} of each column's "
+          f"range; others exact)")
+    return 1 if problems or rc else 0
 
 
 def main(argv=None) -> int:
@@ -441,8 +668,10 @@ def main(argv=None) -> int:
     if args.runs is not None and not args.runs.is_dir():
         print(f"error: --runs: not a directory: {args.runs}", file=sys.stderr)
         return 2
+    if args.check:
+        return check(args)
     inp = Inputs(args.runs, args.emergence, args.frontier_table, args.ablation_table,
-                 args.full, args.seed)
+                 args.full, args.seed, args.simulated, args.reference)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     results = []

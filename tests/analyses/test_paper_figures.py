@@ -1,4 +1,5 @@
-"""paper_figures/make.py: every figure in fast mode on the shipped examples and a fake grid."""
+"""paper_figures/make.py: the original figures in fast mode on the shipped simulated examples
+(--simulated) and a fake grid; the default reads only shipped real logs; --check."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ COLUMNS = {
 }
 
 
+ORIGINAL = list(COLUMNS)  # the figures that can run on the simulated examples and a fake grid
+
+
 def fake_grid(path: Path) -> dict[tuple[int, int], float]:
     """Six emerging runs (planted onsets) over B x C and one flat (censored) run."""
     truth, runs = {}, []
@@ -53,7 +57,8 @@ def made(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("paper")
     truth = fake_grid(tmp / "grid")
     out = tmp / "out"
-    rc = make.main(["--runs", str(tmp / "grid"), "--emergence", str(EXAMPLE), "--out", str(out)])
+    rc = make.main(["--only", *ORIGINAL, "--runs", str(tmp / "grid"), "--emergence", str(EXAMPLE),
+                    "--simulated", "--fast", "--out", str(out)])
     return rc, out, truth
 
 
@@ -86,7 +91,7 @@ def test_index_names_sources_and_commands(made):
     index = (out / "INDEX.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in index.splitlines()
             if line.startswith("| ") and line.split("|")[1].strip() in make.REGISTRY}
-    assert set(rows) == set(make.REGISTRY)
+    assert set(rows) == set(ORIGINAL)
     assert all("| ok |" in r for r in rows.values())
     assert "real:" in rows["emergence_curves"]
     for name in ("upt_law", "frontier", "ablation"):  # fell back to / given the shipped examples
@@ -123,15 +128,51 @@ def test_failure_is_reported_and_others_still_run(made, tmp_path):
     pd.read_csv(ROOT / "data" / "example_ablation.csv").drop(columns="value").head(50).to_csv(bad)
     out = tmp_path / "out"
     rc = make.main(["--only", "ablation", "emergence_curves", "--ablation-table", str(bad),
-                    "--runs", str(grid), "--out", str(out)])
+                    "--runs", str(grid), "--fast", "--out", str(out)])
     assert rc == 1
     assert (out / "emergence_curves.png").is_file() and not (out / "ablation.png").exists()
     index = (out / "INDEX.md").read_text()
     assert "| ablation | FAILED |" in index and "| emergence_curves | ok |" in index
 
 
-def test_emergence_skipped_without_runs_and_bad_runs_dir(tmp_path):
-    rc = make.main(["--only", "emergence_curves", "--out", str(tmp_path)])
+def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
+    """Without --simulated a figure whose shipped set is missing is skipped with the reason."""
+    empty = tmp_path / "reference"
+    empty.mkdir()
+    only = ["emergence_curves", "upt_law", "frontier", "ablation", "markov_factors", "biinduct"]
+    rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(tmp_path)])
     assert rc == 0
-    assert "| emergence_curves | skipped |" in (tmp_path / "INDEX.md").read_text()
+    index = (tmp_path / "INDEX.md").read_text()
+    for name in only:
+        assert f"| {name} | skipped |" in index, name
+    assert "SIMULATED" not in index and "missing" in index
+    assert not list(tmp_path.glob("*.csv"))
     assert make.main(["--runs", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+
+
+def test_default_reads_only_shipped_real_logs(tmp_path):
+    """No flag: the fast-regime curves come from data/reference_runs, INDEX says real."""
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(tmp_path)]) == 0
+    index = (tmp_path / "INDEX.md").read_text()
+    assert "| emergence_curves_fast | ok | real: data/reference_runs/bxc-markov" in index
+    assert "SIMULATED" not in index
+    committed = ROOT / "paper_figures" / "figures" / "INDEX.md"
+    assert "SIMULATED" not in committed.read_text()
+
+
+def test_check_flags_a_changed_csv(tmp_path):
+    figs = tmp_path / "figs"
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs)]) == 0
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 0
+    csv = figs / "emergence_curves_fast.csv"
+    df = pd.read_csv(csv)
+    df.loc[0, "max_ps"] += 1e-3
+    df.to_csv(csv, index=False)
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 1
+    assert make.csv_differences(csv, csv) == []
+
+
+@pytest.mark.slow
+def test_committed_figures_pass_check():
+    """Every committed figure's CSV is what make.py regenerates (about 30 s)."""
+    assert make.main(["--check"]) == 0

@@ -63,7 +63,35 @@ def test_predict_cli_with_saved_and_reference_posterior(fast_out):
     assert row["upt_lo"] < row["upt"] < row["upt_hi"]
     p = run(["-m", "ihstats.predict", "--batch-size", 64, "--context", 256])
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "SIMULATED" in p.stdout and "updates" in p.stdout
+    assert "SIMULATED" not in p.stdout and "bxc-cpu-h200-bf16" in p.stdout
+
+
+def test_predict_default_is_the_fit_to_real_runs(capsys):
+    """The shipped default is the H200 natural-text fit (a ~ 0.63), not the simulated 0.37."""
+    from ihstats.predict import REFERENCE_FILE, load_posterior, main as predict_main
+
+    post = load_posterior().posterior
+    assert int(post.attrs["simulated"]) == 0 and "bxc-cpu-h200-bf16" in post.attrs["source"]
+    assert 0.5 < float(post["a"].mean()) < 0.8 and 0.1 < float(post["b"].mean()) < 0.4
+    assert predict_main(["--batch-size", "32", "--context", "256", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    law = np.exp(post["log_T"] - post["a"] * np.log(32) - post["b"] * np.log(256))
+    assert row["upt_lo"] < float(np.median(law)) < row["upt_hi"]  # within the fit's own range
+    assert REFERENCE_FILE.name in row["posterior"]
+
+
+def test_predict_published_law(capsys):
+    from ihstats.predict import main as predict_main
+
+    assert predict_main(["--batch-size", "64", "--context", "256", "--law", "published",
+                         "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["upt"] == pytest.approx(np.exp(13.26 - 0.37 * np.log(64) - 0.62 * np.log(256)))
+    assert row["upt_lo"] is None and "13.26" in row["posterior"]
+    assert predict_main(["--batch-size", "64", "--context", "256", "--law", "published",
+                         "--posterior", "x.nc"]) == 2
+    assert predict_main(["--batch-size", "0", "--context", "256", "--law", "published"]) == 2
+    assert "B: must be a finite number > 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, msg", [
