@@ -52,13 +52,13 @@ def _commit(grid: Path, files: list[Path]) -> str:
 
 
 def readme(preset: str, grid: Path, files: list[Path], size: int, wall: str,
-           extras: list[str]) -> str:
+           extras: list[str], note: str = "") -> str:
     n_runs = sum(f.name == "config.json" for f in files)
     lines = [f"# `{preset}`: tidy logs of a real run (no weights)", "",
-             f"- command: `python -m ihtrain.grid --preset {preset} --out {grid}`",
+             f"- command: `python -m ihtrain.grid --preset {preset} --out {grid}`" + (f" ({note})" if note else ""),
              f"- commit: `{_commit(grid, files)}` (each run's `config.json` `git_commit`)",
              f"- machine: {platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores "
-             f"(shared, run at nice 19), no GPU",
+             f"(the machine's own count; say in --note what else shared it), no GPU",
              f"- wall time of the whole grid: {wall}",
              f"- runs: {n_runs}; files: {len(files) + len(extras)}; size: {size / 1024:,.0f} KiB",
              "", "Per run: `config.json`, `status.json`, `metrics.parquet`, `train.parquet`; per "
@@ -70,7 +70,7 @@ def readme(preset: str, grid: Path, files: list[Path], size: int, wall: str,
 
 
 def ship(grid: Path, preset: str, dest_root: Path, done_file: Path | None,
-         extras: list[Path] = ()) -> tuple[Path, int]:
+         extras: list[Path] = (), note: str = "") -> tuple[Path, int]:
     """Copy the tidy logs to ``dest_root/preset`` (replacing it); returns (dest, bytes)."""
     files = tidy_files(grid)
     tmp = dest_root / f".{preset}.tmp"
@@ -82,7 +82,7 @@ def ship(grid: Path, preset: str, dest_root: Path, done_file: Path | None,
         shutil.copy2(e, tmp / e.name)
     size = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     text = readme(preset, grid, files, size, wall_seconds(preset, done_file),
-                  [e.name for e in extras])
+                  [e.name for e in extras], note)
     (tmp / "README.md").write_text(text)
     dest = dest_root / preset
     shutil.rmtree(dest, ignore_errors=True)
@@ -97,11 +97,12 @@ def main(argv=None) -> int:
     ap.add_argument("--done-file", type=Path, default=None,
                     help="text file with '<preset> rc=N wall=S' lines (wall time)")
     ap.add_argument("--extra", type=Path, nargs="*", default=[], help="more tidy tables to ship")
+    ap.add_argument("--note", default="", help="how it ran, e.g. 'nice 19 beside other work' (into the README)")
     ap.add_argument("--dest", type=Path, default=ROOT / "data" / "reference_runs")
     args = ap.parse_args(argv)
     try:
         dest, size = ship(args.grid, args.preset or args.grid.name, args.dest, args.done_file,
-                          args.extra)
+                          args.extra, args.note)
     except (FileNotFoundError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
