@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.frontier import FrontierSpec, knob_verdict
 from ihtrain.fileio import UnreadableFile
 from ihtrain.fileio import read_table as read_checked_table
 
@@ -84,8 +85,7 @@ def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:
               for r in s.itertuples()]
     p = sens.at["P(|b_freq| > |b_rel|)", "value"]
     lines += ["", "## Which knob matters more",
-              f"P(|b_freq| > |b_rel|) = {p:.3f} (standardised log knobs): the outcome is more "
-              f"sensitive to **{'frequency' if p > 0.5 else 'reliability'}**; "
+              f"P(|b_freq| > |b_rel|) = {p:.3f} (standardised log knobs): **{knob_verdict(p)}**; "
               f"|b_freq| / |b_rel| = {fmt(sens.at['|b_freq| / |b_rel|', 'value'])} "
               f"[{fmt(sens.at['|b_freq| / |b_rel|', 'lo'])}, "
               f"{fmt(sens.at['|b_freq| / |b_rel|', 'hi'])}].",
@@ -101,8 +101,6 @@ def write_markdown(res, path: Path, source: str, hdi_prob: float) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from ihstats.frontier import FrontierSpec
-
     if args.table is None:
         source = f"{EXAMPLE} (shipped simulated example; pass --table for real runs)"
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
@@ -126,7 +124,8 @@ def main(argv=None) -> int:
     write_markdown(res, out / "summary.md", source, args.hdi_prob)
     sens = res.sensitivity(args.hdi_prob).set_index("quantity")
     print(f"separation: {res.separation}; GLM: {res.glm.method}; "
-          f"P(|b_freq| > |b_rel|) = {sens.at['P(|b_freq| > |b_rel|)', 'value']:.3f}")
+          f"P(|b_freq| > |b_rel|) = {sens.at['P(|b_freq| > |b_rel|)', 'value']:.3f}: "
+          f"{knob_verdict(sens.at['P(|b_freq| > |b_rel|)', 'value'])}")
     note = res.boundary_note(args.hdi_prob)
     if note:
         print(f"boundary: {note}")

@@ -264,7 +264,10 @@ def fit_glm(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray, terms, sepa
     GLMFrontier
     """
     import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import PerfectSeparationError, PerfectSeparationWarning
+    from statsmodels.tools.sm_exceptions import (
+        PerfectSeparationError,
+        PerfectSeparationWarning,
+    )
 
     sep = separation or check_separation(X, n_formed, n_runs)
     if sep == "none":
@@ -511,6 +514,10 @@ class FrontierResults:
         return pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi"]).assign(
             hdi_prob=hdi_prob, scale="standardised log knobs")
 
+    def sensitivity_verdict(self, hdi_prob: float = 0.9) -> str:
+        """One line on which knob matters more, claimed only with evidence (:func:`knob_verdict`)."""
+        return knob_verdict(self.sensitivity(hdi_prob).set_index("quantity").at["P(|b_freq| > |b_rel|)", "value"])
+
     def save(self, path) -> Path:
         """Write ``idata.nc``, ``summary.csv``, ``frontier.csv``, ``sensitivity.csv``,
         ``cells.csv``, ``glm.csv`` and ``spec.json`` into the folder ``path``."""
@@ -592,3 +599,20 @@ def plot_frontier(results: FrontierResults, path=None, hdi_prob: float = 0.9):
         for ext in ("png", "pdf"):
             fig.savefig(f"{path}.{ext}", dpi=150)
     return fig
+
+
+CLAIM_PROBABILITY = 0.95  # a knob "matters more" only past this posterior probability
+
+
+def knob_verdict(p_freq_larger: float, level: float = CLAIM_PROBABILITY) -> str:
+    """The frontier's answer to "which knob matters more", given ``P(|b_freq| > |b_rel|)``: a claim
+    only when the posterior probability of it is at least ``level``; otherwise "not resolved",
+    because a probability of 0.6 or 0.8 is a lean, not a finding."""
+    if not np.isfinite(p_freq_larger):
+        return "not resolved (the posterior probability is not finite)"
+    for p, knob in ((p_freq_larger, "frequency"), (1.0 - p_freq_larger, "reliability")):
+        if p >= level:
+            return f"more sensitive to {knob} (posterior probability {p:.3f} >= {level})"
+    lean = "frequency" if p_freq_larger > 0.5 else "reliability"
+    return (f"not resolved: P(|b_freq| > |b_rel|) = {p_freq_larger:.3f}, a lean toward {lean} "
+            f"below the {level} needed to claim it")

@@ -306,8 +306,7 @@ def analysis_frontier(inp: Inputs) -> FigureData:
     res = FrontierSpec().build(table).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)
     cells = res.model.cells
-    p = res.sensitivity(HDI).set_index("quantity").at["P(|b_freq| > |b_rel|)", "value"]
-    note = f"separation: {res.separation}; GLM: {res.glm.method}; P(|b_freq| > |b_rel|) = {p:.3f}"
+    note = f"separation: {res.separation}; GLM: {res.glm.method}; {res.sensitivity_verdict(HDI)}"
     return FigureData(res.frontier(HDI), source, simulated, extra={"cells": cells}, note=note)
 
 

@@ -175,3 +175,15 @@ def test_band_calibration_over_datasets():
         res = FrontierSpec().build(tab).fit(draws=400, tune=400, seed=0)
         covs.append(contour_coverage(res.frontier(), truth))
     assert np.mean(covs) >= 0.8
+
+
+def test_knob_verdict_claims_only_at_095():
+    """Issue 27 item 6: "more sensitive to X" only at posterior probability >= 0.95."""
+    from ihstats.frontier import knob_verdict
+
+    assert knob_verdict(0.235).startswith("not resolved")  # the case that used to say "reliability"
+    assert "lean toward reliability" in knob_verdict(0.235)
+    assert knob_verdict(0.911).startswith("not resolved")  # the freqrel grid's value
+    assert knob_verdict(0.97).startswith("more sensitive to frequency")
+    assert knob_verdict(0.03).startswith("more sensitive to reliability")
+    assert knob_verdict(float("nan")).startswith("not resolved")
