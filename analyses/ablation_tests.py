@@ -75,6 +75,14 @@ def plot_drops(drops: pd.DataFrame, tests: pd.DataFrame, path: Path) -> None:
         fig.savefig(f"{path}.{ext}", dpi=150)
 
 
+def _floor_text(tests: pd.DataFrame) -> str:
+    """The design's smallest attainable p per row, and whether it can reject at all."""
+    parts = [f"{r['condition']}: {r['p_random_min']:.3g} raw, {r['p_random_min_holm']:.3g} Holm "
+             f"({r['n_random']} random sets{'' if r['can_reject'] else '; CANNOT REJECT'})"
+             for r in tests.to_dict("records")]
+    return "; ".join(parts)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
@@ -132,7 +140,9 @@ def main(argv=None) -> int:
           f"- drop = {'ablated - unablated (loss)' if args.loss else 'unablated - ablated'}; "
           f"{args.n_resamples} sign flips, {args.n_boot} bootstrap draws, alpha {args.alpha}",
           f"- power of the sign-flip test for d_z = {args.power_effect} with {n_min} examples: "
-          f"{power:.2f} (200 simulations)", "",
+          f"{power:.2f} (200 simulations)",
+          f"- smallest attainable p of the random-set test (the design's floor; 1 / (random sets + 1), "
+          f"then Holm over {len(tests)} tests): {_floor_text(tests)}", "",
           "| condition | metric | top drop | random drop | gap [95% CI] | p random sets (Holm) "
           "| p sign-flip gap (BH) |", "|---|---|---|---|---|---|---|"]
     for r in tests.to_dict("records"):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,9 @@ import pandas as pd
 COLUMNS = ("condition", "example", "ablation", "set_id", "value")
 ABLATIONS = ("none", "top", "random")
 ALTERNATIVES = ("greater", "less", "two-sided")
+# Random head sets drawn by default: the smallest attainable p is 1 / (R + 1) = 0.005, so a top set
+# that beats every random set stays below 0.05 after Holm over up to 10 conditions.
+DEFAULT_RANDOM_SETS = 199
 
 
 # ---- input -------------------------------------------------------------------------------------
@@ -165,6 +169,19 @@ def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
             seen.add(s)
             out.append(s)
     return out, False
+
+
+def smallest_attainable_p(n_random: int, n_tests: int = 1) -> tuple[float, float]:
+    """The smallest p a random-set test can give with ``n_random`` sets, raw (``1 / (R + 1)``: the top
+    set beats every random set) and after Holm over ``n_tests`` tests (``n_tests`` times that, at
+    most 1). No effect, however large, gets below these: the design's floor."""
+    raw = 1.0 / (int(n_random) + 1)
+    return raw, min(1.0, n_tests * raw)
+
+
+def random_sets_needed(n_tests: int, alpha: float = 0.05) -> int:
+    """Fewest random sets whose smallest attainable p reaches ``alpha`` after Holm over ``n_tests``."""
+    return max(1, math.ceil(n_tests / alpha - 1 - 1e-9))
 
 
 # ---- tests -------------------------------------------------------------------------------------
@@ -441,6 +458,7 @@ def run_ablation_tests(table: pd.DataFrame, n_resamples: int = 9999, n_boot: int
         adj = correct_pvalues(tests[col], alpha)
         for m in ("holm", "fdr_bh"):
             tests[f"{col}_{m}"] = adj[f"p_{m}"].to_numpy()
+    _add_design_floor(tests, alpha)
     comparisons = pd.DataFrame(comps, columns=["condition_a", "condition_b", "metric", "gap_a",
                                                "gap_b", "diff", "p"])
     if len(comparisons):
@@ -450,6 +468,24 @@ def run_ablation_tests(table: pd.DataFrame, n_resamples: int = 9999, n_boot: int
         tests = tests.drop(columns="metric")
         comparisons = comparisons.drop(columns="metric")
     return tests, comparisons
+
+
+def _add_design_floor(tests: pd.DataFrame, alpha: float) -> None:
+    """Columns ``p_random_min`` / ``p_random_min_holm`` (the smallest attainable p of each row's
+    random-set test, raw and after Holm over the rows) and ``can_reject``; a warning when a row's
+    design cannot reach ``alpha`` whatever the drops (too few random sets, or too few possible)."""
+    m = len(tests)
+    floors = [smallest_attainable_p(r, m) for r in tests["n_random"]]
+    tests["p_random_min"] = [f[0] for f in floors]
+    tests["p_random_min_holm"] = [f[1] for f in floors]
+    tests["can_reject"] = tests["p_random_min_holm"] <= alpha
+    if m and not tests["can_reject"].all():
+        worst = int(tests["n_random"].min())
+        warnings.warn(f"the random-set test cannot reject at alpha {alpha} after Holm over {m} tests: with "
+                      f"{worst} random sets its smallest attainable p is {min(1.0, m / (worst + 1)):.3g}; "
+                      f"{random_sets_needed(m, alpha)} random sets are needed (python -m ihtrain.ablate "
+                      f"--random-sets N; all sets are enumerated when fewer exist, and then the model has too "
+                      f"few heads for this test: report the raw p and the floor)", stacklevel=3)
 
 
 def sign_flip_power(effect_size: float, n_examples: int, alpha: float = 0.05, n_sim: int = 200,

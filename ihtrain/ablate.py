@@ -1,6 +1,6 @@
 """Head ablations (top-k heads against random head sets) and in-context-learning probes.
 
-    python -m ihtrain.ablate RUN_DIR [--score ps] [--top-k 2] [--random-sets 50] [--examples 100]
+    python -m ihtrain.ablate RUN_DIR [--score ps] [--top-k 2] [--random-sets 199] [--examples 100]
     python -m ihtrain.ablate RUN_DIR --icl [--shots 10] [--examples 50]
 
 **Ablation.** :func:`ablate_heads` is a context manager that replaces chosen heads' outputs
@@ -51,6 +51,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.permutation import DEFAULT_RANDOM_SETS
 from ihtrain.config import ConfigError, ModelConfig, RunConfig, from_dict
 from ihtrain.fileio import UnreadableFile, load_checkpoint, read_json, read_parquet
 from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
@@ -443,8 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --per-layer)")
     g.add_argument("--top-frac", type=float, default=None, help="ablate max(1, round(F x heads)) top heads")
     p.add_argument("--per-layer", action="store_true", help="apply --top-k/--top-frac within each layer")
-    p.add_argument("--random-sets", type=int, default=50, help="random head sets with the top set's count "
-                   "per layer (default 50; all of them if fewer exist)")
+    p.add_argument("--random-sets", type=int, default=DEFAULT_RANDOM_SETS, help="random head sets with the top "
+                   f"set's count per layer (default {DEFAULT_RANDOM_SETS}: smallest p 0.005, enough for Holm over up "
+                   "to 10 conditions; all of them if fewer exist)")
     p.add_argument("--examples", type=int, default=100, help="examples per metric (ICL: prompts per task)")
     p.add_argument("--metrics", default="repeat,val,icl", help="comma list of repeat, val, icl")
     p.add_argument("--mode", choices=MODES, default="zero", help="zero- or mean-ablation (default zero)")

@@ -181,3 +181,38 @@ def test_metric_column_gives_separate_tests():
     two = pd.concat([tab.assign(metric="hits1"), tab.assign(metric="logp")])
     tests, _ = run_ablation_tests(two, n_resamples=99, n_boot=20)
     assert len(tests) == 4 and set(tests["metric"]) == {"hits1", "logp"}
+
+
+def test_default_random_sets_can_reject_three_conditions_after_holm(tmp_path):
+    """Issue 27 item 5: with 3 conditions and the default number of random sets, a top drop larger
+    than every random drop is significant after Holm, and the report states the design's floor."""
+    import sys
+    from pathlib import Path
+
+    from ihstats.permutation import DEFAULT_RANDOM_SETS, random_sets_needed, smallest_attainable_p
+
+    conds = ("a", "b", "c")
+    tab, _ = simulate_ablation(conditions=conds, effects=(4.0, 4.0, 4.0), n_examples=50,
+                               n_random=DEFAULT_RANDOM_SETS, seed=3)
+    tests, _ = run_ablation_tests(tab, n_resamples=999, n_boot=100)
+    assert (tests["n_random"] == DEFAULT_RANDOM_SETS).all()
+    assert np.allclose(tests["p_random"], 1 / (DEFAULT_RANDOM_SETS + 1))  # the top set beats every set
+    assert (tests["p_random_holm"] < 0.05).all() and tests["can_reject"].all()
+    assert tests["p_random_min_holm"].iloc[0] == pytest.approx(3 / (DEFAULT_RANDOM_SETS + 1))
+    # the README's former 50 sets could not: 3 / 51 > 0.05 whatever the drops, and it says so
+    small, _ = simulate_ablation(conditions=conds, effects=(4.0, 4.0, 4.0), n_examples=50, n_random=50, seed=3)
+    with pytest.warns(UserWarning, match="cannot reject.*59 random sets are needed"):
+        t50, _ = run_ablation_tests(small, n_resamples=999, n_boot=100)
+    assert (t50["p_random_holm"] > 0.05).all() and not t50["can_reject"].any()
+    assert smallest_attainable_p(50, 3) == (pytest.approx(1 / 51), pytest.approx(3 / 51))
+    assert random_sets_needed(3) == 59 and smallest_attainable_p(59, 3)[1] <= 0.05
+    # the report states the floor
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyses"))
+    import ablation_tests
+
+    csv = tmp_path / "ablation.csv"
+    tab.to_csv(csv, index=False)
+    assert ablation_tests.main(["--table", str(csv), "--out", str(tmp_path / "out"), "--n-resamples", "199",
+                                "--n-boot", "50"]) == 0
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "smallest attainable p" in summary and f"{3 / (DEFAULT_RANDOM_SETS + 1):.3g} Holm" in summary
