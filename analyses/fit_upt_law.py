@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--compare", choices=["auto", "on", "off"], default="auto",
                    help="LOO comparison with/without the size term (a second fit); auto = on "
                         "when N varies, except with --fast (default auto)")
+    p.add_argument("--sensitivity", choices=["auto", "on", "off"], default="auto",
+                   help="refit under the other likelihood and under priors centred on the published "
+                        "exponents (two more fits at half the draws); auto = on, except with --fast")
     return p.parse_args(argv)
 
 
@@ -122,9 +125,18 @@ def main(argv=None) -> int:
         compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
         compare.to_csv(out / "loo_compare.csv")
 
+    sens, sens_note = None, ""
+    if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
+        from ihstats.law_sensitivity import sensitivity_table
+
+        half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
+        sens = sensitivity_table(table, spec, base=res, **half)
+        sens.to_csv(out / "sensitivity.csv", index=False)
+    else:
+        sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = res.save(out)
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
-                           runtime_s=time.perf_counter() - t0)
+                           runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note)
 
     summ, ols = res.summary(), res.ols()
     print(f"UPT law on {len(res.data.y)} runs ({int(res.data.censored.sum())} censored) "
@@ -141,6 +153,9 @@ def main(argv=None) -> int:
     if compare is not None:
         print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",
                                                          "weight"]].to_string())
+    if sens is not None:
+        cols = ["variant", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "elpd_loo"]
+        print("what the answer depends on:\n" + sens[cols].round(3).to_string(index=False))
     for w in res.diagnostics():
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {rep['markdown']}, {rep['html']}, {paths['netcdf']}, {paths['summary_json']} "

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.law_sensitivity import closeness, influence_table
 from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
 
@@ -89,7 +90,8 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
 def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = None,
                      compare: pd.DataFrame | None = None, compare_note: str = "",
                      title: str = "UPT law: posterior report", source: str = "",
-                     runtime_s: float | None = None) -> dict:
+                     runtime_s: float | None = None, sensitivity: pd.DataFrame | None = None,
+                     sensitivity_note: str = "") -> dict:
     """Write the Markdown/HTML report and figures for a fitted UPT law.
 
     Parameters
@@ -106,6 +108,9 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
         Shown instead when no comparison was run (e.g. a single model size).
     source : str
         Where the emergence table came from (shown in the header).
+    sensitivity : pandas.DataFrame, optional
+        ``law_sensitivity.sensitivity_table`` (refits under the other likelihood and centred
+        priors); ``sensitivity_note`` is shown instead when it was not run.
 
     Returns
     -------
@@ -130,6 +135,14 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     if n_bad:
         diag = diag + [f"LOO: {n_bad} run(s) with Pareto k > 0.7: PSIS-LOO is unreliable there "
                        f"(influential runs)"]
+    n_draws = res.sampler["chains"] * res.sampler["draws"]
+    if n_draws < 2000:
+        diag = diag + [f"Intervals come from few draws ({res.sampler['chains']} chains x {res.sampler['draws']}; "
+                       f"--fast): tail quantiles are rough; rerun without --fast for reported numbers"]
+    influence = influence_table(res)
+    influence.to_csv(out / "influence.csv", index=False)
+    heavy = influence.loc[influence["pareto_k"] > 0.7, "run_id"].tolist()
+    near = pd.DataFrame([closeness(res)]).T.rename(columns={0: "posterior probability"})
     r = res.r_obs_pred
     plot_vars = [p for p in res.params if p != "T"]
 
@@ -181,6 +194,18 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
             f"measurement error: with censored runs the two can differ by design."]),
         ("Figures", [f"![{k}]({v})" for k, v in figs.items()]),
         ("Leave-one-out (PSIS-LOO)", [_md_table(loo_tab)]),
+        ("What the answer depends on", [
+            _md_table(sensitivity.set_index("variant")) + "\n\nRows: the base fit; the other likelihood (compare `elpd_loo`, "
+            "higher is better); exponent priors centred on the published values (Normal(0.37, 0.1), "
+            "Normal(0.62, 0.1)): where a and b move with the prior, the data do not decide them."
+            if sensitivity is not None else (sensitivity_note or "Not run.")]),
+        ("Published forms", [_md_table(near) + "\n\nAoyama et al.: `ln UPT = 13.26 - 0.37 ln B - "
+                             "0.62 ln C`; tokens form `N = T sqrt(B C)` (T about 10^5.7), a = b = 0.5 "
+                             "in UPT form. Probabilities of each exponent within +-0.05."]),
+        ("Influence (per run)", [_md_table(influence.head(10).set_index("run_id")) + "\n\n"
+                                 + (f"Runs with Pareto k > 0.7 (the fit leans on them): {', '.join(heavy)}."
+                                    if heavy else "No run has Pareto k > 0.7.")
+                                 + " All runs: `influence.csv`."]),
         ("Model-size term (LOO comparison)", [_md_table(compare) if compare is not None
                                               else (compare_note or "Not run.")]),
         ("Versions", [", ".join(f"{k} {v}" for k, v in versions.items())

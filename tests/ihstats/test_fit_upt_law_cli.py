@@ -119,3 +119,27 @@ def test_bad_table_one_line_error(tmp_path):
 def test_help():
     p = run([SCRIPT, "--help"])
     assert p.returncode == 0 and "--emergence" in p.stdout and "--fast" in p.stdout
+
+
+def test_report_shows_what_the_answer_depends_on(fast_out, tmp_path):
+    """Issue 27 item 3: the --fast report warns of few draws and names the influential runs; with
+    --sensitivity on, the other likelihood and the centred prior come as rows with a and b."""
+    out, p, _ = fast_out
+    report = (out / "report.md").read_text()
+    assert "Intervals come from few draws" in report
+    influence = pd.read_csv(out / "influence.csv")
+    assert len(influence) == 30 and influence["pareto_k"].is_monotonic_decreasing
+    assert influence["std_residual"].isna().sum() == 5  # the censored runs
+    assert "P(a in 0.37 +- 0.05) [aoyama]" in report and "P(b in 0.5 +- 0.05) [tokens]" in report
+
+    sens_out = tmp_path / "sens"
+    q = run([SCRIPT, "--emergence", EXAMPLE, "--fast", "--sensitivity", "on", "--draws", "200",
+             "--tune", "200", "--out", sens_out])
+    assert q.returncode == 0, q.stderr[-2000:]
+    sens = pd.read_csv(sens_out / "sensitivity.csv").set_index("variant")
+    assert list(sens.index) == ["base", "normal likelihood", "prior centred on published"]
+    assert sens.at["normal likelihood", "likelihood"] == "normal"
+    # the simulated example follows the published law: every variant covers a = 0.37
+    assert ((sens["a_lo"] < 0.37) & (0.37 < sens["a_hi"])).all()
+    assert "What the answer depends on" in (sens_out / "report.md").read_text()
+    assert "what the answer depends on" in q.stdout
