@@ -249,7 +249,9 @@ def _fig_of(axes):
 def plot_trace(idata, var_names):
     import arviz as az
 
-    return _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    fig = _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
+    return fig
 
 
 def plot_rank(idata, var_names):
@@ -268,15 +270,6 @@ def plot_posterior(idata, var_names, *, hdi_prob: float, ref_val: dict | None = 
         ref = {k: [{"ref_val": v}] for k, v in ref_val.items()}
     return _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob,
                                      ref_val=ref, point_estimate="mean"))
-
-
-def plot_ppc(idata, *, var_name: str, num_pp_samples: int = 100, seed: int = 0):
-    import arviz as az
-
-    pp = idata.posterior_predictive
-    n = pp.sizes["chain"] * pp.sizes["draw"]
-    return _fig_of(az.plot_ppc(idata, var_names=[var_name], num_pp_samples=min(num_pp_samples, n),
-                               random_seed=seed, kind="cumulative"))
 
 
 def versions() -> dict:

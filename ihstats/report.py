@@ -22,6 +22,7 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.law_sensitivity import closeness, influence_table
+from ihstats.plots import plot_ppc_bands
 from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
 
@@ -47,6 +48,17 @@ def obs_vs_pred_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
         "predicted": np.exp(mu.mean(axis=0)), "pred_lo": np.exp(iv[:, 0]),
         "pred_hi": np.exp(iv[:, 1]),
     })
+
+
+def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
+    """Per run: observed log UPT (log last step when censored) and quantiles of its posterior
+    predictive (the tidy data behind ``plots.plot_ppc_bands``)."""
+    rep = np.asarray(res.ppc()[OBS]).reshape(-1, len(res.data.y))
+    q = np.quantile(rep, [(1 - hdi_prob) / 2, 0.25, 0.5, 0.75, (1 + hdi_prob) / 2], axis=0)
+    return pd.DataFrame({"run_id": res.data.table["run_id"].astype(str).to_numpy(),
+                         "observed": np.where(res.data.censored, res.data.upper, res.data.y),
+                         "censored": res.data.censored, "q_lo": q[0], "q25": q[1], "q50": q[2],
+                         "q75": q[3], "q_hi": q[4]})
 
 
 def plot_obs_vs_pred(frame: pd.DataFrame, r: float, hdi_prob: float):
@@ -155,7 +167,9 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     frame = obs_vs_pred_frame(res, hdi_prob)
     frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
     figs["obs_vs_pred"] = _savefig(plot_obs_vs_pred(frame, r, hdi_prob), figdir, "obs_vs_pred")
-    figs["ppc"] = _savefig(_bayes.plot_ppc(res.idata, var_name=OBS), figdir, "ppc")
+    ppc = ppc_frame(res, hdi_prob)
+    ppc.to_csv(figdir / "ppc.csv", index=False)
+    figs["ppc"] = _savefig(plot_ppc_bands(ppc, hdi_prob=hdi_prob), figdir, "ppc")
 
     d = res.data
     side = pd.DataFrame({

@@ -143,3 +143,16 @@ def test_report_shows_what_the_answer_depends_on(fast_out, tmp_path):
     assert ((sens["a_lo"] < 0.37) & (0.37 < sens["a_hi"])).all()
     assert "What the answer depends on" in (sens_out / "report.md").read_text()
     assert "what the answer depends on" in q.stdout
+
+
+def test_ppc_figure_is_clipped_to_the_data(fast_out):
+    """The PPC draws quantile bands per run; heavy-tailed predictive draws cannot stretch its axis."""
+    from ihstats.plots import plot_ppc_bands
+
+    out, _, _ = fast_out
+    ppc = pd.read_csv(out / "figures" / "ppc.csv")
+    assert len(ppc) == 30 and (ppc["q_lo"] <= ppc["q50"]).all() and (ppc["q50"] <= ppc["q_hi"]).all()
+    wild = ppc.assign(q_lo=ppc["q_lo"] - 1e6, q_hi=ppc["q_hi"] + 1e6)  # a Student-t with nu near 1
+    lo, hi = wild["observed"].min(), wild["observed"].max()
+    ylo, yhi = plot_ppc_bands(wild).axes[0].get_ylim()
+    assert lo - 0.5 * (hi - lo) - 1 <= ylo < lo and hi < yhi <= hi + 0.5 * (hi - lo) + 1
