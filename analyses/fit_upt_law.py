@@ -52,6 +52,9 @@ def parse_args(argv=None):
     p.add_argument("--compare", choices=["auto", "on", "off"], default="auto",
                    help="LOO comparison with/without the size term (a second fit); auto = on "
                         "when N varies, except with --fast (default auto)")
+    p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
+                   help="a per-cell effect separating the law's residual (cell_sd) from seed-to-seed "
+                        "scatter (sigma); auto = on when some cell_id has several seeds")
     p.add_argument("--sensitivity", choices=["auto", "on", "off"], default="auto",
                    help="refit under the other likelihood and under priors centred on the published "
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
@@ -104,6 +107,8 @@ def main(argv=None) -> int:
     fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
                   target_accept=args.target_accept)
     has_n = "N" in table.columns and table["N"].nunique() > 1
+    replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
+    spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
         res = UPTLaw(spec).fit(table, **fit_kw)

@@ -50,6 +50,23 @@ def obs_vs_pred_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
     })
 
 
+def _seed_spread_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
+    """Replicates: the cell effect's two scales, and the observed seed spread of UPT per cell."""
+    d = res.data
+    obs = pd.DataFrame({"cell": d.cell_idx, "y": d.y})[~d.censored]
+    spread = obs.groupby("cell")["y"].agg(lambda v: np.exp(v.max() - v.min()))[obs.groupby("cell").size() > 1]
+    seen = (f"observed max/min UPT over seeds within a cell: median {spread.median():.2f}x, largest "
+            f"{spread.max():.2f}x over {len(spread)} cells with several uncensored seeds"
+            if len(spread) else "no cell has two uncensored seeds")
+
+    def iv(p):
+        return f"{summ.at[p, 'mean']:.3f} [{summ.at[p, 'hdi_lo']:.3f}, {summ.at[p, 'hdi_hi']:.3f}]"
+    return (f"Replicates: a cell effect (`cell_sd * z_cell`, {len(d.cells)} cells) separates the law's "
+            f"residual, cell_sd = {iv('cell_sd')}, from the seed-to-seed scatter within a cell, sigma = "
+            f"{iv('sigma')} (log UPT); {seen}. `ihstats.predict` gives intervals for a new cell "
+            f"(cell_lo/cell_hi) and a new run in it (pred_lo/pred_hi).")
+
+
 def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
     """Per run: observed log UPT (log last step when censored) and quantiles of its posterior
     predictive (the tidy data behind ``plots.plot_ppc_bands``)."""
@@ -191,6 +208,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
             + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), sigma ~ "
               f"HalfNormal({pr['sigma']})"
             + (f", nu ~ Gamma{pr['nu']}" if spec.likelihood == "student_t" else "") + ".",
+            *([_seed_spread_text(res, summ)] if spec.cell_effect else []),
             f"Data: {len(d.y)} runs ({int(d.censored.sum())} censored){', from ' + source if source else ''}; "
             f"B in {sorted(set(d.table['B'].tolist()))}, C in {sorted(set(d.table['C'].tolist()))}.",
             f"Sampler: NUTS, {res.sampler['chains']} chains x {res.sampler['draws']} draws "

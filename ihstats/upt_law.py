@@ -61,6 +61,7 @@ DEFAULT_PRIORS = {
     "alpha_sd": 2.0,          # Normal(mean observed log onset, alpha_sd)
     "sigma": 1.0,             # HalfNormal(sd)
     "nu": (2.0, 0.1),         # Gamma(alpha, beta)
+    "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
 }
 OBS = "log_upt"
 
@@ -89,6 +90,10 @@ class UPTLawSpec:
         Level of the onset intervals when the table has no ``level`` column.
     hdi_prob : float
         Default interval width of summaries and predictions.
+    cell_effect : bool
+        With replicates (several seeds per ``cell_id``): a per-cell effect
+        ``cell_sd * z_cell`` on log UPT, so ``cell_sd`` is the law's own residual (how far cells
+        sit from the line) and ``sigma`` the seed-to-seed scatter within a cell.
     """
 
     size_term: bool = False
@@ -98,6 +103,7 @@ class UPTLawSpec:
     metric: str | None = None
     interval_level: float = 0.9
     hdi_prob: float = 0.9
+    cell_effect: bool = False
 
     def __post_init__(self):
         if self.likelihood not in ("student_t", "normal"):
@@ -126,6 +132,8 @@ class LawData:
     me_sd: np.ndarray      # measurement sd on the log scale (0 when measurement_error=False)
     logs: dict             # {"B": log B, "C": ..., ["N": ...]}
     centres: dict          # {"B": mean log B, ...}
+    cell_idx: np.ndarray | None = None  # run -> index into cells (cell_effect)
+    cells: list | None = None           # cell ids in index order
 
     @property
     def x(self) -> dict:
@@ -227,8 +235,23 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     if spec.size_term:
         logs["N"] = np.log(df["N"].to_numpy(dtype=float))
     centres = {k: float(v.mean()) for k, v in logs.items()}
+    cell_idx, cells = _cells(df, spec)
     return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
-                   me_sd=me_sd, logs=logs, centres=centres)
+                   me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells)
+
+
+def _cells(df: pd.DataFrame, spec: UPTLawSpec):
+    """Run -> cell index for the cell effect (None without it); needs replicates to separate it."""
+    if not spec.cell_effect:
+        return None, None
+    if "cell_id" not in df.columns:
+        _fail("cell_id: the cell effect needs a cell_id column (emergence tables of grids carry it); "
+              "fit without cell_effect / --cell-effect off")
+    codes, cells = pd.factorize(df["cell_id"].astype(str))
+    if len(cells) == len(df):
+        _fail("cell_id: every run is its own cell, so a cell effect cannot be told from the seed "
+              "scatter; add seeds (grid --seeds N) or fit without cell_effect / --cell-effect off")
+    return codes.astype(int), list(cells)
 
 
 def _check_intervals(df: pd.DataFrame, onset: np.ndarray) -> None:
@@ -265,6 +288,8 @@ class UPTLaw:
         self.data = d = prepare(table, self.spec)
         pr = self.spec.resolved_priors
         coords = {"run": d.table["run_id"].astype(str).tolist()}
+        if d.cells is not None:
+            coords["cell"] = d.cells
         with pm.Model(coords=coords) as model:
             alpha = pm.Normal("alpha", mu=float(d.y[~d.censored].mean()), sigma=pr["alpha_sd"])
             mu = alpha
@@ -273,6 +298,10 @@ class UPTLaw:
                 m, s = pr[name]
                 coef = pm.Normal(name, mu=m, sigma=s)
                 mu = mu - coef * pm.Data(f"x_{k}", x, dims="run")
+            if d.cells is not None:  # non-centred: cell_z ~ N(0, 1) samples well at small cell_sd
+                cell_sd = pm.HalfNormal("cell_sd", sigma=pr["cell_sd"])
+                cell_z = pm.Normal("cell_z", 0.0, 1.0, dims="cell")
+                mu = mu + cell_sd * cell_z[d.cell_idx]
             sigma = pm.HalfNormal("sigma", sigma=pr["sigma"])
             scale = pt.sqrt(sigma**2 + pm.Data("me_sd", d.me_sd, dims="run") ** 2)
             obs, cen = np.flatnonzero(~d.censored), np.flatnonzero(d.censored)
@@ -324,6 +353,7 @@ class UPTLaw:
             v = self.data.table[k].to_numpy(dtype=float)
             attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood,
+                     cell_effect=int(self.spec.cell_effect),
                      model="ihstats.upt_law", ihstats_versions=json.dumps(_bayes.versions()))
         idata.posterior.attrs.update(attrs)
         return UPTLawResults(self.spec, self.data, idata, self.model, timings,
@@ -343,6 +373,9 @@ def _mu_draws(data: LawData, idata) -> np.ndarray:
     mu = _bayes.posterior_draws(idata, "alpha")[:, None]
     for k, x in data.x.items():
         mu = mu - _bayes.posterior_draws(idata, _COEF[k])[:, None] * x[None]
+    if data.cell_idx is not None:
+        z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
+        mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
     return mu  # (S, n)
 
 
@@ -409,7 +442,9 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     -------
     pandas.DataFrame
         ``upt`` (posterior median of the law's UPT), ``upt_lo/upt_hi`` (HDI of the law line:
-        parameter uncertainty), ``pred_lo/pred_hi`` (HDI of a new run's UPT: adds the
+        parameter uncertainty), ``cell_lo/cell_hi`` (HDI of a new cell's typical UPT: adds the
+        cell-level residual ``cell_sd`` when the fit has a cell effect, else equal to
+        ``upt_lo/upt_hi``), ``pred_lo/pred_hi`` (HDI of a new run's UPT in a new cell: adds the
         run-to-run scatter sigma, excluding measurement error), and ``tokens = upt * B * C``.
     """
     attrs = idata.posterior.attrs
@@ -430,14 +465,19 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         eps = rng.standard_t(_bayes.posterior_draws(idata, "nu")[:, None], size=mu.shape)
     else:
         eps = rng.standard_normal(mu.shape)
-    new = mu + draw["sigma"][:, None] * eps
+    cell = mu
+    if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
+        cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
+    new = cell + draw["sigma"][:, None] * eps
     rows = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
         plo, phi = _bayes.hdi(new[:, j], hdi_prob=hdi_prob)
+        clo, chi = _bayes.hdi(cell[:, j], hdi_prob=hdi_prob)
         upt = float(np.exp(np.median(mu[:, j])))
         rows.append({"B": B[j], "C": C[j], "N": N[j], "upt": upt, "upt_lo": np.exp(lo),
-                     "upt_hi": np.exp(hi), "pred_lo": np.exp(plo), "pred_hi": np.exp(phi),
+                     "upt_hi": np.exp(hi), "cell_lo": np.exp(clo), "cell_hi": np.exp(chi),
+                     "pred_lo": np.exp(plo), "pred_hi": np.exp(phi),
                      "tokens": upt * B[j] * C[j], "hdi_prob": hdi_prob})
     return pd.DataFrame(rows)
 
@@ -452,6 +492,7 @@ class UPTLawResults:
     @property
     def params(self) -> list[str]:
         p = ["a", "b", "log_T", "T"] + (["c"] if self.spec.size_term else []) + ["sigma"]
+        p += ["cell_sd"] if self.spec.cell_effect else []
         return p + (["nu"] if self.spec.likelihood == "student_t" else [])
 
     def summary(self, hdi_prob: float | None = None) -> pd.DataFrame:

@@ -227,3 +227,32 @@ def test_recovery_benchmark_slow():
     assert 32 <= cov.b_covered.sum() <= 39
     agree = mod.ols_agreement()
     assert agree[["a_diff", "b_diff"]].to_numpy().max() < 0.02
+
+
+def test_cell_effect_separates_seed_scatter_from_the_law_residual():
+    """Issue 27 item 4: with replicates, cell_sd (cells off the law) and sigma (seeds within a cell)
+    are told apart; a new cell's interval is wider than the law line's."""
+    import numpy as np
+    import pandas as pd
+
+    from ihstats.upt_law import UPTLaw, UPTLawError, UPTLawSpec
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for B in (8, 16, 32, 64):
+        for C in (64, 128, 256, 512):
+            cell = rng.normal(0, 0.4)  # the law's residual
+            for seed in range(4):
+                log_upt = 13.26 - 0.37 * np.log(B) - 0.62 * np.log(C) + cell + rng.normal(0, 0.1)
+                rows.append({"run_id": f"{B}-{C}-{seed}", "cell_id": f"{B}-{C}", "B": B, "C": C,
+                             "onset": np.exp(log_upt), "censored": False, "last_step": 1e7})
+    table = pd.DataFrame(rows)
+    spec = UPTLawSpec(cell_effect=True, likelihood="normal", measurement_error=False)
+    res = UPTLaw(spec).fit(table, draws=400, tune=400, chains=2, seed=1)
+    s = res.summary()
+    assert s.at["cell_sd", "hdi_lo"] < 0.4 < s.at["cell_sd", "hdi_hi"]
+    assert s.at["sigma", "hdi_lo"] < 0.1 < s.at["sigma", "hdi_hi"] and s.at["sigma", "hdi_hi"] < 0.2
+    p = res.predict(32, 128)
+    assert (p["cell_hi"] / p["cell_lo"] > 1.5 * p["upt_hi"] / p["upt_lo"]).all()
+    with pytest.raises(UPTLawError, match="cell_id"):  # no replicates: nothing to separate
+        UPTLaw(spec).build(table.drop_duplicates("cell_id"))
