@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.law_sensitivity import closeness, influence_table
+from ihstats.law_sensitivity import PUBLISHED_FORMS, closeness, influence_table
 from ihstats.plots import plot_ppc_bands
 from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
@@ -178,9 +178,13 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     figs = {}
     figs["trace"] = _savefig(_bayes.plot_trace(res.idata, plot_vars), figdir, "trace")
     figs["rank"] = _savefig(_bayes.plot_rank(res.idata, plot_vars), figdir, "rank")
-    figs["posterior_ab"] = _savefig(_bayes.plot_posterior(
-        res.idata, ["a", "b"], hdi_prob=hdi_prob,
-        ref_val={"a": PUBLISHED["a"], "b": PUBLISHED["b"]}), figdir, "posterior_ab")
+    post_fig = _bayes.plot_posterior(res.idata, ["a", "b"], hdi_prob=hdi_prob,
+                                     ref_val={"a": PUBLISHED["a"], "b": PUBLISHED["b"]})
+    for ax in post_fig.axes[:2]:  # the second published form: tokens N = T sqrt(B C), a = b = 0.5
+        ax.axvline(PUBLISHED_FORMS["tokens"]["a"], ls=":", color="0.3", lw=1.2)
+        ax.text(PUBLISHED_FORMS["tokens"]["a"], ax.get_ylim()[1] * 0.95, " tokens form 0.5", fontsize=7,
+                color="0.3", va="top")
+    figs["posterior_ab"] = _savefig(post_fig, figdir, "posterior_ab")
     frame = obs_vs_pred_frame(res, hdi_prob)
     frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
     figs["obs_vs_pred"] = _savefig(plot_obs_vs_pred(frame, r, hdi_prob), figdir, "obs_vs_pred")
