@@ -400,7 +400,7 @@ def analysis_markov_factors(inp: Inputs) -> FigureData:
                   max_ps=("max_ps", "mean")).reset_index())
     iid, mk = (frame.loc[frame["dependency"] == d, "formed"] for d in ("iid", "markov"))
     note = (f"formed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; "
-            f"formed = a head past the grid's emergence threshold")
+            f"formed = an uncensored Bayesian onset and final max PS >= 0.3 (the grid summary's verdict)")
     return FigureData(frame.sort_values(["regime", "condition", "marginal"]).reset_index(drop=True),
                       f"{_rel(grid)}/summary.csv (real logs)", False, extra={"cells": cells},
                       note=note)
