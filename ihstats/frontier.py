@@ -544,61 +544,18 @@ class FrontierResults:
 
 # ---- figure ------------------------------------------------------------------------------------
 
-def _edges(levels: np.ndarray) -> np.ndarray:
-    """Cell edges on a log axis: geometric midpoints, padded at both ends."""
-    lv = np.log(np.sort(levels))
-    mid = (lv[1:] + lv[:-1]) / 2
-    return np.exp(np.r_[lv[0] - (mid[0] - lv[0]), mid, lv[-1] + (lv[-1] - mid[-1])])
-
-
 def plot_frontier(results: FrontierResults, path=None, hdi_prob: float = 0.9):
-    """Heatmap of the formed fraction per cell with the frontier median, band and GLM contour.
+    """Heatmap of the formed fraction per cell with the frontier median, band and GLM contour
+    (drawn by :func:`ihstats.plots.plot_frontier_map`; ``path``: stem of ``.png`` and ``.pdf``).
+    The title states a degenerate boundary or separated data."""
+    from ihstats.plots import plot_frontier_map
 
-    Parameters
-    ----------
-    results : FrontierResults
-    path : str or Path, optional
-        Stem to write ``<stem>.png`` and ``<stem>.pdf``.
-    hdi_prob : float
-        Width of the band.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cells = results.model.cells
-    grid = (cells.groupby(list(KNOBS))[["n_formed", "n_runs"]].sum()
-                 .assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"]
-                 .unstack("frequency"))                        # rows reliability, cols frequency
-    # knobs live in (0, 1]: the top cells' padding stops at 1
-    fe, re_ = (np.minimum(_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
-    fig, ax = plt.subplots(figsize=(5.2, 4.2))
-    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
-    fr = results.frontier(hdi_prob)
-    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
-                    alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
-    ax.plot(fr["frequency"], fr["reliability_median"], color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)")
-    ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--",
-            label=f"GLM ({results.glm.method})")
-    ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
-           xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
     note = results.boundary_note(hdi_prob)
-    if note or results.separation != "none":
-        ax.set_title(note or f"data {results.separation}ly separated: prior-regularised",
-                     fontsize=7 if note else 9, wrap=True)
-    if fr["reliability_median"].notna().any():  # no legend for lines that are not there
-        ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
-    fig.tight_layout()
-    if path is not None:
-        for ext in ("png", "pdf"):
-            fig.savefig(f"{path}.{ext}", dpi=150)
-    return fig
+    title = note or (f"data {results.separation}ly separated: prior-regularised"
+                     if results.separation != "none" else "")
+    return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
+                             glm_label=f"GLM ({results.glm.method})", title=title,
+                             title_size=7 if note else 9, path=path)
 
 
 CLAIM_PROBABILITY = 0.95  # a knob "matters more" only past this posterior probability

@@ -118,3 +118,47 @@ def plot_ppc_bands(frame: Any, *, path: str | Path | None = None, hdi_prob: floa
     if path is not None:
         save_figure(fig, path)
     return fig
+
+
+# ================================================================== frontier: formed fraction and boundary
+def _log_edges(levels: Any) -> Any:
+    """Cell edges on a log axis: geometric midpoints, padded at both ends."""
+    lv = np.log(np.sort(np.asarray(levels, dtype=float)))
+    mid = (lv[1:] + lv[:-1]) / 2
+    return np.exp(np.r_[lv[0] - (mid[0] - lv[0]), mid, lv[-1] + (lv[-1] - mid[-1])])
+
+
+def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
+                      title: str = "", title_size: float = 9, path: str | Path | None = None) -> Any:
+    """Heatmap of the formed fraction per (frequency, reliability) cell with the frontier's
+    posterior median, its band and the GLM contour.
+
+    ``cells``: ``frequency, reliability, n_formed, n_runs``; ``frontier``: ``frequency,
+    reliability_median, reliability_lo, reliability_hi, glm_reliability`` (the tidy frames of
+    ``ihstats.frontier``, as saved).
+    """
+    grid = (cells.groupby(["frequency", "reliability"])[["n_formed", "n_runs"]].sum()
+            .assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"]
+            .unstack("frequency"))                        # rows reliability, cols frequency
+    # knobs live in (0, 1]: the top cells' padding stops at 1
+    fe, re_ = (np.minimum(_log_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
+    fig, ax = plt.subplots(figsize=(5.3, 4.3))
+    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
+    fr = frontier
+    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
+                    alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
+    ax.plot(fr["frequency"], fr["reliability_median"], color="white", lw=2,
+            label="frontier (posterior median, p = 0.5)")
+    ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--", label=glm_label)
+    ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
+           xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
+    if title:
+        ax.set_title(title, fontsize=title_size, wrap=True)
+    if fr["reliability_median"].notna().any():  # no legend for lines that are not there
+        ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
+    fig.tight_layout()
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+

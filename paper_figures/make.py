@@ -311,28 +311,9 @@ def analysis_frontier(inp: Inputs) -> FigureData:
 
 
 def plot_frontier(d: FigureData):
-    import matplotlib.pyplot as plt
-    from ihstats.frontier import KNOBS, _edges
+    from ihstats.plots import plot_frontier_map
 
-    # same drawing as ihstats.frontier.plot_frontier, but from the saved tidy frames
-    grid = (d.extra["cells"].groupby(list(KNOBS))[["n_formed", "n_runs"]].sum()
-            .assign(frac=lambda t: t["n_formed"] / t["n_runs"])["frac"].unstack("frequency"))
-    fe, re_ = (np.minimum(_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
-    fr = d.frame
-    fig, ax = plt.subplots(figsize=(5.4, 4.4))
-    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
-    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
-                    alpha=0.35, label=f"{HDI:.0%} HDI band")
-    ax.plot(fr["frequency"], fr["reliability_median"], color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)")
-    ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--", label="GLM")
-    ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
-           xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
-    ax.set_title("Formation frontier" + _sim_tag(d), fontsize=9)
-    ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
-    fig.tight_layout()
-    return fig
+    return plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI, title="Formation frontier" + _sim_tag(d))
 
 
 # ====================================================================== 4. ablation
