@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.io import SchemaError  # one exception for the run-directory contract, in both halves
 from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 
 METRIC_COLUMNS = ("step", "tokens", "metric", "layer", "head", "value")
@@ -30,8 +31,6 @@ MANIFEST_COLUMNS = ("run_id", "status", "stop_reason", "steps")
 MANIFEST_KEY_COLUMNS = ("cell_id", "seed")
 
 
-class SchemaError(ValueError):
-    """A run or grid directory does not follow the data contract (message names file and field)."""
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
