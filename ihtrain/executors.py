@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ihtrain.fileio import UnreadableFile, atomic_write_json, io_error_of, read_status
+from ihtrain.fileio import UnreadableFile, io_error_of, read_status, status_record, write_status
 from ihtrain.locks import run_lock
 
 
@@ -62,11 +62,8 @@ EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.train's): the
 
 def mark_failed(run_dir: str | Path, reason: str, old: dict[str, Any] | None) -> dict[str, Any]:
     """Record a run that died without recording it itself (signal, OOM kill, lost Ray worker)."""
-    status = {"status": "failed", "reason": reason, "step": int((old or {}).get("step", 0)), "stop_reason": "",
-              "updated": _now()}
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    atomic_write_json(Path(run_dir) / "status.json", status)
-    return status
+    return write_status(run_dir, "failed", (old or {}).get("step", 0), reason)
 
 
 def _resumable_io(st: dict[str, Any] | None, run_dir: str | Path) -> dict[str, Any]:
@@ -76,9 +73,8 @@ def _resumable_io(st: dict[str, Any] | None, run_dir: str | Path) -> dict[str, A
     if st and st.get("io_error"):
         return st
     why = f"see {Path(run_dir) / 'worker.log'}"
-    return {"status": "running", "reason": f"stopped by an I/O error ({why}); fix it, then rerun the same command "
-            "to resume", "step": int((st or {}).get("step", 0)), "stop_reason": "", "updated": _now(),
-            "io_error": why}
+    return status_record("running", (st or {}).get("step", 0), f"stopped by an I/O error ({why}); fix it, then rerun "
+                         "the same command to resume", io_error=why)
 
 
 def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[str, Any]:
@@ -86,7 +82,7 @@ def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[s
     try:
         st = read_status(run_dir)
     except UnreadableFile as e:  # never overwritten: the file is the evidence, and the run may be done
-        return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": "", "updated": _now()}
+        return status_record("unreadable", 0, str(e))
     except OSError as e:
         return _resumable_io(None, run_dir) if io_error_of(e) else mark_failed(run_dir, str(e), None)
     if st and st["status"] in ("done", "failed"):
@@ -97,8 +93,7 @@ def settle(run_dir: str | Path, exitcode: int | None, error: str = "") -> dict[s
         return _resumable_io(st, run_dir)
     holder = run_lock(run_dir).holder()
     if holder:  # a trainer outside this grid is training the run: its status.json is not ours to overwrite
-        return {"status": "failed", "reason": f"another trainer holds the run directory ({holder})",
-                "step": int((st or {}).get("step", 0)), "stop_reason": "", "updated": _now()}
+        return status_record("failed", (st or {}).get("step", 0), f"another trainer holds the run directory ({holder})")
     if exitcode is not None and exitcode < 0:
         name = signal.Signals(-exitcode).name if -exitcode in signal.Signals._value2member_map_ else -exitcode
         why = f"worker killed by signal {name}" + (" (out of memory?)" if -exitcode == signal.SIGKILL else "")

@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -206,6 +207,20 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "
 STATUS_REMEDY = ("the run's state is unknown: delete this file and rerun the same command (the run resumes "
                  "from its last checkpoint; a finished run just finishes again), or delete the run directory "
                  "to train it from the start")
+
+
+def status_record(status: str, step: int, reason: str = "", stop_reason: str = "", **extra: Any) -> dict[str, Any]:
+    """The one shape of ``status.json`` (docs/DESIGN.md, run directory), stamped now."""
+    return {"status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
+            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra}
+
+
+def write_status(run_dir: str | Path, status: str, step: int, reason: str = "", stop_reason: str = "",
+                 **extra: Any) -> dict[str, Any]:
+    """Write ``status.json`` atomically; returns what was written."""
+    record = status_record(status, step, reason, stop_reason, **extra)
+    atomic_write_json(Path(run_dir) / "status.json", record)
+    return record
 
 
 def read_status(run_dir: str | Path) -> dict[str, Any] | None:

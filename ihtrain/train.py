@@ -31,7 +31,7 @@ from ihtrain import __version__
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, atomic_write_torch,
-    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet, read_status,
+    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet, read_status, write_status,
 )
 from ihtrain.locks import DirectoryLocked, run_lock
 
@@ -134,14 +134,6 @@ def resolve_device(name: str) -> torch.device:
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"train.device: {name!r} requested but CUDA is not available; use cpu or auto")
     return torch.device(name)
-
-
-def write_status(run_dir: Path, status: str, step: int, reason: str = "", stop_reason: str = "",
-                 **extra: Any) -> None:
-    atomic_write_json(run_dir / "status.json", {
-        "status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
-        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra,
-    })
 
 
 # ---------------------------------------------------------------------------- divergence

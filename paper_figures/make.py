@@ -348,9 +348,13 @@ def analysis_ablation(inp: Inputs) -> FigureData:
 def plot_ablation(d: FigureData):
     import matplotlib.pyplot as plt
 
-    groups = list(d.frame.groupby(["condition", "metric"], dropna=False, sort=False))
-    fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 3.0), squeeze=False)
-    for ax, ((cond, metric), g) in zip(axes[0], groups):
+    groups = list(d.frame.groupby(["metric", "condition"], dropna=False, sort=True))
+    ncols = min(len(groups), d.frame["condition"].nunique())  # a row per metric, a column per condition
+    nrows = -(-len(groups) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.7 * nrows), squeeze=False)
+    for ax in axes.ravel()[len(groups):]:
+        ax.set_visible(False)
+    for ax, ((metric, cond), g) in zip(axes.ravel(), groups):
         rnd = g.loc[g["ablation"] == "random", "drop"]
         top = g.loc[g["ablation"] == "top", "drop"].iloc[0]
         ax.hist(rnd, bins=20, color="0.6", label="random-k sets")
