@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihstats.contract import max_over_heads
 from ihtrain.fileio import atomic_write_text, describe_os_error
 
 METHODS = ("bayes", "pelt", "threshold")
@@ -652,7 +653,7 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
                            "prev_token": np.nan}
     if ps.empty:
         return out
-    curve = ps.groupby("step")["value"].max()
+    curve = max_over_heads(metrics, "ps")
     curve = curve[np.isfinite(curve.to_numpy()) & (curve.index > 0)]
     last = ps[ps["step"] == ps["step"].max()]
     top = last.loc[last["value"].idxmax()] if last["value"].notna().any() else None

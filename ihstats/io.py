@@ -3,6 +3,8 @@
 Schema problems raise :class:`SchemaError` naming the file, the column and the problem. Softer
 findings (an unknown metric name, a run that is not ``done``) are kept in ``problems`` lists and
 the data is still loaded: a run that is still running or failed is flagged by its ``status``.
+The names, column types, factor names and status values checked here are
+:mod:`ihstats.contract`'s.
 """
 
 from __future__ import annotations
@@ -14,26 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihstats.contract import (
+    BIINDUCT_KNOBS, FACTOR_FIELDS, MARKOV_KNOBS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
+    UNKNOWN_STATUS, SchemaError, emergence_threshold, run_crossing,
+)
 from ihtrain.config import cell_hash  # the trainer's hash rule (stdlib only: no torch)
 from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 
-KNOWN_METRICS = ("ps", "prev_token", "la", "ar_acc", "ar_rank", "copy_fwd", "anti_induction", "ov_copy", "val_loss")
-METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
-                   "head": "integer", "value": "float"}
-TRAIN_COLUMNS = {"step": "integer", "tokens": "integer", "loss": "float", "lr": "float", "grad_norm": "float",
-                 "tokens_per_s": "float", "wall_s": "float"}
-STATUSES = ("running", "done", "failed")
-# Short factor name -> dotted config field (under config.json["config"]).
-FACTOR_FIELDS = {"B": "train.batch_size", "C": "train.context", "n_layer": "model.n_layer",
-                 "n_head": "model.n_head", "d_model": "model.d_model", "lr": "train.lr"}
-# Data knobs by leaf name; filled only when the knob is active (else missing).
-MARKOV_KNOBS = ("dependency", "marginal", "zipf_alpha", "n_groups", "within_similarity",
-                "across_similarity", "entropy_rate")
-BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
-
-
-class SchemaError(ValueError):
-    """A run or grid directory does not follow the docs/DESIGN.md layout (message names file/column)."""
+KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.contract), under the name io always used
 
 
 @dataclass
@@ -48,6 +38,9 @@ class RunData:
     metrics: pd.DataFrame  # step, tokens, metric, layer, head, value, run_id
     train: pd.DataFrame | None
     problems: list[str] = field(default_factory=list)
+    # first update at which max PS reached the run's emergence threshold (None: not reached), as
+    # status.json records it or, for older runs, from the metrics (ihstats.contract.run_crossing)
+    crossing: int | None = None
 
 
 @dataclass
@@ -207,7 +200,8 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
     -------
     RunData
         ``metrics`` gains a ``run_id`` column; a missing ``metrics.parquet`` gives an empty frame
-        and a problem; ``status`` is ``running|done|failed`` or ``unknown`` (no status.json).
+        and a problem; ``status`` is ``running|done|failed`` or ``unknown`` (no status.json);
+        ``crossing`` as :func:`ihstats.contract.run_crossing`.
     """
     path = Path(path)
     if not path.is_dir():
@@ -221,10 +215,11 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
             raise SchemaError(f"{cfg_path}: missing key '{key}'")
     run_id = str(meta["run_id"])
     problems: list[str] = []
-    st_path = path / "status.json"
-    status = "unknown"
+    st_path = path / STATUS_FILE
+    status, record = UNKNOWN_STATUS, None
     if st_path.is_file():
-        status = str(_read_json(st_path).get("status", "unknown"))
+        record = _read_json(st_path)
+        status = str(record.get("status", UNKNOWN_STATUS))
         if status not in STATUSES:
             problems.append(f"{st_path}: key 'status' is {status!r}, expected one of {', '.join(STATUSES)}")
     else:
@@ -244,7 +239,8 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
     if t_path.is_file():
         train = check_frame(_checked(read_parquet, t_path, what="training log"), TRAIN_COLUMNS, str(t_path))
         train["run_id"] = run_id
-    return RunData(run_id, path, meta, config_factors(meta), status, metrics, train, problems)
+    crossing = run_crossing(record, metrics, emergence_threshold(meta))
+    return RunData(run_id, path, meta, config_factors(meta), status, metrics, train, problems, crossing)
 
 
 def _is_run_dir(p: Path) -> bool:
@@ -318,5 +314,5 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
                     pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems, skipped)
 
 
-__all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError",
+__all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError", "STATUSES",
            "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_run", "read_metrics"]

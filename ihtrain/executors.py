@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ihtrain.fileio import UnreadableFile, io_error_of, read_status, status_record, write_status
+from ihstats.contract import read_status, status_record, write_status
+from ihtrain.fileio import UnreadableFile, io_error_of
 from ihtrain.locks import run_lock
 
 
@@ -63,7 +64,7 @@ EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.train's): the
 def mark_failed(run_dir: str | Path, reason: str, old: dict[str, Any] | None) -> dict[str, Any]:
     """Record a run that died without recording it itself (signal, OOM kill, lost Ray worker)."""
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    return write_status(run_dir, "failed", (old or {}).get("step", 0), reason)
+    return write_status(run_dir, "failed", (old or {}).get("step", 0), reason, crossing=(old or {}).get("crossing"))
 
 
 def _resumable_io(st: dict[str, Any] | None, run_dir: str | Path) -> dict[str, Any]:

@@ -3,6 +3,9 @@ reads (a damaged file gives :class:`UnreadableFile` naming it, what is wrong and
 
 Fault injection (tests only): ``IHLAW_FAULT_ENOSPC=NAME:N`` makes the N-th atomic write of a file
 named NAME in each process raise ``OSError(ENOSPC)``, as a full disk would; unset, it costs nothing.
+
+Torch is imported only inside the checkpoint functions, so the statistics side
+(``ihstats.contract``, which reads and writes ``status.json`` through this module) stays torch-free.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ import errno
 import json
 import os
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -202,35 +204,3 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "
     if not isinstance(ckpt, dict):
         raise UnreadableFile(path, f"holds a {type(ckpt).__name__}, expected a checkpoint dict", remedy)
     return ckpt
-
-
-STATUS_REMEDY = ("the run's state is unknown: delete this file and rerun the same command (the run resumes "
-                 "from its last checkpoint; a finished run just finishes again), or delete the run directory "
-                 "to train it from the start")
-
-
-def status_record(status: str, step: int, reason: str = "", stop_reason: str = "", **extra: Any) -> dict[str, Any]:
-    """The one shape of ``status.json`` (docs/DESIGN.md, run directory), stamped now."""
-    return {"status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
-            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra}
-
-
-def write_status(run_dir: str | Path, status: str, step: int, reason: str = "", stop_reason: str = "",
-                 **extra: Any) -> dict[str, Any]:
-    """Write ``status.json`` atomically; returns what was written."""
-    record = status_record(status, step, reason, stop_reason, **extra)
-    atomic_write_json(Path(run_dir) / "status.json", record)
-    return record
-
-
-def read_status(run_dir: str | Path) -> dict[str, Any] | None:
-    """A run's ``status.json`` (None when the run has none yet); :class:`UnreadableFile` when it is
-    damaged or lacks its ``status``: the caller must not guess the state (a finished run read as
-    new would be trained again, or overwritten as failed)."""
-    path = Path(run_dir) / "status.json"
-    if not path.is_file():
-        return None
-    st = read_json(path, "status", STATUS_REMEDY)
-    if not isinstance(st.get("status"), str):
-        raise UnreadableFile(path, "has no 'status' key", STATUS_REMEDY)
-    return st

@@ -30,19 +30,20 @@ from typing import Any
 
 import pandas as pd
 
+from ihstats.contract import MANIFEST_KEY_COLUMNS, read_crossing, read_status
+from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, apply_overrides, parse_set_args, validate
 from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task
 from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
-    read_parquet, read_status,
+    read_parquet,
 )
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
     train_flops_per_token,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
-from ihtrain.schema import MANIFEST_KEY_COLUMNS
 
 DEFAULT_PRESET = "bxc-markov"
 LOCK_NAME = ".grid.lock"
@@ -190,11 +191,24 @@ def round_results(show: pd.DataFrame) -> pd.DataFrame:
     return show
 
 
+def crossings(runs: list[Run], grid_dir: Path) -> pd.Series:
+    """Each run's threshold crossing (status.json's record, else its metric log's,
+    :func:`ihstats.contract.read_crossing`); <NA> when not reached or not readable."""
+    def one(r: Run) -> int | None:
+        try:
+            return read_crossing(grid_dir / r.run_id, r.config.train.emergence_threshold)
+        except (UnreadableFile, OSError):  # the summary reports the file as unreadable
+            return None
+
+    return pd.Series([one(r) for r in runs], dtype="Int64")
+
+
 def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
     """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
     holder = GridLock(grid_dir).holder()
     summary = summary_frame(spec, runs, grid_dir, live=holder is not None)
     show = summary_display(summary)
+    show.insert(show.columns.get_loc("max_ps") + 1, "crossing", crossings(runs, grid_dir))
     show["wall_min"] = (show.pop("wall_s") / 60).round(1)
     show = round_results(show)
     counts = summary["status"].value_counts().to_dict()
@@ -403,8 +417,6 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
 def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Namespace,
             only: set[str] | None = None) -> int:
     from tqdm.auto import tqdm
-
-    from ihtrain.schema import check_grid_dir
 
     states, todo = queue(runs, grid_dir, args.retry_failed, args.order, only)
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})

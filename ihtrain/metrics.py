@@ -25,6 +25,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.contract import METRIC_NAMES, METRICS
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet
 
@@ -216,18 +217,13 @@ class Metric:
     per_head: bool  # (L, H) array; else a model-level float (layer = head = -1 in tidy rows)
 
 
-REGISTRY: dict[str, Metric] = {
-    "ps": Metric(ps, True),
-    "prev_token": Metric(prev_token, True),
-    "la": Metric(la, True),
-    "copy_fwd": Metric(copy_fwd, True),
-    "anti_induction": Metric(anti_induction, True),
-    "ov_copy": Metric(ov_copy, True),
-    "ar_acc": Metric(ar_acc, False),
-    "ar_rank": Metric(ar_rank, False),
-    "val_loss": Metric(val_loss, False),
+# the torch function behind each of the contract's metric names (ihstats.contract.METRICS: names,
+# order and per-head flags are fixed there, for the statistics side to read without torch)
+_FUNCTIONS: dict[str, MetricFn] = {
+    "ps": ps, "prev_token": prev_token, "la": la, "copy_fwd": copy_fwd, "anti_induction": anti_induction,
+    "ov_copy": ov_copy, "ar_acc": ar_acc, "ar_rank": ar_rank, "val_loss": val_loss,
 }
-METRIC_NAMES: tuple[str, ...] = tuple(REGISTRY)
+REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,

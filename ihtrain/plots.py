@@ -8,7 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
 
+from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
 from ihtrain.fileio import read_parquet  # noqa: E402
 
 
@@ -19,7 +21,7 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     """
     run_dir = Path(run_dir)
     m = read_parquet(run_dir / "metrics.parquet", what="metric log")
-    per_head = m[m["head"] >= 0].groupby(["metric", "step"])["value"].max().unstack(0)
+    per_head = pd.DataFrame({name: max_over_heads(m, name) for name in PER_HEAD if name in set(m["metric"])})
     model_level = m[m["head"] < 0].pivot_table(index="step", columns="metric", values="value")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
     x = per_head.index.to_numpy().clip(min=1)

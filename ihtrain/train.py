@@ -27,11 +27,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import __version__
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, atomic_write_torch,
-    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet, read_status, write_status,
+    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet,
 )
 from ihtrain.locks import DirectoryLocked, run_lock
 
@@ -245,7 +246,8 @@ def start_run_dir(cfg: RunConfig, run_dir: Path) -> bool:
     status = read_status(run_dir)
     if status and status["status"] == "done":
         return False
-    write_status(run_dir, "running", status["step"] if status else 0, reason="starting")
+    write_status(run_dir, "running", status["step"] if status else 0, reason="starting",
+                 crossing=(status or {}).get("crossing"))
     (run_dir / "error.txt").unlink(missing_ok=True)  # it holds the traceback of the latest attempt
     return True
 
@@ -276,14 +278,16 @@ def _record_exception(run_dir: Path, e: BaseException, step_before: int = 0) -> 
     carries ``io_error``), else failed at the step where it failed (a divergence names its own
     update; otherwise the last one recorded). ``error.txt`` gets the traceback in every case but an
     interrupt; a disk too full for it leaves the traceback on stderr only."""
+    try:
+        old = read_status(run_dir) or {}
+    except (OSError, UnreadableFile):
+        old = {}
     step = getattr(e, "step", None)
     if step is None:
-        try:
-            step = (read_status(run_dir) or {}).get("step", step_before)
-        except (OSError, UnreadableFile):
-            step = step_before
+        step = old.get("step", step_before)
+    crossing = old.get("crossing")  # the last status write's: the run's own record of it
     if isinstance(e, KeyboardInterrupt):
-        write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted")
+        write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted", crossing=crossing)
         return
     try:
         atomic_write_text(run_dir / "error.txt", "".join(traceback.format_exception(e)))
@@ -293,9 +297,10 @@ def _record_exception(run_dir: Path, e: BaseException, step_before: int = 0) -> 
     try:
         if io is not None:
             write_status(run_dir, "running", step, reason=f"stopped by an I/O error ({describe_os_error(io)}); "
-                         f"fix it, then rerun the same command to resume", io_error=describe_os_error(io))
+                         f"fix it, then rerun the same command to resume", io_error=describe_os_error(io),
+                         crossing=crossing)
         else:
-            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}")
+            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}", crossing=crossing)
     except OSError:  # the disk still refuses: status.json keeps its last state, "running" (resumable)
         pass
 
@@ -436,6 +441,8 @@ class Run:
         # the global RNG as this run left it (packed runs share the global RNG, so each keeps its own)
         self.torch_rng = torch.get_rng_state()
         self.logs = _Logs(self.run_dir, keep_through)
+        if self.crossing is None and self.logs.frames["metrics"]:  # checkpoints kept it for until-emergence only
+            self.crossing = ps_crossing(self.logs.metric_frame(), self.cfg.train.emergence_threshold)
 
     # ---- around each update
     def go_on(self) -> bool:
@@ -446,8 +453,8 @@ class Run:
         at_stop = until_emergence and self.stop_at is not None and self.step >= self.stop_at
         if (self.step in self.schedule or at_stop) and self.step != self.resumed_at:
             self.ps_now = self._evaluate()
-            if until_emergence and self.crossing is None and self.ps_now >= t.emergence_threshold:
-                self.crossing, self.stop_at = self.step, emergence_stop_step(self.cfg, self.step)
+            if until_emergence and self.crossing is not None and self.stop_at is None:  # it crossed just now
+                self.stop_at = emergence_stop_step(self.cfg, self.crossing)
             self.bar.set_postfix(ps=f"{self.ps_now:.2f}", refresh=False)
         if at_stop:
             if self._has_formed():
@@ -495,7 +502,7 @@ class Run:
             (time.perf_counter() - self.last_ckpt_time >= t.checkpoint_seconds)
         if due:
             self.save_checkpoint()
-            write_status(self.run_dir, "running", step, reason="training")
+            write_status(self.run_dir, "running", step, reason="training", crossing=self.crossing)
             self.last_ckpt_time = time.perf_counter()
 
     def finish(self, make_figures: bool = True) -> dict[str, Any]:
@@ -507,7 +514,8 @@ class Run:
             self.watch.at_end(self.step)
         self.save_checkpoint()
         if interrupted:
-            write_status(self.run_dir, "running", self.step, reason="interrupted", stop_reason="interrupted")
+            write_status(self.run_dir, "running", self.step, reason="interrupted", stop_reason="interrupted",
+                         crossing=self.crossing)
             return read_status(self.run_dir)
         final = {"model": _own_storage(self.model.state_dict()), "model_config": self.model_cfg.__dict__,
                  "step": self.step}
@@ -519,7 +527,8 @@ class Run:
                 plot_run_curves(self.run_dir)
             except Exception as e:  # a figure must never fail a finished run
                 print(f"warning: could not draw curves for {self.run_dir}: {e}", file=sys.stderr)
-        write_status(self.run_dir, "done", self.step, reason="finished", stop_reason=self.stop_reason)
+        write_status(self.run_dir, "done", self.step, reason="finished", stop_reason=self.stop_reason,
+                     crossing=self.crossing)
         return read_status(self.run_dir)
 
     # ---- evaluation and checkpoints
@@ -528,7 +537,10 @@ class Run:
 
         self.last_eval = self.step
         results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include)
-        self.logs.add_metrics(to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step))
+        rows = to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step)
+        self.logs.add_metrics(rows)
+        if self.crossing is None:  # every budget records it in status.json; until-emergence stops by it
+            self.crossing = ps_crossing(rows, self.cfg.train.emergence_threshold)
         return float(np.max(results["ps"])) if "ps" in results else float("nan")
 
     def _has_formed(self) -> bool:

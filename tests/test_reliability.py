@@ -418,7 +418,7 @@ from ihtrain.fileio import (  # noqa: E402
     ('{"step": 4}', r"status.json: has no 'status' key"),
 ])
 def test_a_damaged_status_json_names_the_file_the_problem_and_the_remedy(tmp_path, text, match):
-    from ihtrain.fileio import read_status
+    from ihstats.contract import read_status
 
     (tmp_path / "status.json").write_text(text)
     with pytest.raises(UnreadableFile, match=match) as e:
@@ -814,7 +814,7 @@ seed = [0, 1, 2]
 
 def grid_progress(out: Path) -> int:
     """Updates done over the grid's runs, as their status.json files say (checkpointed updates)."""
-    from ihtrain.fileio import read_status as checked
+    from ihstats.contract import read_status as checked
 
     total = 0
     for d in (p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
@@ -852,7 +852,7 @@ def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exact
     IHLAW_FAULT_ENOSPC hook, a seeded file and write) at one more, each time resumed by the plain
     command: every run ends done, trained once (logs equal an uninterrupted run's exactly), and a
     run once done is never touched again."""
-    from ihtrain.schema import check_grid_dir
+    from ihstats.schema import check_grid_dir
 
     rng = np.random.default_rng(2028)
     spec = tmp_path / "faults.toml"

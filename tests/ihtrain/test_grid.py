@@ -387,7 +387,7 @@ seed = [0, 1]
 def test_reference_grids_follow_the_contract():
     """The committed grid logs (no weights) pass the logs-only schema check and load in ihstats."""
     from ihstats.io import load_grid
-    from ihtrain.schema import check_grid_dir
+    from ihstats.schema import check_grid_dir
 
     grids = sorted((ROOT / "data" / "reference_runs").glob("bxc-cpu-*"))
     assert grids
@@ -502,7 +502,7 @@ def test_tiny_seeded_grid_carries_seed_and_cell_id(tmp_path, smoke_cache, monkey
     emergence table carry seed and one shared cell_id; the schema check asks for them."""
     from ihstats.emergence import emergence_table
     from ihstats.io import load_grid
-    from ihtrain.schema import check_grid_dir
+    from ihstats.schema import check_grid_dir
 
     monkeypatch.setenv("IHLAW_CACHE", str(smoke_cache))
     spec = tmp_path / "t.toml"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihtrain.schema import check_grid_dir
+from ihstats.schema import check_grid_dir
 from ihtrain.train import eval_schedule
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,184 @@
+"""The run-directory contract (docs/DESIGN.md, "Data contracts") in one place, torch-free.
+
+Both halves import it: the trainer (``ihtrain.train``, ``ihtrain.metrics``, ``ihtrain.grid``,
+``ihtrain.executors``) writes what it fixes, the statistics (``ihstats.io``, ``ihstats.schema``,
+``ihstats.emergence``) read it. It holds
+
+- the metric names and whether each is per head (``METRICS``; the torch functions behind the
+  names are ``ihtrain.metrics.REGISTRY``),
+- the column types of ``metrics.parquet`` and ``train.parquet``, the keys of ``config.json``, the
+  required columns of ``manifest.parquet``,
+- the short factor names the statistics give config fields,
+- the status values and the one reader / writer of ``status.json``,
+- the max-over-heads curve and its threshold crossing (:func:`max_over_heads`,
+  :func:`ps_crossing`, :func:`run_crossing`),
+- :class:`SchemaError`, raised by every reader when a file breaks the contract.
+
+Names and values here are fixed strings: add new ones, never rename (old run directories must
+still read).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# both stdlib-only at import (fileio imports torch inside its checkpoint functions only)
+from ihtrain.config import TrainConfig
+from ihtrain.fileio import UnreadableFile, atomic_write_json, read_json, read_parquet
+
+
+class SchemaError(ValueError):
+    """A run or grid directory does not follow the docs/DESIGN.md layout (message names file/column)."""
+
+
+# ----------------------------------------------------------------------------- metrics
+# name -> per head? (an (L, H) array, one row per head; else one model-level row with
+# layer = head = -1). The order is the registry's: evaluation order and metrics.parquet row order.
+METRICS: dict[str, bool] = {
+    "ps": True, "prev_token": True, "la": True, "copy_fwd": True, "anti_induction": True, "ov_copy": True,
+    "ar_acc": False, "ar_rank": False, "val_loss": False,
+}
+METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+PER_HEAD: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if per_head)
+MODEL_LEVEL: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if not per_head)
+
+# ----------------------------------------------------------------------------- files
+# column -> kind ("integer", "float", "string"); ihstats.io.check_frame checks and casts them
+METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
+                   "head": "integer", "value": "float"}
+TRAIN_COLUMNS = {"step": "integer", "tokens": "integer", "loss": "float", "lr": "float", "grad_norm": "float",
+                 "tokens_per_s": "float", "wall_s": "float"}
+METRICS_KEY = ("step", "metric", "layer", "head")  # one metrics.parquet row per key
+CONFIG_KEYS = ("run_id", "config", "seed", "versions", "n_params", "n_params_non_embedding", "vocab_size")
+MANIFEST_COLUMNS = ("run_id", "status", "stop_reason", "steps")
+# Also in every manifest, summary.csv and --status/--dry-run table written since grids had seeds
+# (their grid.json has a "seeds" key): cell_id (RunConfig.cell_id, the run_id hash without the
+# seed, shared by a cell's replicates) and the run's seed. Older grids may lack them.
+MANIFEST_KEY_COLUMNS = ("cell_id", "seed")
+
+# ----------------------------------------------------------------------------- factors
+# Short factor name -> dotted config field (under config.json["config"]); ihstats.io.config_factors.
+FACTOR_FIELDS = {"B": "train.batch_size", "C": "train.context", "n_layer": "model.n_layer",
+                 "n_head": "model.n_head", "d_model": "model.d_model", "lr": "train.lr"}
+# Data knobs by leaf name; filled only when the knob is active (else missing).
+MARKOV_KNOBS = ("dependency", "marginal", "zipf_alpha", "n_groups", "within_similarity",
+                "across_similarity", "entropy_rate")
+BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
+# Every factor name config_factors can give, in its order.
+FACTORS = ("cell_id", "seed", *FACTOR_FIELDS, "N", "n_params", "source", "frequency", "reliability",
+           *MARKOV_KNOBS, "biinduct", *BIINDUCT_KNOBS)
+
+# ----------------------------------------------------------------------------- status values
+STATUSES = ("running", "done", "failed")  # what status.json says
+# What grids report beside them (manifest, summary, --status): not started; running with no grid on
+# it (a rerun resumes it); a status.json or log that cannot be read (never trained over).
+GRID_STATUSES = ("pending", "interrupted", "unreadable")
+UNKNOWN_STATUS = "unknown"  # ihstats.io: a run directory without status.json
+# Why a run stopped: "" while it trains or when it failed; the budget that ended a done run
+# (emerged: until-emergence; max_steps, max_tokens: the cap); interrupted: stopped, resumable.
+STOP_REASONS = ("", "emerged", "max_steps", "max_tokens", "interrupted")
+
+# ----------------------------------------------------------------------------- status.json
+STATUS_FILE = "status.json"
+METRICS_FILE = "metrics.parquet"
+STATUS_REMEDY = ("the run's state is unknown: delete this file and rerun the same command (the run resumes "
+                 "from its last checkpoint; a finished run just finishes again), or delete the run directory "
+                 "to train it from the start")
+
+
+def status_record(status: str, step: int, reason: str = "", stop_reason: str = "", *,
+                  crossing: int | None = None, **extra: Any) -> dict[str, Any]:
+    """The one shape of ``status.json`` (docs/DESIGN.md, run directory), stamped now.
+
+    ``crossing``: the first evaluated update at which max PS over heads reached the run's
+    ``train.emergence_threshold`` (:func:`ps_crossing`), None while it has not. ``extra`` keys
+    (``io_error``) are added as they are.
+    """
+    return {"status": status, "reason": reason, "step": int(step), "stop_reason": stop_reason,
+            "crossing": None if crossing is None else int(crossing),
+            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"), **extra}
+
+
+def write_status(run_dir: str | Path, status: str, step: int, reason: str = "", stop_reason: str = "", *,
+                 crossing: int | None = None, **extra: Any) -> dict[str, Any]:
+    """Write ``status.json`` atomically (:func:`status_record`); returns what was written."""
+    record = status_record(status, step, reason, stop_reason, crossing=crossing, **extra)
+    atomic_write_json(Path(run_dir) / STATUS_FILE, record)
+    return record
+
+
+def read_status(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run's ``status.json`` as written (None when the run has none yet); ``UnreadableFile`` when
+    it is damaged or lacks its ``status``: the caller must not guess the state (a finished run read
+    as new would be trained again, or overwritten as failed). Files written before ``crossing``
+    existed lack that key: read it with :func:`run_crossing`."""
+    path = Path(run_dir) / STATUS_FILE
+    if not path.is_file():
+        return None
+    st = read_json(path, "status", STATUS_REMEDY)
+    if not isinstance(st.get("status"), str):
+        raise UnreadableFile(path, "has no 'status' key", STATUS_REMEDY)
+    return st
+
+
+# ----------------------------------------------------------------------------- max PS and its crossing
+def max_over_heads(metrics: pd.DataFrame, metric: str = "ps") -> pd.Series:
+    """The max-over-heads curve of one run's per-head ``metric``: value by step, steps ascending
+    (empty when the metric has no rows). NaN heads are skipped, a step of only NaN is NaN.
+
+    ``metrics``: tidy rows of one run (``step, metric, layer, head, value``)."""
+    rows = metrics.loc[metrics["metric"] == metric, ["step", "value"]]
+    return rows.groupby("step")["value"].max().sort_index()
+
+
+def ps_crossing(metrics: pd.DataFrame, threshold: float) -> int | None:
+    """The first evaluated step at which max PS over heads is at least ``threshold``, or None.
+
+    The trainer applies it to each evaluation's rows as they come (the until-emergence stop rule)
+    and records the result in ``status.json``; readers apply it to a whole ``metrics.parquet``
+    when the run's status.json predates the record (:func:`run_crossing`)."""
+    curve = max_over_heads(metrics, "ps")
+    hit = curve.index[curve.to_numpy() >= threshold]
+    return int(hit[0]) if len(hit) else None
+
+
+def run_crossing(status: dict[str, Any] | None, metrics: pd.DataFrame | None, threshold: float) -> int | None:
+    """A run's threshold crossing: the one its ``status.json`` records, else computed from its
+    metrics with :func:`ps_crossing` (run directories written before the record, and a ``null``
+    carried over by a status write that did not know it; a recorded step never changes, since
+    logs are only appended). ``metrics`` None: no log to compute from."""
+    recorded = (status or {}).get("crossing")
+    if isinstance(recorded, (int, np.integer)) and not isinstance(recorded, bool):
+        return int(recorded)
+    return ps_crossing(metrics, threshold) if metrics is not None and len(metrics) else None
+
+
+def read_crossing(run_dir: str | Path, threshold: float) -> int | None:
+    """:func:`run_crossing` of a run directory: its status.json's record, else its metrics.parquet's
+    (read only then); None before any evaluation. A damaged file raises ``UnreadableFile``."""
+    rd = Path(run_dir)
+    recorded = run_crossing(read_status(rd), None, threshold)
+    if recorded is not None or not (rd / METRICS_FILE).is_file():
+        return recorded
+    return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold)
+
+
+def emergence_threshold(meta: dict[str, Any]) -> float:
+    """A run's ``train.emergence_threshold`` from its ``config.json`` dict (the config default when
+    the config predates the field)."""
+    value = meta.get("config", {}).get("train", {}).get("emergence_threshold")
+    return float(TrainConfig.emergence_threshold if value is None else value)
+
+
+__all__ = [
+    "BIINDUCT_KNOBS", "CONFIG_KEYS", "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
+    "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
+    "MODEL_LEVEL", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
+    "read_status", "run_crossing", "status_record", "write_status",
+]

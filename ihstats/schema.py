@@ -1,0 +1,202 @@
+"""Checks of run and grid directories against the contract (:mod:`ihstats.contract`,
+docs/DESIGN.md "Data contracts"): every file present, keys and columns there, logs consistent
+with ``status.json``.
+
+Used by ``python -m ihtrain.grid`` at the end of a grid, beside the checks ``ihstats.io`` makes
+while loading. Functions return a list of problems (empty: ok) so callers decide whether to warn
+or fail; ``assert_grid_dir`` raises. No torch import.
+
+    python -m ihstats.schema runs/bxc-text
+    python -m ihstats.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
+
+(``python -m ihtrain.schema`` is the same command.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ihstats.contract import (
+    CONFIG_KEYS, MANIFEST_COLUMNS, MANIFEST_KEY_COLUMNS, METRICS_COLUMNS, METRICS_KEY, MODEL_LEVEL, PER_HEAD,
+    STATUSES, TRAIN_COLUMNS, SchemaError, emergence_threshold, ps_crossing,
+)
+from ihtrain.fileio import UnreadableFile, read_json, read_parquet
+
+
+def _json(path: Path, problems: list[str]) -> dict | None:
+    try:
+        return read_json(path, path.stem)
+    except UnreadableFile as e:
+        problems.append(str(e))
+        return None
+
+
+def _parquet(path: Path, problems: list[str], columns: list[str] | None = None) -> pd.DataFrame | None:
+    try:
+        return read_parquet(path, columns)
+    except UnreadableFile as e:
+        problems.append(str(e))
+        return None
+
+
+def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
+    """Problems with one run directory; a finished run must have every file, a running one may not.
+    ``weights=False`` checks logs only (a copy without checkpoints, e.g. data/reference_runs)."""
+    rd = Path(run_dir)
+    problems: list[str] = []
+    status = _json(rd / "status.json", problems)
+    if status is not None:
+        problems += _check_status(rd, status)
+    done = bool(status) and status.get("status") == "done"
+    if not done and not (rd / "config.json").is_file():
+        return problems  # a run that failed before writing its config: status.json says why
+    cfg = _json(rd / "config.json", problems)
+    if cfg is not None:
+        missing = [k for k in CONFIG_KEYS if k not in cfg]
+        if missing:
+            problems.append(f"{rd}/config.json: missing keys {missing}")
+        if cfg.get("run_id") != rd.name:
+            problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
+    if not done:
+        return problems
+    if weights and not (rd / "checkpoints" / "final.pt").is_file():
+        problems.append(f"{rd}/checkpoints/final.pt: missing for a done run")
+    problems += check_metrics(rd / "metrics.parquet")
+    tp = rd / "train.parquet"
+    tr = _parquet(tp, problems)
+    if tr is not None:
+        miss = [c for c in TRAIN_COLUMNS if c not in tr.columns]
+        if miss:
+            problems.append(f"{tp}: missing columns {miss}")
+        elif tr["step"].duplicated().any():
+            problems.append(f"{tp}: duplicated steps {sorted(tr.loc[tr['step'].duplicated(), 'step'])[:5]}")
+    if status and (rd / "metrics.parquet").is_file() and not problems:
+        problems += _check_logs_agree(rd, status, cfg or {})
+    return problems
+
+
+def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
+    """A done run's status.json against its (well-formed) metric log: the last evaluation is the
+    last update, and a recorded crossing is the one the log gives."""
+    m = read_parquet(rd / "metrics.parquet", columns=["step", "metric", "value"])
+    problems = []
+    last = int(m["step"].max())
+    if last != int(status.get("step", -1)):
+        problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
+    if "crossing" in status:
+        logged = ps_crossing(m, emergence_threshold(cfg))
+        if logged != status["crossing"]:
+            problems.append(f"{rd}: status.json crossing {status['crossing']} != {logged}, the first step at "
+                            f"which metrics.parquet's max PS reaches train.emergence_threshold")
+    return problems
+
+
+def _check_status(rd: Path, status: dict) -> list[str]:
+    """The keys of one status.json; ``crossing`` is optional (files written before it lack it)."""
+    problems = []
+    if status.get("status") not in STATUSES:
+        problems.append(f"{rd}/status.json: status must be one of {STATUSES}, got {status.get('status')!r}")
+    for k in ("reason", "step", "stop_reason"):
+        if k not in status:
+            problems.append(f"{rd}/status.json: missing key {k!r}")
+    crossing = status.get("crossing")
+    if crossing is not None and (not isinstance(crossing, int) or isinstance(crossing, bool) or crossing < 0
+                                 or crossing > int(status.get("step", crossing))):
+        problems.append(f"{rd}/status.json: crossing must be null or an update in [0, step], got {crossing!r}")
+    return problems
+
+
+def check_metrics(path: Path) -> list[str]:
+    problems: list[str] = []
+    m = _parquet(path, problems)
+    if m is None:
+        return problems
+    miss = [c for c in METRICS_COLUMNS if c not in m.columns]
+    if miss:
+        return [f"{path}: missing columns {miss}"]
+    problems = []
+    key = list(METRICS_KEY)
+    dup = m.duplicated(key)
+    if dup.any():
+        problems.append(f"{path}: {int(dup.sum())} duplicated (step, metric, layer, head) rows, e.g. "
+                        f"{m.loc[dup, key].iloc[0].tolist()}")
+    model_rows = m[m["metric"].isin(MODEL_LEVEL)]
+    if ((model_rows["layer"] != -1) | (model_rows["head"] != -1)).any():
+        problems.append(f"{path}: model-level metrics {MODEL_LEVEL} must have layer = head = -1")
+    head_rows = m[m["metric"].isin(PER_HEAD)]
+    if ((head_rows["layer"] < 0) | (head_rows["head"] < 0)).any():
+        problems.append(f"{path}: per-head metrics must have layer, head >= 0")
+    if "ps" not in set(m["metric"]):
+        problems.append(f"{path}: no 'ps' rows")
+    # every evaluation step carries the same set of (metric, layer, head) rows
+    per_step = m.groupby("step").size()
+    if per_step.nunique() > 1:
+        problems.append(f"{path}: evaluation steps have different row counts {sorted(set(per_step))}")
+    return problems
+
+
+def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
+    """Problems with a grid directory: grid.json, manifest.parquet, and every listed run."""
+    gd = Path(grid_dir)
+    problems: list[str] = []
+    grid = _json(gd / "grid.json", problems)
+    man = _parquet(gd / "manifest.parquet", problems)
+    mp = gd / "manifest.parquet"
+    if man is None:
+        return problems
+    required = MANIFEST_COLUMNS + (MANIFEST_KEY_COLUMNS if grid is not None and "seeds" in grid else ())
+    miss = [c for c in required if c not in man.columns]
+    if miss:
+        return problems + [f"{mp}: missing columns {miss}"]
+    if man["run_id"].duplicated().any():
+        problems.append(f"{mp}: duplicated run ids")
+    if grid is not None:
+        ids = [r["run_id"] for r in grid.get("runs", [])]
+        if sorted(ids) != sorted(man["run_id"]):
+            problems.append(f"{mp}: run ids differ from grid.json's run list")
+        for c in grid.get("columns", []):
+            if c not in man.columns:
+                problems.append(f"{mp}: missing factor column {c!r}")
+    for _, row in man.iterrows():
+        rd = gd / row["run_id"]
+        if row["status"] == "pending":
+            continue
+        if not rd.is_dir():
+            problems.append(f"{rd}: listed in the manifest as {row['status']} but missing")
+            continue
+        st = _json(rd / "status.json", problems) or {} if (rd / "status.json").is_file() else {}
+        disk = "interrupted" if st.get("status") == "running" else st.get("status")
+        if disk != row["status"]:
+            problems.append(f"{mp}: {row['run_id']} is {row['status']} in the manifest but {disk} on disk")
+        problems += check_run_dir(rd, weights)
+    return problems
+
+
+def assert_grid_dir(grid_dir: str | Path) -> None:
+    problems = check_grid_dir(grid_dir)
+    if problems:
+        raise SchemaError(f"{grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:10]))
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m ihstats.schema") -> int:
+    p = argparse.ArgumentParser(prog=prog, description="Check a grid or run directory "
+                                "against the data contract.")
+    p.add_argument("path", help="grid directory (with manifest.parquet) or run directory (with status.json)")
+    p.add_argument("--logs-only", action="store_true", help="do not require checkpoints/final.pt (a copy of "
+                   "the logs without weights)")
+    args = p.parse_args(argv)
+    path = Path(args.path)
+    check = check_grid_dir if (path / "manifest.parquet").is_file() else check_run_dir
+    problems = check(path, weights=not args.logs_only)
+    for msg in problems:
+        print(msg)
+    print(f"{path}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
