@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from ihstats.contract import ps_crossing, read_status
 from ihtrain.config import ConfigError, resolve
 from ihtrain.grid_spec import budget_of
 from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, train_run
@@ -96,6 +97,7 @@ def test_run_directory_contract(straight_run):
     assert {"step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "wall_s"} <= set(t.columns)
     assert np.isfinite(t["loss"]).all() and t["step"].max() == 30
     assert (out / "checkpoints" / "final.pt").is_file() and (out / "curves.png").is_file()
+    assert read_status(out) == status and status["crossing"] == ps_crossing(m, cfg.train.emergence_threshold)
 
 
 def test_done_run_is_not_retrained(straight_run):
@@ -129,6 +131,28 @@ def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
     w1 = torch.load(straight / "checkpoints" / "final.pt", weights_only=False)["model"]
     w2 = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)["model"]
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
+
+
+def test_every_status_write_records_the_crossing_and_a_resume_recovers_it(text_corpus, cache_dir, tmp_path):
+    """A steps-budget run records its crossing too (here at step 0's evaluation); one resumed from
+    a checkpoint and status.json written before the record gets it back from its kept log."""
+    cfg = small_cfg(text_corpus, cache_dir, **{"train.emergence_threshold": 1e-6})
+    assert cfg.train.budget == "steps"
+    calls = {"n": 0}
+
+    def stop_at_15():
+        calls["n"] += 1
+        return calls["n"] > 15
+
+    status = train_run(cfg, tmp_path, progress=False, should_stop=stop_at_15, make_figures=False)
+    assert (status["status"], status["stop_reason"], status["crossing"]) == ("running", "interrupted", 0)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    assert ckpt["crossing"] == 0
+    torch.save({**ckpt, "crossing": None}, tmp_path / "checkpoints" / "last.pt")  # as an older trainer kept it
+    old = {k: v for k, v in status.items() if k != "crossing"}
+    (tmp_path / "status.json").write_text(json.dumps(old))
+    status = train_run(cfg, tmp_path, progress=False, make_figures=False)
+    assert (status["status"], status["step"], status["crossing"]) == ("done", 30, 0)
 
 
 def test_resume_drops_rows_flushed_after_its_checkpoint(straight_run, tmp_path):
@@ -187,6 +211,7 @@ def test_until_emergence_stops_after_margin_once_formed(text_corpus, cache_dir, 
     status = train_run(cfg, tmp_path, progress=False, make_figures=False)
     assert status["stop_reason"] == "emerged"
     assert status["step"] == 1  # crossed at step 0's evaluation -> stop step max(0 + 1, ceil(0 * 2))
+    assert status["crossing"] == 0
     ps_steps = pd.read_parquet(tmp_path / "metrics.parquet").query("metric == 'ps'")["step"].unique()
     assert ps_steps.max() == 1  # the stop step itself is evaluated, and nothing after it
     capped = small_cfg(text_corpus, cache_dir, **{"train.budget": "until-emergence", "train.max_steps": 10,
