@@ -110,7 +110,8 @@ def test_load_run_gives_the_crossing_from_status_or_metrics(tmp_path):
 def test_reference_runs_crossing_from_their_logs(ref):
     """The shipped logs predate the record: each run's crossing is recomputed from metrics.parquet,
     equal to a plain numpy reading of the same rule."""
-    dirs = [ref] if (ref / "config.json").is_file() else sorted(p for p in ref.iterdir() if (p / "config.json").is_file())
+    dirs = [ref] if (ref / "config.json").is_file() else \
+        sorted(p for p in ref.iterdir() if (p / "config.json").is_file())
     for d in dirs:
         run = io.load_run(d)
         assert "crossing" not in json.loads((d / "status.json").read_text())
