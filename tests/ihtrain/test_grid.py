@@ -309,6 +309,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
     assert "1 done, 1 failed" in st.stdout and "a grid is running" not in st.stdout
     done_line = next(line for line in st.stdout.splitlines() if man.loc["builtin", "run_id"] in line)
     assert " done " in done_line and " 6 " in done_line
+    assert " crossing " in next(line for line in st.stdout.splitlines() if "run_id" in line)
 
 
 def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_path, capsys):

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 import torch
 
+from ihstats import contract
 from ihtrain.config import ModelConfig
-from ihtrain.metrics import (METRIC_NAMES, Activations, ar_from_logits, concentration, evaluate, ov_copy,
+from ihtrain.metrics import (METRIC_NAMES, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
                              to_rows, val_loss)
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -179,6 +180,11 @@ def test_evaluate_restores_mode_and_shapes(probes):
     sub = evaluate(model, probes, include=["ov_copy", "ps"])
     assert list(sub) == ["ps", "ov_copy"]
     np.testing.assert_array_equal(sub["ps"], r["ps"])
+
+
+def test_registry_is_the_contracts_names_and_flags():
+    assert {n: m.per_head for n, m in REGISTRY.items()} == contract.METRICS
+    assert list(REGISTRY) == list(contract.METRICS)  # evaluation and row order
 
 
 def test_evaluate_errors(probes):
