@@ -140,6 +140,17 @@ class GridSpec:
                     cols.append(c)
         return cols
 
+    def override_base(self, overrides: dict[str, Any], where: str = "--set") -> None:
+        """Base fields set for every run from outside the spec (``--set`` on the command line),
+        checked here so that errors name the override: an axis field cannot be set this way, and
+        the base must stay valid. Kept as given (``grid.json`` records them as typed)."""
+        swept = {f for ax in self.sweep for f in ax.fields}
+        for k in overrides:
+            if k in swept:
+                raise ConfigError(f"{where} {k}: this field is an axis of the grid; edit the spec's axes instead")
+        validate(apply_overrides(self.base_config(), overrides))
+        self.base_overrides = {**self.base_overrides, **overrides}
+
     def base_config(self) -> RunConfig:
         cfg = get_preset(self.base_preset) if self.base_preset else RunConfig()
         cfg = _apply(cfg, self.base_overrides, "base")

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from ihtrain.config import ConfigError
-from ihtrain.grid import main, plan_local, run_state, start_order, to_execute
+from ihtrain.grid import main, run_state, start_order, to_execute
+from ihtrain.grid_plan import plan_local
 from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec, train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,7 +176,7 @@ def test_presets_parse_and_meet_the_brief():
 
 
 def test_plan_local_splits_threads(monkeypatch):
-    monkeypatch.setattr("ihtrain.grid.cpu_count", lambda: 16)
+    monkeypatch.setattr("ihtrain.grid_plan.cpu_count", lambda: 16)
     assert plan_local(100, None, None, [], 1) == (16, 1)
     assert plan_local(2, None, None, [], 1) == (2, 8)  # fewer runs than cores: threads go to them
     assert plan_local(100, 4, None, [], 1) == (4, 4)
