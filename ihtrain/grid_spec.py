@@ -322,6 +322,10 @@ def _check_seed_conflict(axes: list[Axis], seeds: list[int], where: str) -> None
 
 
 def _check_types(levels: list[dict[str, Any]], where: str) -> None:
+    """Type-check an axis's values when the spec is read, so an error names the level
+    (``axes.train.batch_size[2]``). The values are kept as written (``grid.json`` records them);
+    :meth:`GridSpec.expand` resolves and validates each run's config once, and that
+    :class:`RunConfig` is what the worker trains (``executors.Task.config``)."""
     cfg = RunConfig()
     for i, lv in enumerate(levels):
         for k, v in lv.items():
