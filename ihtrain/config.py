@@ -238,7 +238,13 @@ def validate(cfg: RunConfig) -> RunConfig:
     _need(cfg.seed >= 0, "seed", f"must be an integer >= 0, got {cfg.seed}")
     _validate_model(cfg.model)
     _validate_train(cfg.train, cfg.model)
-    _validate_metrics(cfg.metrics, cfg.train)
+    _need(cfg.metrics.n_evals >= 2, "metrics.n_evals", f"must be >= 2, got {cfg.metrics.n_evals}")
+    _need(0 <= cfg.metrics.log_fraction <= 1, "metrics.log_fraction", "must be in [0, 1]")
+    _need(cfg.metrics.probe_seqs > 0, "metrics.probe_seqs", "must be > 0")
+    _need(cfg.metrics.probe_len >= 0, "metrics.probe_len", "must be >= 0")
+    if cfg.metrics.probe_len:
+        _need(2 * cfg.metrics.probe_len + 1 <= cfg.train.context, "metrics.probe_len",
+              f"2 * probe_len + 1 must fit in train.context={cfg.train.context}")
     _validate_data(cfg.data, cfg.train)
     return cfg
 
@@ -289,16 +295,6 @@ def _validate_train(t: TrainConfig, m: ModelConfig) -> None:
     _need(t.grad_clip >= 0, "train.grad_clip", "must be >= 0")
     _need(t.device == "auto" or t.device == "cpu" or t.device.startswith("cuda") or t.device == "mps",
           "train.device", f"must be auto, cpu, cuda or cuda:N, got {t.device!r}")
-
-
-def _validate_metrics(mt: MetricsConfig, t: TrainConfig) -> None:
-    _need(mt.n_evals >= 2, "metrics.n_evals", f"must be >= 2, got {mt.n_evals}")
-    _need(0 <= mt.log_fraction <= 1, "metrics.log_fraction", "must be in [0, 1]")
-    _need(mt.probe_seqs > 0, "metrics.probe_seqs", "must be > 0")
-    _need(mt.probe_len >= 0, "metrics.probe_len", "must be >= 0")
-    if mt.probe_len:
-        _need(2 * mt.probe_len + 1 <= t.context, "metrics.probe_len",
-              f"2 * probe_len + 1 must fit in train.context={t.context}")
 
 
 def _validate_data(d: DataConfig, t: TrainConfig) -> None:

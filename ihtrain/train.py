@@ -1,4 +1,4 @@
-"""One training run: loop, dense metric schedule, checkpoints, exact resume.
+"""One training run: loop, dense metric evaluation, checkpoints, exact resume, stop rules.
 
     python -m ihtrain.train --preset cpu-tiny --out runs/single/cpu-tiny
 
@@ -6,6 +6,10 @@ Every batch is a pure function of ``(seed, step)``: the data RNG is re-seeded ea
 run resumed from a checkpoint draws exactly the batches it would have drawn (tested: N steps, stop,
 resume to 2N equals 2N straight on CPU). Logs are buffered in memory and flushed atomically together
 with each checkpoint, so what is on disk always agrees with the last checkpoint.
+
+Around the loop: :mod:`ihtrain.schedule` (when to evaluate, the learning rate, the until-emergence
+stop steps), :mod:`ihtrain.checkpoint` (the checkpoint files), :mod:`ihtrain.divergence` (the
+divergence rule), :mod:`ihtrain.provenance` (``config.json``).
 """
 
 from __future__ import annotations
