@@ -10,10 +10,11 @@ Files in ``<run>/checkpoints/`` (docs/DESIGN.md, run directory), each written at
   written before the first ``.pt``, so a reader learns the model's shape without unpickling
   weights or rebuilding the data source.
 
-:func:`load_model` rebuilds the trained model for training resume's readers, ablation and any
-exporter. Run directories from before the sidecar load too: the model config then comes from
-``final.pt``'s ``model_config`` or from ``config.json`` (its ``config.model`` with the top-level
-``vocab_size`` the trainer resolved from the data).
+:func:`load_model` rebuilds the trained model (ablation, an exporter, any reader); training resume
+reads ``last.pt`` whole through :func:`read_last`, into the model it has built. Run directories
+from before the sidecar load too: the model config then comes from ``final.pt``'s
+``model_config`` or from ``config.json`` (its ``config.model`` with the top-level ``vocab_size``
+the trainer resolved from the data).
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ def read_model_config(run_dir: str | Path, final: dict[str, Any] | None = None) 
     run_dir = Path(run_dir)
     sidecar = checkpoint_dir(run_dir) / SIDECAR
     if sidecar.is_file():
-        d = read_json(sidecar, "model config", f"delete it: it is rebuilt from config.json ({_retrain(run_dir)} "
-                      f"if that fails too)").get("model_config")
+        remedy = "delete it: the model config is then read from final.pt or config.json"
+        d = read_json(sidecar, "model config", remedy).get("model_config")
         if not isinstance(d, dict):
-            raise UnreadableFile(sidecar, "has no 'model_config'", "delete it; it is read from config.json then")
+            raise UnreadableFile(sidecar, "has no 'model_config'", remedy)
     elif final is not None and isinstance(final.get("model_config"), dict):
         d = final["model_config"]
     else:
