@@ -52,8 +52,9 @@ import torch
 import torch.nn.functional as F
 
 from ihstats.permutation import DEFAULT_RANDOM_SETS
-from ihtrain.config import ConfigError, ModelConfig, RunConfig, from_dict
-from ihtrain.fileio import UnreadableFile, load_checkpoint, read_json, read_parquet
+from ihtrain.checkpoint import load_model
+from ihtrain.config import ConfigError, RunConfig, from_dict
+from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT
 
@@ -311,24 +312,17 @@ def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"RUN_DIR {run_dir}: no such directory")
-    cfg_path, ckpt_path = run_dir / "config.json", run_dir / "checkpoints" / "final.pt"
+    cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
-    if not ckpt_path.is_file():
-        raise FileNotFoundError(f"{ckpt_path}: not found (has the run finished? see {run_dir}/status.json)")
+    loaded = load_model(run_dir, "final", device)
     retrain = f"the run must be trained again: delete {run_dir} and rerun its training command"
     meta = read_json(cfg_path, "run's config", retrain)
     if "config" not in meta:
         raise UnreadableFile(cfg_path, "has no 'config' key (not written by ihtrain.train)", retrain)
     cfg = from_dict(meta["config"])
-    ckpt = load_checkpoint(ckpt_path, device, remedy=retrain)
-    if "model" not in ckpt or "model_config" not in ckpt:
-        raise UnreadableFile(ckpt_path, "lacks 'model' or 'model_config' (not a final checkpoint)", retrain)
-    model = GPT(ModelConfig(**ckpt["model_config"])).to(device)
-    model.load_state_dict(ckpt["model"])
-    model.eval()
     source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=cfg.train.context)
-    return LoadedRun(model, cfg, source, int(ckpt.get("step", -1)))
+    return LoadedRun(loaded.model, cfg, source, loaded.step)
 
 
 def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence[str] = METRICS,

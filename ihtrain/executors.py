@@ -13,23 +13,27 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from ihstats.contract import read_status, status_record, write_status
+from ihtrain.config import RunConfig
 from ihtrain.fileio import UnreadableFile, io_error_of
 from ihtrain.locks import run_lock
 
 
 @dataclass
 class Task:
-    """One run to execute: its config (as a dict), run directory and placement."""
+    """One run to execute: its config, run directory and placement. The config is the validated
+    :class:`RunConfig` itself (pickled to the worker), never rebuilt from a dict there."""
 
     run_id: str
-    config: dict[str, Any]
+    config: RunConfig
     run_dir: str
     total_steps: int
     start_step: int = 0
@@ -53,8 +57,6 @@ class Outcome:
 
 
 def _now() -> str:
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -145,9 +147,9 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
     parent (the grid) is gone, or when ``stop_file`` appears. The updates done this session go to
     ``counter.value`` (a shared integer, every update) and to ``report`` (every 0.5 s, with the
     stop-file check, so neither costs anything next to an update)."""
+    # torch only here, in the worker, after _place: its thread pools read OMP_NUM_THREADS at import
     import torch
 
-    from ihtrain.config import from_dict
     from ihtrain.packed import train_pack
     from ihtrain.train import train_run
 
@@ -170,10 +172,10 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
         return stop_file is not None and stop_file.exists()
 
     if task.members:
-        statuses = train_pack([from_dict(m.config) for m in task.members], [m.run_dir for m in task.members],
+        statuses = train_pack([m.config for m in task.members], [m.run_dir for m in task.members],
                               should_stop=should_stop, make_figures=task.make_figures)
         return {"packed": statuses}
-    return train_run(from_dict(task.config), task.run_dir, progress=False, should_stop=should_stop,
+    return train_run(task.config, task.run_dir, progress=False, should_stop=should_stop,
                      make_figures=task.make_figures)
 
 
@@ -282,8 +284,6 @@ class LocalExecutor:
 
 def _python_signal_handlers() -> dict[int, Any]:
     """The Python handlers of SIGINT and SIGTERM (main thread only, where they can be set)."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {s: h for s in (signal.SIGINT, signal.SIGTERM) if callable(h := signal.getsignal(s))}

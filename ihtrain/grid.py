@@ -18,32 +18,31 @@ Spec format: :mod:`ihtrain.grid_spec`.
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import signal
 import sys
 import time
-from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from ihstats.contract import MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
-from ihtrain.config import ConfigError, apply_overrides, parse_set_args, validate
-from ihtrain.executors import LocalExecutor, Outcome, RayExecutor, Task
+from ihtrain.config import ConfigError, parse_set_args
+from ihtrain.executors import Outcome, Task
 from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
     read_parquet,
 )
+from ihtrain.grid_plan import PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, start_order
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
-    train_flops_per_token,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
+from ihtrain.presets import GRID_SPEC_DIR
 
 DEFAULT_PRESET = "bxc-markov"
 LOCK_NAME = ".grid.lock"
@@ -71,23 +70,6 @@ def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
 
 def to_execute(state: str, retry_failed: bool) -> bool:
     return state in ("new", "interrupted") or (state == "failed" and retry_failed)
-
-
-def flops_left(run: Run, state: dict[str, Any] | None) -> float:
-    """Training FLOPs between a run's checkpoint and its budget's cap (until-emergence: the cap
-    bounds the run, and its tokens per update and model size set its pace)."""
-    steps_left = budget_of(run.config)["max_steps"] - int((state or {}).get("step", 0))
-    return max(0, steps_left) * run.config.tokens_per_step * train_flops_per_token(run.config)
-
-
-def start_order(todo: list[Run], states: dict[str, tuple[str, Any]], order: str) -> list[Run]:
-    """``longest-first``: interrupted runs resume first (their results are closest), then the rest
-    start by most FLOPs left, ties in spec order. With several workers this is the classic
-    longest-processing-time rule: in spec order the largest-B x C runs would start last and keep one
-    worker busy for hours after the others finish. ``spec``: as listed."""
-    if order == "spec":
-        return list(todo)
-    return sorted(todo, key=lambda r: (states[r.run_id][0] != "interrupted", -flops_left(r, states[r.run_id][1])))
 
 
 def queue(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str,
@@ -249,8 +231,6 @@ def list_presets() -> str:
             lines.append(f"{name:<16} {size:<24} {spec.description}")
         except ConfigError as e:
             lines.append(f"{name:<16} {'(invalid)':<24} {e}")
-    from ihtrain.presets import GRID_SPEC_DIR
-
     return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
@@ -289,107 +269,19 @@ def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: st
     return format_table(pd.DataFrame(rows))
 
 
-# ------------------------------------------------------------------------------ placement
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def cuda_devices() -> list[str]:
-    import torch
-
-    if not torch.cuda.is_available():
-        return []
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else []
-    return ids or [str(i) for i in range(torch.cuda.device_count())]
-
-
-def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: list[str],
-               runs_per_gpu: int) -> tuple[int, int]:
-    """(workers, threads per run): threads split between workers; on GPUs, runs_per_gpu per device."""
-    cpus = cpu_count()
-    if gpus:
-        w = workers or len(gpus) * runs_per_gpu
-    else:
-        w = workers or max(1, cpus // (threads or 1))
-    w = max(1, min(w, n_tasks))
-    t = threads or max(1, cpus // w)
-    return w, t
-
-
-# ------------------------------------------------------------------------------ packing
-PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)
-
-
-def pack_groups(todo: list[Run], pack_size: int, spread: int, auto: bool) -> list[list[Run]]:
-    """The runs to execute, in groups that train packed (:func:`ihtrain.packed.pack_key`: same model
-    shape, B, C, dtype, device), in start order; a run that cannot be packed is a group of its own.
-    A group of n runs is split into packs of ``min(pack_size, ceil(n / spread))``: on a CPU, two
-    one-thread packs beat one two-thread pack (a tiny model's ops gain little from a second thread).
-    ``auto``: pack only runs of at most ``PACK_AUTO_MAX_TOKENS`` tokens per update (where it pays)."""
-    from ihtrain.packed import pack_key
-
-    groups: dict[Any, list[Run]] = {}
-    for r in todo:
-        key = pack_key(r.config) if pack_size > 1 else None
-        if auto and r.config.train.batch_size * r.config.train.context > PACK_AUTO_MAX_TOKENS:
-            key = None
-        groups.setdefault(key if key is not None else ("alone", r.run_id), []).append(r)
-    out = []
-    for runs in groups.values():
-        size = min(pack_size, max(1, math.ceil(len(runs) / spread)))
-        out += [runs[i:i + size] for i in range(0, len(runs), size)]
-    return out
-
-
-# ------------------------------------------------------------------------------ data, once
-def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
-    """Build each distinct cached token stream the runs read (corpus, tokenizer, token memmap) once,
-    here, before any worker starts: on a cold cache every worker would build the same one at once.
-    Sources made in memory (markov, Bi-Induct snippets) are left to the workers, which would make
-    them anyway. A stream that fails here is reported, not raised: its runs record the error.
-    Returns one line per stream for the grid's log."""
-    from ihtrain.data import DataError, cached_stream_config, load_stream
-
-    streams: dict[str, Any] = {}  # the fields the token cache depends on -> the stream's config
-    n_runs: Counter[str] = Counter()
-    for r in todo:
-        cfg = cached_stream_config(r.config.data)
-        if cfg is not None:
-            key = repr((cfg.source, cfg.max_corpus_chars, cfg.cache_dir, cfg.tokenizer, cfg.vocab_size))
-            streams.setdefault(key, cfg)
-            n_runs[key] += 1
-    lines = []
-    for key, cfg in streams.items():
-        t0 = time.perf_counter()
-        try:
-            fp = load_stream(cfg, progress=progress).fingerprint
-        except (DataError, OSError, ImportError, ValueError) as e:
-            lines.append(f"data {cfg.source}: not ready ({e}); its {n_runs[key]} run(s) will record the error")
-            continue
-        lines.append(f"data {cfg.source} ({fp['tokenizer']['name']}): {human(fp['n_tokens'])} tokens ready in "
-                     f"{time.perf_counter() - t0:.1f} s for {n_runs[key]} run(s)")
-    return lines
-
-
 # ------------------------------------------------------------------------------ the grid
-def load(args: argparse.Namespace) -> GridSpec:
-    if args.spec and args.preset:
+def load(*, spec: str | None = None, preset: str | None = None, seeds: int | None = None,
+         overrides: dict[str, Any] | None = None) -> GridSpec:
+    """The grid spec to run: a spec file or a grid preset (default :data:`DEFAULT_PRESET`), with
+    ``--seeds`` replicates and ``--set`` base overrides checked against it (errors name the flag)."""
+    if spec and preset:
         raise ConfigError("--spec and --preset: give one of them, not both")
-    spec = load_spec(args.spec) if args.spec else load_grid_preset(args.preset or DEFAULT_PRESET)
-    if args.seeds is not None:
-        spec.set_seeds(args.seeds, "--seeds")
-    overrides = parse_set_args(args.set)
-    swept = {f for ax in spec.sweep for f in ax.fields}
-    for k in overrides:
-        if k in swept:
-            raise ConfigError(f"--set {k}: this field is an axis of the grid; edit the spec's axes instead")
-    validate(apply_overrides(spec.base_config(), overrides))  # errors name the --set field
-    spec.base_overrides = {**spec.base_overrides, **overrides}
-    return spec
+    grid = load_spec(spec) if spec else load_grid_preset(preset or DEFAULT_PRESET)
+    if seeds is not None:
+        grid.set_seeds(seeds, "--seeds")
+    if overrides:
+        grid.override_base(overrides)
+    return grid
 
 
 def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
@@ -414,11 +306,26 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
     })
 
 
-def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Namespace,
+def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, options: GridOptions = GridOptions(),
             only: set[str] | None = None) -> int:
-    from tqdm.auto import tqdm
+    """Run a grid's unfinished runs (of ``only``, if given) into ``grid_dir``; write its grid.json,
+    manifest and summary. Returns the exit code (0 done, :data:`EXIT_FAILED` if a run is not done)."""
+    states, todo = queue(runs, grid_dir, options.retry_failed, options.order, only)
+    _announce(spec, runs, grid_dir, states, todo, options)
+    if options.executor == "local" or not options.ray_address:  # a remote cluster's nodes have their own caches
+        for line in prepare_data(todo, progress=options.progress):
+            print(line)
+    placement = place(todo, options)
+    print(placement.description)
+    tasks = make_tasks(placement, states, grid_dir, make_figures=options.figures)
+    t0 = time.time()
+    _run_tasks(spec, runs, grid_dir, len(todo), placement.executor, tasks, options.progress)
+    return _close(spec, runs, grid_dir, only, options.retry_failed, t0)
 
-    states, todo = queue(runs, grid_dir, args.retry_failed, args.order, only)
+
+def _announce(spec: GridSpec, runs: list[Run], grid_dir: Path, states: dict[str, tuple[str, Any]],
+              todo: list[Run], options: GridOptions) -> None:
+    """grid.json and the manifest before anything runs, and the grid log's first lines."""
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
     if others:
         print(f"note: {len(others)} run directories in {grid_dir} are not in this spec (left untouched)")
@@ -426,55 +333,24 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
     write_manifest(spec, runs, grid_dir)
     n_skip = {s: sum(1 for v, _ in states.values() if v == s) for s in ("done", "failed", "unreadable")}
     print(f"grid {spec.name}: {len(runs)} runs in {grid_dir}; {len(todo)} to run "
-          f"({n_skip['done']} done, {n_skip['failed'] if not args.retry_failed else 0} failed skipped"
+          f"({n_skip['done']} done, {n_skip['failed'] if not options.retry_failed else 0} failed skipped"
           + (f", {n_skip['unreadable']} with an unreadable status.json skipped" if n_skip["unreadable"] else "")
           + ")")
 
-    if args.executor == "local" or not args.ray_address:  # a remote cluster's nodes have their own caches
-        for line in prepare_data(todo, progress=not args.no_progress):
-            print(line)
+
+def _run_tasks(spec: GridSpec, runs: list[Run], grid_dir: Path, n_todo: int, executor: Any, tasks: list[Task],
+               progress: bool) -> None:
+    """Execute the tasks; the manifest is rewritten as each run ends (and on an interrupt), one
+    line per run goes to the log, the bar shows the active runs' updates."""
     by_id = {r.run_id: r for r in runs}
-    gpus = cuda_devices() if args.executor == "local" and todo else []
-    pack = args.executor == "local" and (args.pack if args.pack is not None else not gpus)
-    spread = args.workers or (len(gpus) * args.runs_per_gpu if gpus else cpu_count() // (args.threads_per_run or 1))
-    groups = pack_groups(todo, args.pack_size if pack else 1, max(1, spread), auto=args.pack is None)
-    if args.executor == "local":
-        workers, threads = plan_local(len(groups), args.workers, args.threads_per_run, gpus, args.runs_per_gpu)
-        executor: Any = LocalExecutor(workers, gpus=gpus)
-        print(f"executor local: {workers} worker(s) x {threads} thread(s)"
-              + (f", {len(gpus)} GPU(s) x {args.runs_per_gpu} run(s) each" if gpus else ", CPU")
-              + (f"; {len(todo)} runs packed into {len(groups)} task(s)" if len(groups) < len(todo) else ""))
-    else:
-        threads = args.threads_per_run or 1
-        executor = RayExecutor(args.ray_address, runs_per_gpu=args.runs_per_gpu)
-        print(f"executor ray: {args.ray_address or 'local cluster'}, {threads} CPU(s) per run")
-
-    def task_of(r: Run) -> Task:
-        st = states[r.run_id][1] or {}
-        return Task(r.run_id, r.config.to_dict(), str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
-                    int(st.get("step", 0)), threads, make_figures=not args.no_figures)
-
-    tasks = []
-    for group in groups:
-        members = [task_of(r) for r in group]
-        if len(members) == 1:
-            tasks.append(members[0])
-        else:  # the pack's log and progress live with its first member
-            first = members[0]
-            tasks.append(Task(f"pack-{first.run_id}+{len(members) - 1}", first.config, first.run_dir,
-                              first.total_steps, first.start_step, threads, make_figures=first.make_figures,
-                              members=members))
-
-    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit="run", desc=spec.name, dynamic_ncols=True,
-               disable=args.no_progress)
-    t0 = time.time()
+    bar = tqdm(total=len(runs), initial=len(runs) - n_todo, unit="run", desc=spec.name, dynamic_ncols=True,
+               disable=not progress)
 
     def on_done(o: Outcome) -> None:
-        r = by_id[o.run_id]
         st = o.status
         write_manifest(spec, runs, grid_dir)
         shown = "interrupted" if st["status"] == "running" else st["status"]  # resumable by a rerun
-        line = (f"{shown:<6} {o.run_id} {factor_str(r)} steps={st.get('step')} "
+        line = (f"{shown:<6} {o.run_id} {factor_str(by_id[o.run_id])} steps={st.get('step')} "
                 f"stop={st.get('stop_reason') or '-'}")
         if st["status"] != "done":
             line += f" reason={st.get('reason')}"
@@ -493,6 +369,10 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         raise
     bar.close()
 
+
+def _close(spec: GridSpec, runs: list[Run], grid_dir: Path, only: set[str] | None, retry_failed: bool,
+           t0: float) -> int:
+    """The final manifest and summary.csv, the closing table, and what to do about runs not done."""
     write_manifest(spec, runs, grid_dir)
     summary = summary_frame(spec, runs, grid_dir)
     atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
@@ -506,7 +386,7 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, args: argparse.Name
         for _, row in failed.iterrows():
             print(f"  {row['status']}: {row['run_id']}: {row['reason']} ({grid_dir / row['run_id']})", file=sys.stderr)
         hints = []
-        if (failed["status"] == "failed").any() and not args.retry_failed:
+        if (failed["status"] == "failed").any() and not retry_failed:
             hints.append("rerun with --retry-failed to retry the failed")
         if failed["reason"].str.startswith("stopped by an I/O error").any():
             hints.append("free space or fix permissions for those stopped by an I/O error")
@@ -576,13 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         print(list_presets())
         return 0
-    for name in ("workers", "threads_per_run", "runs_per_gpu", "seeds", "pack_size"):
-        v = getattr(args, name)
-        if v is not None and v < 1:
-            print(f"error: --{name.replace('_', '-')}: must be a positive integer, got {v}", file=sys.stderr)
-            return EXIT_BAD_INPUT
     try:
-        spec = load(args)
+        if args.seeds is not None and args.seeds < 1:
+            raise ConfigError(f"--seeds: must be a positive integer, got {args.seeds}")
+        options = GridOptions.from_args(args)
+        spec = load(spec=args.spec, preset=args.preset, seeds=args.seeds, overrides=parse_set_args(args.set))
         runs = spec.expand()
         only = select_runs(runs, args.only)
     except ConfigError as e:
@@ -591,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
-        print(dry_run_table(runs, grid_dir, args.retry_failed, args.order, only))
+        print(dry_run_table(runs, grid_dir, options.retry_failed, options.order, only))
         return 0
     if args.status:
         print(status_report(spec, runs, grid_dir))
@@ -614,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
                 signal.SIGTERM: signal.signal(signal.SIGTERM, _interrupt)}
     try:
-        return execute(spec, runs, grid_dir, args, only)
+        return execute(spec, runs, grid_dir, options, only)
     except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -140,6 +140,17 @@ class GridSpec:
                     cols.append(c)
         return cols
 
+    def override_base(self, overrides: dict[str, Any], where: str = "--set") -> None:
+        """Base fields set for every run from outside the spec (``--set`` on the command line),
+        checked here so that errors name the override: an axis field cannot be set this way, and
+        the base must stay valid. Kept as given (``grid.json`` records them as typed)."""
+        swept = {f for ax in self.sweep for f in ax.fields}
+        for k in overrides:
+            if k in swept:
+                raise ConfigError(f"{where} {k}: this field is an axis of the grid; edit the spec's axes instead")
+        validate(apply_overrides(self.base_config(), overrides))
+        self.base_overrides = {**self.base_overrides, **overrides}
+
     def base_config(self) -> RunConfig:
         cfg = get_preset(self.base_preset) if self.base_preset else RunConfig()
         cfg = _apply(cfg, self.base_overrides, "base")
@@ -311,6 +322,10 @@ def _check_seed_conflict(axes: list[Axis], seeds: list[int], where: str) -> None
 
 
 def _check_types(levels: list[dict[str, Any]], where: str) -> None:
+    """Type-check an axis's values when the spec is read, so an error names the level
+    (``axes.train.batch_size[2]``). The values are kept as written (``grid.json`` records them);
+    :meth:`GridSpec.expand` resolves and validates each run's config once, and that
+    :class:`RunConfig` is what the worker trains (``executors.Task.config``)."""
     cfg = RunConfig()
     for i, lv in enumerate(levels):
         for k, v in lv.items():

@@ -1,4 +1,4 @@
-"""One training run: loop, dense metric schedule, checkpoints, exact resume.
+"""One training run: loop, dense metric evaluation, checkpoints, exact resume, stop rules.
 
     python -m ihtrain.train --preset cpu-tiny --out runs/single/cpu-tiny
 
@@ -6,129 +6,49 @@ Every batch is a pure function of ``(seed, step)``: the data RNG is re-seeded ea
 run resumed from a checkpoint draws exactly the batches it would have drawn (tested: N steps, stop,
 resume to 2N equals 2N straight on CPU). Logs are buffered in memory and flushed atomically together
 with each checkpoint, so what is on disk always agrees with the last checkpoint.
+
+Around the loop: :mod:`ihtrain.schedule` (when to evaluate, the learning rate, the until-emergence
+stop steps), :mod:`ihtrain.checkpoint` (the checkpoint files), :mod:`ihtrain.divergence` (the
+divergence rule), :mod:`ihtrain.provenance` (``config.json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
-import platform
-import subprocess
 import sys
 import time
 import traceback
 from contextlib import nullcontext
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from ihstats.contract import ps_crossing, read_status, write_status
-from ihtrain import __version__
+from ihtrain import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
+from ihtrain.data import build_source
+from ihtrain.divergence import DivergenceWatch, TrainingDiverged  # noqa: F401 - train.TrainingDiverged is documented
 from ihtrain.fileio import (
-    UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, atomic_write_torch,
-    describe_os_error, io_error_of, load_checkpoint, read_json, read_parquet,
+    UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, io_error_of,
+    read_json, read_parquet,
 )
 from ihtrain.locks import DirectoryLocked, run_lock
+from ihtrain.metrics import evaluate, to_rows
+from ihtrain.model import GPT
+from ihtrain.presets import describe_presets
+from ihtrain.probes import make_probes
+from ihtrain.provenance import config_record
+from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
 
 
-# ---------------------------------------------------------------------------- schedules
-def eval_schedule(total_steps: int, n_evals: int, log_fraction: float) -> np.ndarray:
-    """Steps (updates done) at which metrics are evaluated: log-spaced early, even later.
-
-    ``round(n_evals * log_fraction)`` points are log-spaced over [1, total] and the rest evenly
-    spaced over [0, total]; integer collisions at small steps are refilled with more evenly
-    spaced points, so the schedule has at least ``min(n_evals, total + 1)`` distinct steps (a
-    few more where the two sets do not coincide), always including 0 and ``total_steps``.
-    """
-    target = min(n_evals, total_steps + 1)
-    n_log = int(round(n_evals * log_fraction))
-    log_pts = np.unique(np.round(np.geomspace(1, max(total_steps, 1), max(n_log, 1)))) if n_log else []
-    n_lin = max(target - len(log_pts), 2)
-    while True:
-        lin = np.round(np.linspace(0, total_steps, n_lin))
-        steps = np.unique(np.concatenate([log_pts, lin, [0, total_steps]])).astype(np.int64)
-        if len(steps) >= target or n_lin > total_steps + 1:
-            return steps
-        n_lin += target - len(steps)
-
-
-def lr_at(step: int, cfg: RunConfig, total_steps: int, crossing: int | None = None) -> float:
-    """Linear warmup, then constant, cosine to ``min_lr_frac * lr``, or wsd.
-
-    wsd (warmup-stable-decay): constant until the last ``decay_frac`` of the budget, then linear
-    to ``min_lr_frac * lr``; its trajectory equals the constant schedule's until the decay starts,
-    and the final anneal sharpens attention patterns that a constant high rate keeps noisy.
-    Under ``budget = "until-emergence"`` the budget is unknown until max PS crosses the threshold
-    (at update ``crossing``): wsd stays constant until then, and afterwards the budget is the stop
-    step ``ceil(crossing * (1 + emergence_margin))`` (or the cap ``max_steps`` if that comes first),
-    so the anneal fills the final ``decay_frac`` of it, never starting before ``crossing``. The
-    onset is thus measured at a constant rate.
-    """
-    t = cfg.train
-    warmup = t.warmup_steps or int(round(t.warmup_frac * total_steps))
-    if step < warmup:
-        return t.lr * (step + 1) / warmup
-    if t.schedule == "constant":
-        return t.lr
-    floor = t.min_lr_frac * t.lr
-    if t.schedule == "wsd":
-        earliest = 0
-        if t.budget == "until-emergence":
-            if crossing is None:
-                return t.lr
-            total_steps = min(total_steps, emergence_stop_step(cfg, crossing))  # the cap may come first
-            earliest = crossing
-        decay_start = max(earliest, int(round((1 - t.decay_frac) * total_steps)))
-        if step < decay_start:
-            return t.lr
-        frac = min(1.0, (step - decay_start) / max(1, total_steps - decay_start))  # past the stop: the floor
-        return t.lr - (t.lr - floor) * frac
-    progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-    return floor + 0.5 * (t.lr - floor) * (1 + math.cos(math.pi * progress))
-
-
-def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
-    """Until-emergence: the update to stop at once max PS crossed the threshold at ``crossing``."""
-    return max(crossing + 1, math.ceil(crossing * (1 + cfg.train.emergence_margin)))
-
-
-def emergence_recheck_step(cfg: RunConfig, crossing: int, step: int) -> int:
-    """Until-emergence: where to check again when the run had not *formed* (uncensored Bayesian
-    onset and max PS >= threshold, :func:`ihstats.emergence.formation`) at its stop step: a quarter
-    of the margin later, so a rise that came late gets plateau points behind it."""
-    return step + max(1, math.ceil(crossing * cfg.train.emergence_margin / 4))
-
-
-# ---------------------------------------------------------------------------- provenance
-def package_versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {"python": platform.python_version(), "ihlaw": __version__}
-    for name in ("torch", "numpy", "pandas", "tokenizers", "datasets"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-def git_commit() -> str | None:
-    try:
-        root = Path(__file__).resolve().parent.parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
-    except Exception:
-        return None
-
-
+# ---------------------------------------------------------------------------- the run
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -137,58 +57,6 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-# ---------------------------------------------------------------------------- divergence
-class TrainingDiverged(RuntimeError):
-    """Training went non-finite or diverged; ``step`` is the update where it was seen."""
-
-    def __init__(self, step: int, reason: str):
-        super().__init__(f"update {step}: {reason}")
-        self.step = step
-
-
-class _DivergenceWatch:
-    """Fails the run on a non-finite loss, gradient norm or weights, or on a loss above
-    ``train.divergence_factor`` x the first update's loss at ``train.divergence_window`` logged
-    steps in a row (or at the last logged step): such a run's metrics mean nothing, so it must
-    not end ``done``. Checked at logged steps only, where the loss is on the host anyway (a check
-    every update would synchronise the GPU every update)."""
-
-    def __init__(self, t: Any, initial: float | None, before_fail: Callable[[], None]):
-        self.factor, self.window = t.divergence_factor, t.divergence_window
-        self.initial, self.before_fail, self.streak, self.last_loss = initial, before_fail, 0, math.nan
-
-    def start(self, loss: float) -> None:
-        """Take the reference loss (the first update's; kept in the checkpoint across resumes)."""
-        if self.initial is None and math.isfinite(loss):
-            self.initial = loss
-
-    def fail(self, step: int, reason: str) -> None:
-        self.before_fail()  # the logs up to the failure show how it went; a resume drops them
-        raise TrainingDiverged(step, reason)
-
-    def check(self, step: int, loss: float, grad_norm: float) -> None:
-        if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-            self.fail(step, f"training went non-finite (loss {loss:g}, grad_norm {grad_norm:g}); checkpoints "
-                            f"hold only finite states; lower train.lr or lengthen the warmup")
-        if not self.factor or self.initial is None:
-            return
-        self.streak = self.streak + 1 if loss > self.factor * self.initial else 0
-        self.last_loss = loss
-        if self.streak >= self.window:
-            self.fail(step, self._diverged(loss))
-
-    def at_end(self, step: int) -> None:
-        """A run that ends far above its start failed, however short its last stretch was."""
-        if self.factor and self.streak:
-            self.fail(step, self._diverged(self.last_loss))
-
-    def _diverged(self, loss: float) -> str:
-        return (f"diverged: loss {loss:.3g} above train.divergence_factor={self.factor:g} x its initial "
-                f"{self.initial:.3g} at {self.streak} logged step(s) in a row; lower train.lr (or set "
-                f"train.divergence_factor=0 to train on)")
-
-
-# ---------------------------------------------------------------------------- the run
 class _Logs:
     """Buffered tidy logs; flushed atomically (with the checkpoint that they agree with)."""
 
@@ -350,20 +218,12 @@ class Run:
     """
 
     def __init__(self, cfg: RunConfig, run_dir: Path, progress: bool = True):
-        from tqdm.auto import tqdm
-
-        self.cfg, self.run_dir, t = cfg, run_dir, cfg.train
-        self.device = resolve_device(t.device)
-        self.on_cuda = self.device.type == "cuda"
-        if self.on_cuda:
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-        use_bf16 = t.dtype == "bfloat16" or (t.dtype == "auto" and self.on_cuda)
-        self.autocast = torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
+        self.cfg, self.run_dir = cfg, run_dir
+        self._place()
         self._build(progress)
         self._write_config()
         self._resume()
-        self.watch = _DivergenceWatch(t, self.initial_loss, before_fail=self.logs.flush)
+        self.watch = DivergenceWatch(cfg.train, self.initial_loss, before_fail=self.logs.flush)
         self.t_start = time.perf_counter()
         self.last_ckpt_time, self.last_log_time, self.last_log_step = self.t_start, self.t_start, self.step
         self.stop_reason = cfg.cap_reason
@@ -374,11 +234,18 @@ class Run:
         self.model.train()
 
     # ---- building
-    def _build(self, progress: bool) -> None:
-        from ihtrain.data import build_source
-        from ihtrain.model import GPT
-        from ihtrain.probes import make_probes
+    def _place(self) -> None:
+        """Device and precision: bf16 autocast on CUDA unless the config asks for float32."""
+        t = self.cfg.train
+        self.device = resolve_device(t.device)
+        self.on_cuda = self.device.type == "cuda"
+        if self.on_cuda:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        use_bf16 = t.dtype == "bfloat16" or (t.dtype == "auto" and self.on_cuda)
+        self.autocast = torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if use_bf16 else nullcontext()
 
+    def _build(self, progress: bool) -> None:
         cfg, t = self.cfg, self.cfg.train
         self.source = source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=t.context)
         vocab = source.vocab_size
@@ -403,26 +270,21 @@ class Run:
 
     def _write_config(self) -> None:
         """config.json: resolved config + provenance (written before the first step)."""
-        cfg, model = self.cfg, self.model
-        atomic_write_json(self.run_dir / "config.json", {
-            "run_id": cfg.run_id(), "config": cfg.to_dict(), "seed": cfg.seed, "versions": package_versions(),
-            "git_commit": git_commit(), "data_fingerprint": self.source.fingerprint,
-            "vocab_size": self.model_cfg.vocab_size, "n_params": model.num_params(non_embedding=False),
-            "n_params_non_embedding": model.num_params(non_embedding=True),
-            "device": str(self.device), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        })
+        model = self.model
+        atomic_write_json(self.run_dir / "config.json", config_record(
+            self.cfg, data_fingerprint=self.source.fingerprint, vocab_size=self.model_cfg.vocab_size,
+            n_params=model.num_params(non_embedding=False), n_params_non_embedding=model.num_params(non_embedding=True),
+            device=str(self.device)))
 
     def _resume(self) -> None:
-        self.ckpt_dir = self.run_dir / "checkpoints"
-        last = self.ckpt_dir / "last.pt"
         self.step, self.wall_before, self.crossing, self.last_eval = 0, 0.0, None, -1
         self.stop_at = None  # until-emergence: the next update at which to check whether the head has formed
         self.resumed_at = None  # a step whose evaluation the checkpoint already holds
         keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
         self.initial_loss = None  # the first update's loss: the divergence rule's reference
-        if last.is_file():
-            ckpt = load_checkpoint(last, self.device, remedy=f"delete it to restart the run from update 0, or "
-                                   f"delete {self.run_dir} (in a grid, rerun with --retry-failed after either)")
+        ckpt = checkpoint.read_last(self.run_dir, self.device, remedy=f"delete it to restart the run from update 0, "
+                                    f"or delete {self.run_dir} (in a grid, rerun with --retry-failed after either)")
+        if ckpt is not None:
             self.model.load_state_dict(ckpt["model"])
             self.optimizer.load_state_dict(ckpt["optimizer"])
             torch.set_rng_state(ckpt["torch_rng"])
@@ -479,23 +341,14 @@ class Run:
     def after_update(self, loss_sum: torch.Tensor, grad_norm: torch.Tensor) -> None:
         """Count the update; log it at logged steps (where the loss is read off the device) and
         checkpoint when due. Raises :class:`TrainingDiverged` on a non-finite or diverged run."""
-        cfg, t = self.cfg, self.cfg.train
+        t = self.cfg.train
         self.step += 1
         step = self.step
         self.bar.update(1)
         if self.watch.initial is None:
-            self.watch.start(float(loss_sum) / cfg.grad_accum)
+            self.watch.start(float(loss_sum) / self.cfg.grad_accum)
         if step % t.log_every == 0 or step == self.total:
-            now = time.perf_counter()
-            row = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": float(loss_sum) / cfg.grad_accum,
-                   "lr": self.lr, "grad_norm": float(grad_norm),
-                   "tokens_per_s": (step - self.last_log_step) * cfg.tokens_per_step / max(now - self.last_log_time, 1e-9),
-                   "wall_s": self.wall_before + now - self.t_start}
-            row.update({k: float(v) for k, v in self.stats.items()})
-            self.logs.add_train(row)
-            self.watch.check(step, row["loss"], row["grad_norm"])
-            self.last_log_time, self.last_log_step = now, step
-            self.bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{self.ps_now:.2f}", refresh=False)
+            self._log_update(loss_sum, grad_norm)
         if step in t.keep_checkpoints:
             self.save_checkpoint(f"step_{step}.pt")
         due = (step % t.checkpoint_every == 0) if t.checkpoint_every else \
@@ -504,6 +357,19 @@ class Run:
             self.save_checkpoint()
             write_status(self.run_dir, "running", step, reason="training", crossing=self.crossing)
             self.last_ckpt_time = time.perf_counter()
+
+    def _log_update(self, loss_sum: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """A train.parquet row for this update (reads the loss off the device), and the divergence check."""
+        cfg, step, now = self.cfg, self.step, time.perf_counter()
+        row = {"step": step, "tokens": step * cfg.tokens_per_step, "loss": float(loss_sum) / cfg.grad_accum,
+               "lr": self.lr, "grad_norm": float(grad_norm),
+               "tokens_per_s": (step - self.last_log_step) * cfg.tokens_per_step / max(now - self.last_log_time, 1e-9),
+               "wall_s": self.wall_before + now - self.t_start}
+        row.update({k: float(v) for k, v in self.stats.items()})
+        self.logs.add_train(row)
+        self.watch.check(step, row["loss"], row["grad_norm"])
+        self.last_log_time, self.last_log_step = now, step
+        self.bar.set_postfix(loss=f"{row['loss']:.3f}", ps=f"{self.ps_now:.2f}", refresh=False)
 
     def finish(self, make_figures: bool = True) -> dict[str, Any]:
         """Checkpoint; unless interrupted, check the end for divergence, write ``final.pt``, the
@@ -517,24 +383,15 @@ class Run:
             write_status(self.run_dir, "running", self.step, reason="interrupted", stop_reason="interrupted",
                          crossing=self.crossing)
             return read_status(self.run_dir)
-        final = {"model": _own_storage(self.model.state_dict()), "model_config": self.model_cfg.__dict__,
-                 "step": self.step}
-        atomic_write_torch(self.ckpt_dir / "final.pt", final)
+        checkpoint.save_final(self.run_dir, self.model, self.model_cfg, self.step)
         if make_figures:
-            try:
-                from ihtrain.plots import plot_run_curves
-
-                plot_run_curves(self.run_dir)
-            except Exception as e:  # a figure must never fail a finished run
-                print(f"warning: could not draw curves for {self.run_dir}: {e}", file=sys.stderr)
+            _draw_curves(self.run_dir)
         write_status(self.run_dir, "done", self.step, reason="finished", stop_reason=self.stop_reason,
                      crossing=self.crossing)
         return read_status(self.run_dir)
 
     # ---- evaluation and checkpoints
     def _evaluate(self) -> float:
-        from ihtrain.metrics import evaluate, to_rows
-
         self.last_eval = self.step
         results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include)
         rows = to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step)
@@ -548,32 +405,30 @@ class Run:
 
         return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold)["formed"]
 
-    def save_checkpoint(self, tag: str = "last.pt") -> None:
+    def save_checkpoint(self, name: str = checkpoint.LAST) -> None:
+        """Flush the logs, then checkpoint the state they agree with (only a finite one)."""
         self.logs.flush()
         if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):  # keep the last finite one
             self.watch.fail(self.step, "the weights went non-finite (not checkpointed: checkpoints hold only "
                                        "finite states); lower train.lr or lengthen the warmup")
         if not self.packed:
             self.torch_rng = torch.get_rng_state()
-        state = {"model": _own_storage(self.model.state_dict()), "optimizer": self.optimizer.state_dict(),
-                 "step": self.step, "wall_s": self.wall_before + (time.perf_counter() - self.t_start),
-                 "torch_rng": self.torch_rng, "crossing": self.crossing, "stop_at": self.stop_at,
-                 "run_id": self.cfg.run_id(), "evaluated": self.last_eval == self.step,
-                 "initial_loss": self.watch.initial}
-        atomic_write_torch(self.ckpt_dir / tag, state)
+        checkpoint.write_sidecar(self.run_dir, self.model_cfg, self.cfg.run_id())
+        checkpoint.save_last(self.run_dir, self.model, self.optimizer, step=self.step,
+                             wall_s=self.wall_before + (time.perf_counter() - self.t_start), torch_rng=self.torch_rng,
+                             crossing=self.crossing, stop_at=self.stop_at, run_id=self.cfg.run_id(),
+                             evaluated=self.last_eval == self.step, initial_loss=self.watch.initial, name=name)
 
 
-def _own_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The state dict with each tensor that views a larger storage (a packed run's slice of its stack)
-    copied out, tied tensors kept tied: ``torch.save`` writes a view's whole storage."""
-    copies: dict[int, torch.Tensor] = {}
-    out = {}
-    for name, v in state.items():
-        if v.untyped_storage().nbytes() > v.numel() * v.element_size():
-            key = v.data_ptr()
-            v = copies[key] if key in copies else copies.setdefault(key, v.clone())
-        out[name] = v
-    return out
+def _draw_curves(run_dir: Path) -> None:
+    """curves.png/pdf of a finished run; a figure must never fail the run. ihtrain.plots is imported
+    here: matplotlib costs a grid worker's start a second, and only finished runs draw."""
+    try:
+        from ihtrain.plots import plot_run_curves
+
+        plot_run_curves(run_dir)
+    except Exception as e:  # noqa: BLE001
+        print(f"warning: could not draw curves for {run_dir}: {e}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------- CLI
@@ -608,8 +463,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from ihtrain.presets import describe_presets
-
     if args.list_presets:
         print(describe_presets())
         return 0

@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, ModelConfig, resolve  # noqa: E402
 from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
-from ihtrain.train import _DivergenceWatch, main, read_status, train_run  # noqa: E402
+from ihtrain.divergence import DivergenceWatch  # noqa: E402
+from ihtrain.train import main, read_status, train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +68,7 @@ def test_divergence_rule_is_off_at_zero_and_outside_the_run_id():
 # ------------------------------------------------------------------------- the divergence rule
 def watch(factor=5.0, window=3):
     t = resolve("cpu-smoke", overrides={"train.divergence_factor": factor, "train.divergence_window": window}).train
-    w = _DivergenceWatch(t, None, before_fail=lambda: None)
+    w = DivergenceWatch(t, None, before_fail=lambda: None)
     w.start(2.0)
     return w
 

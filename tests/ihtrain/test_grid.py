@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from ihtrain.config import ConfigError
-from ihtrain.grid import main, plan_local, run_state, start_order, to_execute
+from ihtrain.grid import build_parser, main, run_state, start_order, to_execute
+from ihtrain.grid_plan import GridOptions, Placement, make_tasks, plan_local
 from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec, train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,12 +176,44 @@ def test_presets_parse_and_meet_the_brief():
 
 
 def test_plan_local_splits_threads(monkeypatch):
-    monkeypatch.setattr("ihtrain.grid.cpu_count", lambda: 16)
+    monkeypatch.setattr("ihtrain.grid_plan.cpu_count", lambda: 16)
     assert plan_local(100, None, None, [], 1) == (16, 1)
     assert plan_local(2, None, None, [], 1) == (2, 8)  # fewer runs than cores: threads go to them
     assert plan_local(100, 4, None, [], 1) == (4, 4)
     assert plan_local(100, None, 4, [], 1) == (4, 4)
     assert plan_local(100, None, None, ["0", "1"], 3) == (6, 2)  # 2 GPUs x 3 runs each
+
+
+def test_grid_options_from_the_command_line(capsys):
+    assert GridOptions.from_args(build_parser().parse_args([])) == GridOptions()  # the CLI's defaults
+    args = build_parser().parse_args(["--workers", "3", "--no-pack", "--pack-size", "2", "--retry-failed",
+                                      "--order", "spec", "--executor", "ray", "--ray-address", "auto",
+                                      "--threads-per-run", "2", "--runs-per-gpu", "4", "--no-progress",
+                                      "--no-figures"])
+    assert GridOptions.from_args(args) == GridOptions(
+        retry_failed=True, order="spec", executor="ray", workers=3, threads_per_run=2, runs_per_gpu=4,
+        ray_address="auto", pack=False, pack_size=2, progress=False, figures=False)
+    with pytest.raises(ConfigError, match="--pack-size: must be a positive integer, got 0"):
+        GridOptions(pack_size=0)
+    with pytest.raises(AttributeError):  # frozen: built once in main, then only read
+        GridOptions().workers = 2  # type: ignore[misc]
+    assert main(["--workers", "0", "--dry-run"]) == 2
+    assert "error: --workers: must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_tasks_carry_the_validated_run_config(tmp_path):
+    """The worker trains the RunConfig that expand() validated, not a dict rebuilt without checks."""
+    import pickle
+
+    runs = spec_of(BXC).expand()
+    states = {r.run_id: ("new", None) for r in runs}
+    tasks = make_tasks(Placement(None, [[runs[0]], runs[1:3]], 2, ""), states, tmp_path, make_figures=False)
+    assert tasks[0].config is runs[0].config and tasks[0].threads == 2 and not tasks[0].make_figures
+    assert [m.config for m in tasks[1].members] == [runs[1].config, runs[2].config]
+    assert tasks[1].run_id == f"pack-{runs[1].run_id}+1" and tasks[1].run_dir == str(tmp_path / runs[1].run_id)
+    sent = pickle.loads(pickle.dumps(tasks[1]))  # as the spawned worker receives it
+    assert [m.config for m in sent.members] == [runs[1].config, runs[2].config]
+    assert sent.members[0].config.run_id() == runs[1].run_id
 
 
 def test_resume_states(tmp_path):

@@ -126,7 +126,7 @@ def test_packed_grid_sigkill_then_rerun_completes_each_member_once(tmp_path):
 
 
 def test_pack_groups_by_shape_split_over_workers_and_auto_only_small():
-    from ihtrain.grid import pack_groups
+    from ihtrain.grid_plan import pack_groups
     from ihtrain.grid_spec import load_grid_preset
 
     spec = load_grid_preset("bxc-markov")

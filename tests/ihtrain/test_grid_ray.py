@@ -18,7 +18,7 @@ ray = pytest.importorskip("ray")
 torch = pytest.importorskip("torch")
 
 from ihtrain.executors import STOP_FILE, Task, _ray_entry, ray_task_options  # noqa: E402
-from ihtrain.grid import build_parser, execute  # noqa: E402
+from ihtrain.grid import GridOptions, build_parser, execute  # noqa: E402
 from ihtrain.grid_spec import parse_spec  # noqa: E402
 from ihstats.schema import check_grid_dir  # noqa: E402
 from test_grid_resume import ROOT, status  # noqa: E402
@@ -48,7 +48,7 @@ def test_two_run_grid_on_a_local_ray_cluster(tmp_path, monkeypatch):
         # the CLI's own parser: every option the grid reads gets its default
         args = build_parser().parse_args(["--executor", "ray", "--threads-per-run", "1", "--no-progress",
                                           "--no-figures"])
-        code = execute(spec, runs, out, args)
+        code = execute(spec, runs, out, GridOptions.from_args(args))
         # the grid reused our cluster: it is still up (a grid only shuts down a cluster it started)
         assert ray.is_initialized()
     finally:
@@ -68,7 +68,7 @@ def test_a_ray_task_started_after_a_stop_leaves_its_run_untouched(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / STOP_FILE).touch()
-    task = Task("r0", parse_spec(SPEC).expand()[0].config.to_dict(), str(run_dir), total_steps=8)
+    task = Task("r0", parse_spec(SPEC).expand()[0].config, str(run_dir), total_steps=8)
     assert _ray_entry(task) is None
     assert sorted(p.name for p in run_dir.iterdir()) == [STOP_FILE]
 

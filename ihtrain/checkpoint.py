@@ -1,0 +1,148 @@
+"""A run's checkpoints, and the trained model back from a run directory.
+
+Files in ``<run>/checkpoints/`` (docs/DESIGN.md, run directory), each written atomically:
+
+- ``last.pt`` (:func:`save_last`): everything exact resume needs: ``model``, ``optimizer``,
+  ``step``, ``wall_s``, ``torch_rng``, ``crossing``, ``stop_at``, ``run_id``, ``evaluated``,
+  ``initial_loss``; ``step_<N>.pt`` (``train.keep_checkpoints``) holds the same.
+- ``final.pt`` (:func:`save_final`): a done run's ``model``, ``model_config``, ``step``.
+- ``model.json`` (the sidecar): ``{"model_config": <ModelConfig, vocab_size resolved>, "run_id"}``,
+  written before the first ``.pt``, so a reader learns the model's shape without unpickling
+  weights or rebuilding the data source.
+
+:func:`load_model` rebuilds the trained model (ablation, an exporter, any reader); training resume
+reads ``last.pt`` whole through :func:`read_last`, into the model it has built. Run directories
+from before the sidecar load too: the model config then comes from ``final.pt``'s
+``model_config`` or from ``config.json`` (its ``config.model`` with the top-level ``vocab_size``
+the trainer resolved from the data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import torch
+
+from ihtrain.config import ModelConfig
+from ihtrain.fileio import UnreadableFile, atomic_write_json, atomic_write_torch, load_checkpoint, read_json
+from ihtrain.model import GPT
+
+CHECKPOINT_DIR = "checkpoints"
+LAST, FINAL, SIDECAR = "last.pt", "final.pt", "model.json"
+Which = Literal["final", "last", "auto"]
+
+
+def checkpoint_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR
+
+
+def own_storage(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The state dict with each tensor that views a larger storage (a packed run's slice of its stack)
+    copied out, tied tensors kept tied: ``torch.save`` writes a view's whole storage."""
+    copies: dict[int, torch.Tensor] = {}
+    out = {}
+    for name, v in state.items():
+        if v.untyped_storage().nbytes() > v.numel() * v.element_size():
+            key = v.data_ptr()
+            v = copies[key] if key in copies else copies.setdefault(key, v.clone())
+        out[name] = v
+    return out
+
+
+# ------------------------------------------------------------------------------ writing
+def write_sidecar(run_dir: str | Path, model_cfg: ModelConfig, run_id: str) -> None:
+    """``model.json``, unless there (the model config of a run never changes)."""
+    path = checkpoint_dir(run_dir) / SIDECAR
+    if not path.is_file():
+        atomic_write_json(path, {"model_config": dataclasses.asdict(model_cfg), "run_id": run_id})
+
+
+def save_last(run_dir: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, step: int,
+              wall_s: float, torch_rng: torch.Tensor, crossing: int | None, stop_at: int | None, run_id: str,
+              evaluated: bool, initial_loss: float | None, name: str = LAST) -> None:
+    """A resumable checkpoint. The keys and their order are the file format (tests resume from it
+    exactly): add keys at the end, never rename."""
+    state = {"model": own_storage(model.state_dict()), "optimizer": optimizer.state_dict(), "step": step,
+             "wall_s": wall_s, "torch_rng": torch_rng, "crossing": crossing, "stop_at": stop_at, "run_id": run_id,
+             "evaluated": evaluated, "initial_loss": initial_loss}
+    atomic_write_torch(checkpoint_dir(run_dir) / name, state)
+
+
+def save_final(run_dir: str | Path, model: torch.nn.Module, model_cfg: ModelConfig, step: int) -> None:
+    """A done run's weights (``model_config`` inside too, as final.pt always held it)."""
+    final = {"model": own_storage(model.state_dict()), "model_config": model_cfg.__dict__, "step": step}
+    atomic_write_torch(checkpoint_dir(run_dir) / FINAL, final)
+
+
+# ------------------------------------------------------------------------------ reading
+def read_last(run_dir: str | Path, device: Any, remedy: str) -> dict[str, Any] | None:
+    """``last.pt`` as saved (None when the run has none yet); :class:`UnreadableFile` when damaged."""
+    path = checkpoint_dir(run_dir) / LAST
+    return load_checkpoint(path, device, remedy=remedy) if path.is_file() else None
+
+
+def _retrain(run_dir: Path) -> str:
+    return f"the run must be trained again: delete {run_dir} and rerun its training command"
+
+
+def read_model_config(run_dir: str | Path, final: dict[str, Any] | None = None) -> ModelConfig:
+    """The run's resolved model config: the sidecar, else (older runs) ``final.pt``'s
+    ``model_config`` (pass the loaded ``final``), else ``config.json``."""
+    run_dir = Path(run_dir)
+    sidecar = checkpoint_dir(run_dir) / SIDECAR
+    if sidecar.is_file():
+        remedy = "delete it: the model config is then read from final.pt or config.json"
+        d = read_json(sidecar, "model config", remedy).get("model_config")
+        if not isinstance(d, dict):
+            raise UnreadableFile(sidecar, "has no 'model_config'", remedy)
+    elif final is not None and isinstance(final.get("model_config"), dict):
+        d = final["model_config"]
+    else:
+        cfg_path = run_dir / "config.json"
+        if not cfg_path.is_file():
+            raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
+        meta = read_json(cfg_path, "run's config", _retrain(run_dir))
+        if not isinstance(meta.get("config"), dict) or not isinstance(meta["config"].get("model"), dict):
+            raise UnreadableFile(cfg_path, "has no 'config.model' (not written by ihtrain.train)", _retrain(run_dir))
+        d = {**meta["config"]["model"], "vocab_size": meta.get("vocab_size", meta["config"]["model"].get("vocab_size"))}
+    try:
+        return ModelConfig(**d)
+    except TypeError as e:  # a field this version does not know
+        raise UnreadableFile(sidecar if sidecar.is_file() else run_dir, f"not a model config ({e})",
+                             _retrain(run_dir)) from None
+
+
+class LoadedModel(NamedTuple):
+    model: GPT  # in eval mode, on the requested device
+    model_config: ModelConfig
+    step: int  # the updates the weights have had
+    path: Path  # the checkpoint read
+
+
+def load_model(run_dir: str | Path, which: Which = "auto", device: Any = "cpu") -> LoadedModel:
+    """The trained model of a run directory: ``final`` (a done run), ``last`` (the latest resumable
+    checkpoint) or ``auto`` (final if there, else last). FileNotFoundError when the checkpoint is
+    missing, :class:`ihtrain.fileio.UnreadableFile` when it cannot be read."""
+    run_dir = Path(run_dir)
+    if which not in ("final", "last", "auto"):
+        raise ValueError(f"which: must be final, last or auto, got {which!r}")
+    ckpt_dir = checkpoint_dir(run_dir)
+    name = FINAL if which == "final" or (which == "auto" and (ckpt_dir / FINAL).is_file()) else LAST
+    path = ckpt_dir / name
+    if not path.is_file():
+        hint = "has the run finished? see" if name == FINAL else "has the run checkpointed yet? see"
+        raise FileNotFoundError(f"{path}: not found ({hint} {run_dir}/status.json)")
+    ckpt = load_checkpoint(path, device, remedy=_retrain(run_dir))
+    if "model" not in ckpt:
+        raise UnreadableFile(path, "lacks 'model' (not a checkpoint of ihtrain.train)", _retrain(run_dir))
+    model_cfg = read_model_config(run_dir, ckpt)
+    model = GPT(model_cfg).to(device)
+    model.load_state_dict(ckpt["model"])
+    model.eval()
+    return LoadedModel(model, model_cfg, int(ckpt.get("step", -1)), path)
+
+
+__all__ = ["CHECKPOINT_DIR", "FINAL", "LAST", "SIDECAR", "LoadedModel", "checkpoint_dir", "load_model",
+           "own_storage", "read_last", "read_model_config", "save_final", "save_last", "write_sidecar"]
