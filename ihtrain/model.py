@@ -79,6 +79,14 @@ class HookPoint(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        # nn.Module.__call__ costs 1-2 us even with nothing to run, and a training step passes
+        # ~6 hook points per layer: go through it only when a hook is attached (so module-global
+        # hooks, torch.nn.modules.module.register_module_forward_hook, do not see hook points)
+        if self._forward_hooks or self._forward_pre_hooks:
+            return super().__call__(x)
+        return x
+
     def add_hook(self, fn: HookFn) -> RemovableHandle:
         """Call ``fn(activation, self)`` on every forward; a tensor it returns replaces the activation
         for the rest of the pass (and for hooks attached after it)."""
@@ -87,6 +95,16 @@ class HookPoint(nn.Module):
     @property
     def has_hooks(self) -> bool:
         return bool(self._forward_hooks or self._forward_pre_hooks)
+
+
+def _direct_access(module: nn.Module) -> None:
+    """Also put ``module``'s hook points in its instance ``__dict__``: ``self.hook_z`` then finds them
+    by plain attribute lookup instead of through ``nn.Module.__getattr__`` (about 1 us a lookup,
+    paid on every forward). They stay registered in ``_modules`` (names, ``named_modules``); a
+    module later assigned to the name replaces both (``nn.Module.__setattr__`` drops the entry)."""
+    for name, child in module._modules.items():
+        if isinstance(child, HookPoint):
+            module.__dict__[name] = child
 
 
 @dataclass
@@ -110,6 +128,7 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(cfg.dropout)
         self.hook_pattern = HookPoint()  # (B, H, T, T)
         self.hook_z = HookPoint()  # (B, T, H, dh)
+        _direct_access(self)
 
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         B, T, C = x.shape
@@ -171,6 +190,7 @@ class Block(nn.Module):
             self.mlp = MLP(cfg)
             self.hook_mlp_out = HookPoint()  # (B, T, d)
         self.hook_resid_post = HookPoint()  # (B, T, d)
+        _direct_access(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.hook_resid_pre(x)
