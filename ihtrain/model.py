@@ -7,11 +7,11 @@ activations: the metric cache (:meth:`GPT.run_with_cache`), head ablation
 :meth:`GPT.run_with_hooks`) all attach hooks by name. The names, ``blocks.{l}.<point>``, are
 listed once, in :data:`BLOCK_HOOKS`, with their shapes.
 
-Two forward paths share the same weights and the same hook points:
+Two ways through the blocks share the weights and the hook points:
 
 - ``model(idx, targets)`` is the fast path used for training: fused
-  ``F.scaled_dot_product_attention(is_causal=True)``. A hook point with nothing attached is one
-  module call that returns its input, so training pays ~nothing for them
+  ``F.scaled_dot_product_attention(is_causal=True)``. A hook point with nothing attached costs an
+  attribute lookup and a check, so training pays ~nothing for them
   (``benchmarks/bench_hook_points.py`` measures it).
 - attention is computed explicitly (softmax of masked scores) only in a block whose
   ``attn.hook_pattern`` has a hook: the fused kernel never forms the pattern.
@@ -282,16 +282,14 @@ class GPT(nn.Module):
         try:
             for name, fn in fwd_hooks:
                 if name not in self.hook_dict:
+                    keys = ", ".join(n.split(".", 2)[2] for n in self.hook_names() if n.startswith("blocks.0."))
                     raise ValueError(f"hook point {name!r}: no such hook point; have "
-                                     f"blocks.{{0..{self.cfg.n_layer - 1}}}.{{{', '.join(self._block_keys())}}}")
+                                     f"blocks.{{0..{self.cfg.n_layer - 1}}}.{{{keys}}}")
                 handles.append(self.hook_dict[name].add_hook(fn))
             yield self
         finally:
             for h in handles:
                 h.remove()
-
-    def _block_keys(self) -> list[str]:
-        return [n.split(".", 2)[2] for n in self.hook_names() if n.startswith("blocks.0.")]
 
     def run_with_hooks(self, idx: torch.Tensor, fwd_hooks: Sequence[tuple[str, HookFn]],
                        targets: torch.Tensor | None = None):
