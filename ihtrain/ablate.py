@@ -5,10 +5,11 @@
 
 **Ablation.** :func:`ablate_heads` is a context manager that replaces chosen heads' outputs
 ``o_h(s)`` by zero (``mode="zero"``) or by their mean over reference tokens (``mode="mean"``)
-*before* ``W_O`` sums the heads: a forward pre-hook on ``blocks[l].attn.c_proj``, whose input is
-the heads' outputs side by side, (B, T, H * d_head). Both forward paths go through ``c_proj``, so
-``model(idx)`` and the logits of ``run_with_cache`` see the ablation (``cache.head_out`` is taken
-before the hook and stays unablated). With no heads chosen no hook is registered: bit-identical.
+*before* ``W_O`` sums the heads: a hook on the model's hook point ``blocks.{l}.attn.hook_z``
+(B, T, H, d_head), the same mechanism the metric cache and user code use
+(:func:`ablation_hooks` gives the ``(name, fn)`` pairs). Both forward paths go through
+``hook_z``, so ``model(idx)`` and ``run_with_cache`` see the ablation (the cache's ``head_out``
+shows the ablated heads). With no heads chosen no hook is attached: bit-identical.
 
 **Head sets** are one tuple of head indices per layer, ``((h, ...), (h, ...))``, as
 :func:`ihstats.permutation.choose_head_sets` returns them; random sets come from that function, so
@@ -56,7 +57,7 @@ from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
-from ihtrain.model import GPT
+from ihtrain.model import GPT, HookFn
 
 HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
 MODES = ("zero", "mean")
@@ -153,10 +154,11 @@ def head_means(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
     return cache.head_out.float().mean(dim=(1, 2))  # (L, B, T, H, dh) -> (L, H, dh)
 
 
-@contextmanager
-def ablate_heads(model: GPT, heads: HeadSet, mode: str = "zero",
-                 means: torch.Tensor | None = None) -> Iterator[GPT]:
-    """Within the block, the heads in ``heads`` write zero (or their mean) into ``c_proj``.
+def ablation_hooks(model: GPT, heads: HeadSet, mode: str = "zero",
+                   means: torch.Tensor | None = None) -> list[tuple[str, HookFn]]:
+    """``(name, fn)`` hooks on ``blocks.{l}.attn.hook_z`` that set the heads in ``heads`` to zero
+    (or to ``means[l, h]``): one hook per layer with heads chosen, none elsewhere. For
+    :meth:`GPT.hooks` / :meth:`GPT.run_with_hooks`, or use :func:`ablate_heads`.
 
     ``means`` (L, H, d_head) is required for ``mode="mean"`` (see :func:`head_means`).
     """
@@ -166,28 +168,27 @@ def ablate_heads(model: GPT, heads: HeadSet, mode: str = "zero",
     heads = as_head_set(heads, L, H)
     if mode == "mean" and (means is None or tuple(means.shape[:2]) != (L, H)):
         raise ValueError(f"means: mode='mean' needs an (L={L}, H={H}, d_head) tensor from head_means()")
-    handles = []
 
-    def make_hook(layer: int, idx: list[int]):
-        def hook(module, args):
-            x = args[0]  # (B, T, H * dh): heads side by side
-            B, T, _ = x.shape
-            o = x.reshape(B, T, H, -1).clone()  # (B, T, H, dh); clone: never edit the caller's tensor
+    def make_hook(layer: int, idx: list[int]) -> HookFn:
+        def hook(z: torch.Tensor, point) -> torch.Tensor:  # z (B, T, H, dh)
+            z = z.clone()  # never edit the model's tensor in place (autograd, and a cache may hold it)
             if mode == "zero":
-                o[:, :, idx] = 0.0
+                z[:, :, idx] = 0.0
             else:
-                o[:, :, idx] = means[layer, idx].to(o.dtype)  # (k, dh) broadcast over B, T
-            return (o.reshape(B, T, -1),) + tuple(args[1:])
+                z[:, :, idx] = means[layer, idx].to(z.dtype)  # (k, dh) broadcast over B, T
+            return z
         return hook
 
-    try:
-        for l, hs in enumerate(heads):
-            if hs:  # nothing to ablate in this layer: no hook, so logits stay bit-identical
-                handles.append(model.blocks[l].attn.c_proj.register_forward_pre_hook(make_hook(l, list(hs))))
+    # nothing to ablate in a layer: no hook, so its output stays bit-identical
+    return [(f"blocks.{l}.attn.hook_z", make_hook(l, list(hs))) for l, hs in enumerate(heads) if hs]
+
+
+@contextmanager
+def ablate_heads(model: GPT, heads: HeadSet, mode: str = "zero", means: torch.Tensor | None = None) -> Iterator[GPT]:
+    """Within the block, the heads in ``heads`` write zero (or their mean) through ``W_O``
+    (the hooks of :func:`ablation_hooks`, removed on exit)."""
+    with model.hooks(ablation_hooks(model, heads, mode, means)):
         yield model
-    finally:
-        for h in handles:
-            h.remove()
 
 
 # ------------------------------------------------------------------------------ per-example metrics

@@ -2,7 +2,8 @@
 
 Every metric is a function ``fn(model, probes, acts)`` registered under its fixed name; it returns
 an ``(L, H)`` numpy array (per head) or a float (model level). ``acts`` is an :class:`Activations`
-that runs the metric path once per probe, on first use, and shares the result across metrics.
+that runs ``model.run_with_cache`` (hooks on the hook points ``blocks.{l}.attn.hook_pattern`` and
+``blocks.{l}.attn.hook_z``) once per probe, on first use, and shares the result across metrics.
 
 Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy``):
 
@@ -31,7 +32,9 @@ from ihtrain.probes import ProbeSet
 
 
 class Activations:
-    """Lazily computed metric-path activations, shared by all metrics of one evaluation."""
+    """Lazily computed activations (:meth:`GPT.run_with_cache`), shared by all metrics of one evaluation.
+
+    Hooks attached to the model while it evaluates (an ablation) show in them."""
 
     def __init__(self, model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
                  repeat_logits: bool = True):

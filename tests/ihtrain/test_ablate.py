@@ -53,6 +53,35 @@ def test_ablation_removes_exactly_that_heads_contribution(mode):
     assert removed.abs().max() > 1e-3  # the head did contribute something
 
 
+def test_a_user_hook_on_hook_z_is_the_ablation():
+    model = tiny_model()
+    idx = torch.randint(0, 50, (3, 16), generator=torch.Generator().manual_seed(5))
+
+    def zero_head_2(z, hook):  # z (B, T, H, dh)
+        z = z.clone()
+        z[:, :, 2] = 0.0
+        return z
+
+    def zero_head_2_at_c_proj(module, args):  # ablation as it was before hook points: heads side by side
+        x = args[0].clone()  # (B, T, H * dh)
+        x.view(*x.shape[:2], 4, -1)[:, :, 2] = 0.0
+        return (x,)
+
+    with torch.no_grad():
+        user = model.run_with_hooks(idx, [("blocks.0.attn.hook_z", zero_head_2)])[0]
+        with ablate_heads(model, [[2], []]):
+            ablated = model(idx)[0]
+            _, cache = model.run_with_cache(idx)
+        handle = model.blocks[0].attn.c_proj.register_forward_pre_hook(zero_head_2_at_c_proj)
+        before = model(idx)[0]
+        handle.remove()
+        base = model(idx)[0]
+    assert torch.equal(user, ablated) and torch.equal(user, before)
+    assert not torch.allclose(user, base)
+    assert torch.all(cache.head_out[0, :, :, 2] == 0) and cache.head_out[0, :, :, 1].abs().max() > 0
+    assert not any(p.has_hooks for p in model.hook_dict.values())
+
+
 def test_ablating_a_later_layer_leaves_earlier_layers_untouched():
     model = tiny_model()
     idx = torch.randint(0, 50, (2, 16), generator=torch.Generator().manual_seed(2))

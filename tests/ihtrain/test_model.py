@@ -1,12 +1,13 @@
-"""GPT: fast path == metric path, shapes, accessors, parameter counts, init, optimizer."""
+"""GPT: fast path == metric path, hook points, shapes, accessors, parameter counts, init, optimizer."""
 
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from ihtrain.config import ModelConfig
-from ihtrain.model import GPT
+from ihtrain.model import BLOCK_HOOKS, GPT, HookPoint
 
 # one thread: torch's default spins badly on a shared, oversubscribed CPU (30x slower here)
 torch.set_num_threads(1)
@@ -54,6 +55,102 @@ def test_head_outputs_through_W_O_rebuild_attention_output():
     v = blk.attn.c_attn(blk.ln_1(x))[..., 64:96].view(2, 10, 4, 8)
     v2 = torch.einsum("btd,hde->bthe", blk.ln_1(x), model.W_V(0)) + blk.attn.c_attn.bias[64:96].view(4, 8)
     torch.testing.assert_close(v2, v, atol=1e-6, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ hook points
+def reference_forward(model: GPT, idx: torch.Tensor, explicit: bool = False):
+    """The model's eval forward written out from its weights, with no hook points, in the order of
+    operations the model had before it had hook points. Returns logits (B, T, V) and, per layer,
+    the pattern (B, H, T, T) (explicit attention only) and the head outputs z (B, T, H, dh)."""
+    B, T = idx.shape
+    x = model.wte(idx) + model.wpe(torch.arange(T))  # (B, T, d)
+    patterns, zs = [], []
+    for blk in model.blocks:
+        a = blk.attn
+        q, k, v = a._qkv(blk.ln_1(x))  # (B, H, T, dh)
+        if explicit:
+            att = (q * (1.0 / math.sqrt(a.d_head))) @ k.transpose(-2, -1)  # (B, H, T, T)
+            att = att.masked_fill_(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")).softmax(dim=-1)
+            patterns.append(att)
+            y = att @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, dh)
+        zs.append(y.transpose(1, 2))  # (B, T, H, dh)
+        x = x + a.c_proj(y.transpose(1, 2).reshape(B, T, -1))
+        if not blk.attn_only:
+            x = x + blk.mlp(blk.ln_2(x))
+    return model.lm_head(model.ln_f(x)), patterns, zs
+
+
+@pytest.mark.parametrize("kw", [{}, {"attn_only": True}, {"bias": False}, {"tie_embeddings": False}])
+def test_hook_points_with_no_hook_change_no_bit(kw):
+    model = GPT(cfg(**kw), seed=3).eval()
+    idx = torch.randint(0, 50, (3, 24), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        ref, _, _ = reference_forward(model, idx)
+        ref_x, patterns, zs = reference_forward(model, idx, explicit=True)
+        fast = model(idx)[0]
+        slow, cache = model.run_with_cache(idx)
+    assert torch.equal(fast, ref)
+    assert torch.equal(slow, ref_x)
+    assert torch.equal(cache.attn, torch.stack(patterns)) and torch.equal(cache.head_out, torch.stack(zs))
+
+
+@pytest.mark.parametrize("attn_only", [False, True])
+def test_hook_names_are_the_hook_point_modules_in_forward_order(attn_only):
+    model = GPT(cfg(attn_only=attn_only), seed=0).eval()
+    found = [n for n, m in model.named_modules() if isinstance(m, HookPoint)]
+    assert model.hook_names() == found == list(model.hook_dict)
+    assert all(model.hook_dict[n].name == n for n in found)
+    assert len(found) == 2 * (len(BLOCK_HOOKS) - 2 * attn_only)  # attn_only: no resid_mid, no mlp_out
+    # each point fires once per forward, in the listed order, with the listed shape
+    fired: list[tuple[str, tuple]] = []
+    with model.hooks([(n, lambda x, hook: fired.append((hook.name, tuple(x.shape)))) for n in found]):
+        model(torch.zeros(3, 24, dtype=torch.long))
+    assert [n for n, _ in fired] == found
+    B, T, d, H = 3, 24, 32, 4
+    want = {"attn.hook_pattern": (B, H, T, T), "attn.hook_z": (B, T, H, d // H)}
+    assert all(shape == want.get(n.split(".", 2)[2], (B, T, d)) for n, shape in fired)
+
+
+def test_hook_points_leave_checkpoints_as_they_were():
+    model = GPT(cfg(n_layer=1), seed=0)
+    assert list(model.state_dict()) == [  # the keys before hook points existed
+        "wte.weight", "wpe.weight", "blocks.0.ln_1.weight", "blocks.0.ln_1.bias", "blocks.0.attn.c_attn.weight",
+        "blocks.0.attn.c_attn.bias", "blocks.0.attn.c_proj.weight", "blocks.0.attn.c_proj.bias",
+        "blocks.0.ln_2.weight", "blocks.0.ln_2.bias", "blocks.0.mlp.c_fc.weight", "blocks.0.mlp.c_fc.bias",
+        "blocks.0.mlp.c_proj.weight", "blocks.0.mlp.c_proj.bias", "ln_f.weight", "ln_f.bias", "lm_head.weight"]
+
+
+def test_hooks_replace_activations_and_are_removed():
+    model = GPT(cfg(), seed=4).eval()
+    idx = torch.randint(0, 50, (2, 24), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        base = model(idx)[0]
+        # a zero final residual: ln_f gives its bias (0), so every logit is 0
+        out = model.run_with_hooks(idx, [("blocks.1.hook_resid_post", lambda x, hook: torch.zeros_like(x))])[0]
+        assert torch.equal(out, torch.zeros_like(out))
+        assert torch.equal(model(idx)[0], base)
+    def noop(x, hook):
+        return None
+    with pytest.raises(ValueError, match="no such hook point"):
+        with model.hooks([("blocks.0.attn.hook_z", noop), ("blocks.2.attn.hook_z", noop)]):
+            pass
+    assert not any(p.has_hooks for p in model.hook_dict.values())  # the first one was removed too
+
+
+def test_a_pattern_hook_makes_the_fast_path_explicit_and_keeps_gradients():
+    model = GPT(cfg(), seed=5)
+    idx = torch.randint(0, 50, (2, 24), generator=torch.Generator().manual_seed(7))
+    seen = []
+    logits, loss = model.run_with_hooks(idx[:, :-1], [("blocks.0.attn.hook_pattern", lambda a, h: seen.append(a))],
+                                        targets=idx[:, 1:])
+    loss.backward()  # the explicit path trains too
+    assert model.blocks[0].attn.c_attn.weight.grad.abs().sum() > 0
+    _, cache = model.run_with_cache(idx[:, :-1])
+    torch.testing.assert_close(seen[0].detach(), cache.attn[0], atol=0, rtol=0)
+    torch.testing.assert_close(logits.detach(), model(idx[:, :-1])[0], atol=1e-5, rtol=1e-5)
+    assert model.training  # run_with_cache restores the mode
 
 
 def test_accessor_shapes_and_tying():
