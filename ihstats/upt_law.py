@@ -123,7 +123,7 @@ class UPTLawSpec:
     def resolved_priors(self) -> dict:
         return {**DEFAULT_PRIORS, **self.priors}
 
-    def build(self, table: pd.DataFrame) -> "UPTLawModel":
+    def build(self, table: pd.DataFrame) -> UPTLawModel:
         """Validate ``table`` (:func:`ihstats.upt_data.prepare`) and return the model to fit."""
         return UPTLawModel(self, prepare(table, self))
 
