@@ -83,9 +83,10 @@ def load_posterior(path=None):
     try:
         idata = _bayes.from_netcdf(p)
     except Exception as e:  # noqa: BLE001 - netCDF4/h5py/xarray raise OSError, ValueError, KeyError, ...
+        first = str(e).splitlines()[0] if str(e) else ""
         raise UPTLawError(f"--posterior: {p} is not a readable netCDF posterior ({type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}); pass the folder (or its idata.nc) "
-                          f"written by analyses/fit_upt_law.py") from None
+                          f"{first}); pass the folder (or its idata.nc) written by "
+                          f"analyses/fit_upt_law.py") from None
     if "center_logB" not in idata.posterior.attrs:
         raise UPTLawError(f"--posterior: {p} is not a UPT-law posterior (no center_logB "
                           f"attribute); use the folder (or its idata.nc) written by "

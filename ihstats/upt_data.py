@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the spec lives with the model, which imports this module
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
 INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
-#: Design factor -> the exponent the law gives it (``log UPT = log T - a log B - b log C - c log N``).
+#: Design factor -> its exponent in ``log UPT = log T - a log B - b log C - c log N``.
 COEF = {"B": "a", "C": "b", "N": "c"}
 
 
