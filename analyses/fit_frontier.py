@@ -7,7 +7,7 @@ table joined with the knobs (``censored``: formed = not censored). Without it th
 example ``data/example_frontier.csv`` is used (and the output says so). Writes into ``--out``:
 ``frontier.png/.pdf`` (heatmap of the formed fraction with the frontier and its band), the data
 behind it (``frontier.csv``, ``cells.csv``), ``summary.csv``, ``sensitivity.csv``, ``glm.csv``,
-``idata.nc``, ``spec.json`` and ``summary.md``.
+``idata.nc``, ``fit.json`` and ``summary.md``.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def main(argv=None) -> int:
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
-    out = res.save(args.out)
+    out = args.out
+    res.save(out)
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
     res.plot_frontier(out / "frontier", hdi_prob=args.hdi_prob)
     write_markdown(res, out / "summary.md", source, args.hdi_prob)
@@ -130,7 +131,8 @@ def main(argv=None) -> int:
     if note:
         print(f"boundary: {note}")
     print(f"wrote {out}/ (frontier.png, frontier.pdf, frontier.csv, cells.csv, summary.md, "
-          f"summary.csv, sensitivity.csv, glm.csv, idata.nc) in {time.perf_counter() - t0:.1f} s")
+          f"summary.csv, sensitivity.csv, glm.csv, idata.nc, fit.json) "
+          f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

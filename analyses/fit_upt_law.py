@@ -4,8 +4,8 @@
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
 
-Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them),
-upt_law.nc (ArviZ InferenceData), upt_law_summary.json, emergence.csv (the table fitted) and,
+Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them), the fit
+(idata.nc, summary.csv, fit.json, ols.csv), emergence.csv (the table fitted) and,
 when N varies, the LOO comparison with and without the size term (loo_compare.csv).
 """
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                             else "out/upt_law"))
 
     from ihstats.report import write_upt_report
-    from ihstats.upt_law import UPTLaw, UPTLawError, UPTLawSpec, compare_size_term
+    from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_size_term
 
     spec_kw = dict(likelihood=args.likelihood, measurement_error=not args.no_measurement_error,
                    metric=args.metric, hdi_prob=args.hdi_prob)
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
-        res = UPTLaw(spec).fit(table, **fit_kw)
+        res = spec.build(table).fit(**fit_kw)
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         print("what the answer depends on:\n" + sens[cols].round(3).to_string(index=False))
     for w in res.diagnostics():
         print(f"warning: {w}", file=sys.stderr)
-    print(f"wrote {rep['markdown']}, {rep['html']}, {paths['netcdf']}, {paths['summary_json']} "
+    print(f"wrote {rep['markdown']}, {rep['html']}, {paths['idata']}, {paths['fit']} "
           f"and figures in {out / 'figures'} ({time.perf_counter() - t0:.1f} s)")
     return 0
 

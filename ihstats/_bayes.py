@@ -1,20 +1,36 @@
-"""Thin wrappers around every PyMC / ArviZ call used by ihstats.
+"""Every PyMC / ArviZ call of ihstats, and the one file layout of a saved fit.
 
 PyMC 6 and ArviZ 1 change defaults (ArviZ 1: 89% ETI intervals, DataTree instead of
 InferenceData). Every call that may change lives here, takes its interval width explicitly and
-returns plain numpy / pandas objects where it can, so a port stays local to this file.
-Generic: nothing here knows about a particular model.
+returns plain numpy / pandas objects where it can, so a port stays local to this file. Beyond
+one-line wrappers it holds what both fits (``ihstats.upt_law``, ``ihstats.frontier``) share:
+adding a group computed outside PyMC to an ``InferenceData``, thinning a posterior for shipping,
+the sampler checks behind ``diagnostics()``, and ``save_fit`` / ``load_fit``, which write and
+read a fit's folder under the same file names for every model (``FIT_FILES``; older names in
+``OLD_FIT_FILES`` still load). Nothing here knows about a particular model.
+
+pymc, pytensor and arviz are imported inside the functions that use them: importing them costs
+seconds, and CLIs that only read tables or print a prediction should not pay it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import platform
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+#: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
+#: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
+FIT_FILES = {"idata": "idata.nc", "summary": "summary.csv", "fit": "fit.json"}
+#: Names written before one layout was shared (UPT law: ``upt_law.nc``, ``upt_law_summary.json``;
+#: frontier: ``spec.json``): ``load_fit`` falls back to them so earlier outputs keep loading.
+OLD_FIT_FILES = {"idata": ("upt_law.nc",), "fit": ("upt_law_summary.json", "spec.json")}
 
 
 @contextmanager
@@ -67,92 +83,16 @@ def posterior_predictive(model, idata, *, seed: int):
 def add_group(idata, group: str, data_vars: dict, *, coords: dict | None = None,
               sample_dims: bool = True):
     """Add (or replace) a group of ``idata`` from ``{name: (dims, array)}`` with the posterior's
-    chain/draw coordinates; used for quantities computed outside PyMC (log-likelihood, PPC)."""
+    chain/draw coordinates; used for quantities computed outside PyMC (log-likelihood, PPC, the
+    observed data of a censored likelihood, which replaces the one PyMC recorded)."""
+    import arviz as az
     import xarray as xr
 
     post = idata.posterior
     base = {"chain": post["chain"].values, "draw": post["draw"].values} if sample_dims else {}
     ds = xr.Dataset(data_vars, coords={**base, **(coords or {})})
-    if group in idata.groups():
-        delattr(idata, group)
-        idata._groups = [g for g in idata._groups if g != group]
-    idata.add_groups({group: ds})
+    idata.extend(az.InferenceData(**{group: ds}), join="right")  # "right": ours replaces theirs
     return idata
-
-
-def student_t_logsf(z, nu):
-    """``log P(T > z)`` of a standard Student-t with ``nu`` dof, as a pytensor expression.
-
-    Same value as ``pm.logccdf(pm.StudentT.dist(nu), z)``, but PyMC's version differentiates the
-    regularized incomplete beta symbolically in ``nu``, which builds a graph that takes tens of
-    seconds to construct and compile. Here the value comes from scipy, ``d/dz`` is the exact
-    ``-pdf/sf`` and ``d/dnu`` a central finite difference (relative step 1e-4; smooth in nu).
-    ``z``: vector; ``nu``: scalar.
-    """
-    import pytensor.tensor as pt
-
-    return _StudentTLogSF()(pt.as_tensor_variable(z, dtype="float64"),
-                            pt.as_tensor_variable(nu, dtype="float64"))
-
-
-def _t_logsf_np(z, nu):
-    # scipy.special.stdtr directly: scipy.stats.t.logsf costs ~1 ms per call in argument
-    # checking, which dominated sampling. Tails beyond ~1e-300 are floored (a censored run
-    # that far below its prediction is a data error, not a tail to resolve).
-    from scipy import special
-
-    return np.log(np.maximum(special.stdtr(nu, -np.asarray(z, dtype=np.float64)), 1e-300))
-
-
-def _make_ops():
-    import pytensor.tensor as pt
-    from pytensor.gradient import grad_not_implemented
-    from pytensor.graph.basic import Apply
-    from pytensor.graph.op import Op
-    from scipy.special import gammaln
-
-    class StudentTLogSFdNu(Op):
-        __props__ = ()
-
-        def make_node(self, z, nu):
-            return Apply(self, [z, nu], [z.type()])
-
-        def perform(self, node, inputs, outputs):
-            z, nu = inputs
-            h = 1e-4 * float(nu)
-            outputs[0][0] = (_t_logsf_np(z, nu + h) - _t_logsf_np(z, nu - h)) / (2 * h)
-
-        def grad(self, inputs, g):
-            return [grad_not_implemented(self, i, inputs[i]) for i in range(2)]
-
-    class StudentTLogSF(Op):
-        __props__ = ()
-
-        def make_node(self, z, nu):
-            return Apply(self, [z, nu], [z.type()])
-
-        def perform(self, node, inputs, outputs):
-            z, nu = inputs
-            outputs[0][0] = _t_logsf_np(z, nu)
-
-        def grad(self, inputs, g):
-            z, nu = inputs
-            logpdf = (pt.gammaln((nu + 1) / 2) - pt.gammaln(nu / 2) - 0.5 * pt.log(nu * np.pi)
-                      - (nu + 1) / 2 * pt.log1p(z**2 / nu))
-            dz = -pt.exp(logpdf - self(z, nu))
-            return [g[0] * dz, pt.sum(g[0] * StudentTLogSFdNu()(z, nu))]
-
-    del gammaln
-    return StudentTLogSF
-
-
-_OPS = {}
-
-
-def _StudentTLogSF():
-    if "t" not in _OPS:
-        _OPS["t"] = _make_ops()
-    return _OPS["t"]()
 
 
 def summary(idata, var_names, *, hdi_prob: float) -> pd.DataFrame:
@@ -237,6 +177,75 @@ def thin_posterior(idata, n_draws: int, *, seed: int = 0):
     new = az.InferenceData(posterior=sub)
     new.posterior.attrs.update(idata.posterior.attrs)
     return new
+
+
+def sampler_warnings(idata, summary: pd.DataFrame, *, target_accept: float,
+                     rhat_max: float = 1.01, ess_min: float = 400, skip=()) -> list[str]:
+    """Sampler warnings (divergences, r_hat, bulk ESS) of a fit; empty when all checks pass.
+
+    ``summary``: the output of :func:`summary`, indexed by parameter name; rows named in ``skip``
+    (derived quantities such as ``T = exp(log T)``) are not checked.
+    """
+    out = []
+    n_div = divergences(idata)
+    if n_div:
+        out.append(f"{n_div} divergent transitions after tuning: raise target_accept "
+                   f"(now {target_accept}) or check the data")
+    for name, row in summary.iterrows():
+        if name in skip:
+            continue
+        if not row["r_hat"] <= rhat_max:
+            out.append(f"r_hat of {name} is {row['r_hat']:.3f} > {rhat_max}: chains disagree")
+        if not row["ess_bulk"] >= ess_min:
+            out.append(f"bulk ESS of {name} is {row['ess_bulk']:.0f} < {ess_min}: "
+                       f"draw more samples")
+    return out
+
+
+def _json_default(obj):
+    # numpy scalars (np.bool_, np.int64) to Python; anything else (a tuple key's repr, a Path)
+    # as its string, so a record of the fit never fails to write.
+    return obj.item() if isinstance(obj, np.generic) else str(obj)
+
+
+def save_fit(out_dir, idata, summary: pd.DataFrame, record: dict,
+             tables: dict[str, pd.DataFrame] | None = None) -> dict[str, Path]:
+    """Write a fit's folder: ``idata.nc``, ``summary.csv``, ``fit.json`` (``record``) and one
+    ``<name>.csv`` per entry of ``tables``; returns ``{"idata", "summary", "fit", *tables}`` ->
+    path. ``summary`` and ``tables`` are written without their index (reset it first to keep it).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {key: out / name for key, name in FIT_FILES.items()}
+    to_netcdf(idata, paths["idata"])
+    summary.to_csv(paths["summary"], index=False)
+    paths["fit"].write_text(json.dumps(record, indent=2, default=_json_default))
+    for name, frame in (tables or {}).items():
+        paths[name] = out / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    return paths
+
+
+def fit_file(path, key: str) -> Path:
+    """The file ``key`` (``"idata"``, ``"summary"``, ``"fit"``) of a saved fit: ``path`` itself
+    when it is a file, else its ``FIT_FILES`` name in the folder ``path``, else the first of its
+    ``OLD_FIT_FILES`` names that exists there (the new name when none does)."""
+    p = Path(path)
+    if not p.is_dir():
+        return p
+    for name in (FIT_FILES[key], *OLD_FIT_FILES.get(key, ())):
+        if (p / name).exists():
+            return p / name
+    return p / FIT_FILES[key]
+
+
+def load_fit(path) -> tuple:
+    """Read a saved fit's folder (written by any model's ``save``, under today's file names or
+    the older ones): returns ``(idata, record)``, ``record`` being the JSON record of the fit
+    (``{}`` when the folder has none)."""
+    js = fit_file(path, "fit")
+    record = json.loads(js.read_text()) if js.exists() else {}
+    return from_netcdf(fit_file(path, "idata")), record
 
 
 # ---- plots (each returns the matplotlib Figure) -------------------------------------------------

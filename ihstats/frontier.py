@@ -5,28 +5,28 @@ the standardised natural logs of frequency and reliability (so slopes are compar
 matters more" is ``P(|bf| > |br|)``). The frontier is the ``p = 0.5`` contour, solved in closed
 form per posterior draw on a grid of frequencies and summarised as a median curve and an HDI band.
 
-Pipeline (STYLE.md rule 5)::
+Pipeline (STYLE.md rule 5; the same pattern as :mod:`ihstats.upt_law`)::
 
     model = FrontierSpec(interaction=False).build(table)   # checks + cell counts + separation
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)
-    res.summary(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm; res.save("out/")
+    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> FrontierResults
+    res.summary(); res.diagnostics(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm
+    res.save("out/")                                        # -> {"idata": Path, ...}
 
-The statsmodels GLM cross-check (:func:`fit_glm`) detects (quasi-)complete separation with a
-linear program and then falls back to Firth's penalised likelihood, flagged in its result. All
-PyMC/ArviZ calls go through :mod:`ihstats._bayes`.
+The statsmodels GLM cross-check (:func:`ihstats.frontier_glm.fit_glm`) detects (quasi-)complete
+separation with a linear program and then falls back to Firth's penalised likelihood, flagged in
+its result. Sampling, summaries and saving go through :mod:`ihstats._bayes`; the PyMC model
+graph is :meth:`FrontierModel.pymc_model`.
 """
 
 from __future__ import annotations
 
-import json
-import warnings
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.frontier_glm import GLMFrontier, check_separation, fit_glm
 from ihstats.tables import boolean_column
 
 KNOBS = ("frequency", "reliability")
@@ -88,30 +88,6 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
                .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
     cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]
     return cells
-
-
-def check_separation(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray) -> str:
-    """Classify a binomial design as ``"none"``, ``"quasi"`` or ``"complete"`` separation.
-
-    Linear programs after Konis (2007): expand cells into +/- rows (sign ``s_i``); the data are
-    separated when some direction ``w`` has ``s_i x_i.w >= 0`` for all rows with a positive sum
-    (quasi), or ``>= t > 0`` for all rows (complete). Cells holding both outcomes force
-    ``x_i.w = 0``, so mixed data are never separated.
-    """
-    from scipy.optimize import linprog
-
-    rows = np.concatenate([X[n_formed > 0], -X[(n_runs - n_formed) > 0]])
-    n, p = rows.shape
-    bounds = [(-1, 1)] * p
-    # quasi: maximise sum_i s_i x_i.w subject to s_i x_i.w >= 0
-    quasi = linprog(-rows.sum(0), A_ub=-rows, b_ub=np.zeros(n), bounds=bounds, method="highs")
-    if not quasi.success or -quasi.fun <= 1e-7:
-        return "none"
-    # complete: maximise t subject to s_i x_i.w >= t
-    c = np.r_[np.zeros(p), -1.0]
-    A = np.c_[-rows, np.ones(n)]
-    comp = linprog(c, A_ub=A, b_ub=np.zeros(n), bounds=bounds + [(None, 1)], method="highs")
-    return "complete" if comp.success and -comp.fun > 1e-7 else "quasi"
 
 
 # ---- contour -----------------------------------------------------------------------------------
@@ -180,110 +156,6 @@ def _keep_contour_in_unit_interval(out: pd.DataFrame, drop_all: bool) -> pd.Data
     out["reliability_hi"] = out["reliability_hi"].clip(upper=1.0)
     out["log_reliability_hi"] = out["log_reliability_hi"].clip(upper=0.0)
     return out
-
-
-# ---- GLM cross-check ---------------------------------------------------------------------------
-
-@dataclass
-class GLMFrontier:
-    """Maximum-likelihood (or Firth-penalised, when separated) logistic fit.
-
-    Attributes
-    ----------
-    params, bse : ndarray
-        Coefficients on the standardised scale (``b0, bf, br[, bfr, covariates]``), std errors.
-    method : str
-        ``"mle"`` or ``"firth"``.
-    separation : str
-        ``"none"``, ``"quasi"`` or ``"complete"`` (from :func:`check_separation`, or ``"numerical"``
-        when the MLE blew up without the LP seeing it).
-    """
-
-    terms: list
-    params: np.ndarray
-    bse: np.ndarray
-    method: str
-    separation: str
-    converged: bool
-
-    def table(self) -> pd.DataFrame:
-        return pd.DataFrame({"term": self.terms, "estimate": self.params, "se": self.bse,
-                             "method": self.method, "separation": self.separation})
-
-
-def _firth(X, y, n, max_iter: int = 100, tol: float = 1e-8):
-    """Firth's bias-reduced binomial logistic regression (finite under separation)."""
-    beta = np.zeros(X.shape[1])
-
-    def penalised(b):
-        p = 1 / (1 + np.exp(-(X @ b)))
-        p = np.clip(p, 1e-12, 1 - 1e-12)
-        info = X.T @ (X * (n * p * (1 - p))[:, None])
-        ll = np.sum(y * np.log(p) + (n - y) * np.log1p(-p))
-        return ll + 0.5 * np.linalg.slogdet(info)[1], p, info
-
-    cur, p, info = penalised(beta)
-    converged = False
-    for _ in range(max_iter):
-        inv = np.linalg.inv(info)
-        w = n * p * (1 - p)
-        h = w * np.einsum("ij,jk,ik->i", X, inv, X)           # hat-matrix diagonal
-        step = inv @ (X.T @ (y - n * p + h * (0.5 - p)))
-        t = 1.0
-        while t > 1e-6:                                        # step halving on the penalised ll
-            new, p_new, info_new = penalised(beta + t * step)
-            if new >= cur - 1e-12:
-                break
-            t /= 2
-        beta, cur, p, info = beta + t * step, new, p_new, info_new
-        if np.max(np.abs(t * step)) < tol:
-            converged = True
-            break
-    return beta, np.sqrt(np.diag(np.linalg.inv(info))), converged
-
-
-def fit_glm(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray, terms, separation=None,
-            max_abs_coef: float = 15.0) -> GLMFrontier:
-    """statsmodels binomial GLM with an explicit separation check and a Firth fallback.
-
-    Parameters
-    ----------
-    X : ndarray, shape (n_cells, n_terms)
-        Design with an intercept column first.
-    n_formed, n_runs : ndarray, shape (n_cells,)
-        Successes and trials per cell.
-    terms : list of str
-        Names of the columns of ``X``.
-    separation : str, optional
-        Result of :func:`check_separation` if already known.
-    max_abs_coef : float
-        A standardised coefficient larger than this is treated as a numerical blow-up.
-
-    Returns
-    -------
-    GLMFrontier
-    """
-    import statsmodels.api as sm
-    from statsmodels.tools.sm_exceptions import (
-        PerfectSeparationError,
-        PerfectSeparationWarning,
-    )
-
-    sep = separation or check_separation(X, n_formed, n_runs)
-    if sep == "none":
-        endog = np.column_stack([n_formed, n_runs - n_formed])
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", PerfectSeparationWarning)
-                res = sm.GLM(endog, X, family=sm.families.Binomial()).fit()
-            params, bse = np.asarray(res.params), np.asarray(res.bse)
-            if np.all(np.isfinite(params)) and np.max(np.abs(params)) < max_abs_coef:
-                return GLMFrontier(list(terms), params, bse, "mle", "none", bool(res.converged))
-        except (PerfectSeparationError, PerfectSeparationWarning, np.linalg.LinAlgError):
-            pass
-        sep = "numerical"
-    params, bse, conv = _firth(X, n_formed.astype(float), n_runs.astype(float))
-    return GLMFrontier(list(terms), params, bse, "firth", sep, conv)
 
 
 # ---- Bayesian model ----------------------------------------------------------------------------
@@ -368,17 +240,18 @@ class FrontierModel:
                         observed=self.cells["n_formed"].to_numpy(), dims="cell")
         return m
 
-    def fit(self, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9) -> "FrontierResults":
-        """Sample the posterior (NUTS, ``cores=1``) and fit the GLM cross-check."""
+    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
+            target_accept: float = 0.9, cores: int = 1) -> "FrontierResults":
+        """Sample the posterior (NUTS) and fit the GLM cross-check."""
         idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
-                                       seed=seed, target_accept=target_accept,
+                                       seed=seed, target_accept=target_accept, cores=cores,
                                        log_likelihood=False)
         idata.posterior.attrs.update({"ihstats_model": "frontier", "separation": self.separation,
                                       **{f"version_{k}": v for k, v in _bayes.versions().items()}})
         glm = fit_glm(self.X, self.cells["n_formed"].to_numpy(), self.cells["n_runs"].to_numpy(),
                       self.terms, separation=self.separation)
-        return FrontierResults(self, idata, glm, timings)
+        return FrontierResults(self, idata, glm, timings, sampler=dict(
+            draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept))
 
 
 # ---- results -----------------------------------------------------------------------------------
@@ -393,12 +266,15 @@ class FrontierResults:
     idata : arviz.InferenceData
     glm : GLMFrontier
     timings : dict
+    sampler : dict
+        ``draws, tune, chains, seed, target_accept`` (empty for results not made by ``fit``).
     """
 
     model: FrontierModel
     idata: object
     glm: GLMFrontier
     timings: dict
+    sampler: dict = field(default_factory=dict)
 
     @property
     def separation(self) -> str:
@@ -418,6 +294,13 @@ class FrontierResults:
         s.insert(0, "term", self.model.terms)
         s["hdi_prob"] = hdi_prob
         return s.reset_index(drop=True)
+
+    def diagnostics(self, *, rhat_max: float = 1.01, ess_min: float = 400) -> list[str]:
+        """Sampler warnings (divergences, r_hat, ESS); empty when all checks pass."""
+        s = self.summary().set_index("term")
+        return _bayes.sampler_warnings(self.idata, s,
+                                       target_accept=self.sampler.get("target_accept", np.nan),
+                                       rhat_max=rhat_max, ess_min=ess_min)
 
     def _grid(self, n_grid: int):
         mu, sd = self.model.scale["frequency"]
@@ -518,24 +401,23 @@ class FrontierResults:
         """One line on which knob matters more, claimed only with evidence (:func:`knob_verdict`)."""
         return knob_verdict(self.sensitivity(hdi_prob).set_index("quantity").at["P(|b_freq| > |b_rel|)", "value"])
 
-    def save(self, path) -> Path:
-        """Write ``idata.nc``, ``summary.csv``, ``frontier.csv``, ``sensitivity.csv``,
-        ``cells.csv``, ``glm.csv`` and ``spec.json`` into the folder ``path``."""
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
-        _bayes.to_netcdf(self.idata, out / "idata.nc")
-        self.summary().to_csv(out / "summary.csv", index=False)
-        self.frontier().to_csv(out / "frontier.csv", index=False)
-        self.sensitivity().to_csv(out / "sensitivity.csv", index=False)
-        self.model.cells.to_csv(out / "cells.csv", index=False)
-        self.glm.table().to_csv(out / "glm.csv", index=False)
-        meta = {"spec": asdict(self.model.spec), "terms": self.model.terms,
-                "scale": self.model.scale, "separation": self.separation,
-                "glm_method": self.glm.method, "boundary_note": self.boundary_note(),
-                "timings": self.timings,
-                "versions": _bayes.versions()}
-        (out / "spec.json").write_text(json.dumps(meta, indent=2, default=str))
-        return out
+    def save(self, out_dir) -> dict:
+        """Write the fit's folder (:func:`ihstats._bayes.save_fit`): ``idata.nc``,
+        ``summary.csv``, ``fit.json`` (spec, sampler, timings, diagnostics, terms, scale,
+        separation, GLM method, boundary note, versions) and ``frontier.csv``,
+        ``sensitivity.csv``, ``cells.csv``, ``glm.csv``; returns ``{"idata", "summary", "fit",
+        "frontier", "sensitivity", "cells", "glm"}`` -> path."""
+        record = {"model": "logit p(formed) = b0 + bf zf + br zr"
+                           + (" + bfr zf zr" if self.model.spec.interaction else "")
+                           + "".join(f" + b_{c} z_{c}" for c in self.model.spec.covariates),
+                  "spec": asdict(self.model.spec), "sampler": self.sampler,
+                  "timings_s": self.timings, "diagnostics": self.diagnostics(),
+                  "terms": self.model.terms, "scale": self.model.scale,
+                  "separation": self.separation, "glm_method": self.glm.method,
+                  "boundary_note": self.boundary_note(), "versions": _bayes.versions()}
+        tables = {"frontier": self.frontier(), "sensitivity": self.sensitivity(),
+                  "cells": self.model.cells, "glm": self.glm.table()}
+        return _bayes.save_fit(out_dir, self.idata, self.summary(), record, tables)
 
     def plot_frontier(self, path=None, hdi_prob: float = 0.9):
         """See :func:`plot_frontier`."""

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.upt_law import UPTLaw, UPTLawResults, UPTLawSpec
+from ihstats.upt_law import UPTLawResults, UPTLawSpec
 
 PUBLISHED_FORMS = {"aoyama": {"a": 0.37, "b": 0.62}, "tokens": {"a": 0.5, "b": 0.5}}
 TOLERANCE = 0.05
@@ -65,7 +65,7 @@ def sensitivity_table(table: pd.DataFrame, spec: UPTLawSpec, base: UPTLawResults
                 ("prior centred on published", replace(spec, priors={**spec.priors, **centred}))]
     rows = []
     for name, s in variants:
-        res = base if (name == "base" and base is not None) else UPTLaw(s).fit(table, **fit_kw)
+        res = base if (name == "base" and base is not None) else s.build(table).fit(**fit_kw)
         rows.append(_row(name, res, spec.hdi_prob))
     return pd.DataFrame(rows)
 

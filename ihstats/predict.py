@@ -5,8 +5,9 @@
 
 By default the shipped reference posterior answers: the law fitted to real runs, the natural-text
 grid ``data/reference_runs/bxc-cpu-h200-bf16`` (18 small GPTs on one H200; 4 chains x 1000 draws,
-remade by :func:`fit_reference_posterior`). ``--posterior`` takes your own ``upt_law.nc`` written
-by ``analyses/fit_upt_law.py`` (or ``UPTLawResults.save``); ``--law published`` uses the published
+remade by :func:`fit_reference_posterior`). ``--posterior`` takes your own fit: the folder
+``analyses/fit_upt_law.py`` (or ``UPTLawResults.save``) wrote, or its ``idata.nc`` (``upt_law.nc``
+in folders written before the fits shared one layout); ``--law published`` uses the published
 point estimate ``ln UPT = 13.26 - 0.37 ln B - 0.62 ln C`` (Aoyama et al., no interval published).
 """
 
@@ -20,7 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from ihstats import _bayes
-from ihstats.upt_law import UPTLawError, extrapolation_warnings, predict_from_posterior
+from ihstats.emergence import emergence_table
+from ihstats.io import load_grid
+from ihstats.upt_data import UPTLawError
+from ihstats.upt_law import UPTLawSpec
+from ihstats.upt_results import extrapolation_warnings, predict_from_posterior
 
 REFERENCE_DIR = Path(__file__).parent / "reference_posterior"
 REFERENCE_FILE = REFERENCE_DIR / "upt_law_reference.nc"
@@ -49,15 +54,11 @@ def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000,
 def fit_reference_posterior(runs=None, out_dir=REFERENCE_DIR) -> str:
     """Refit the shipped default: the UPT law on a real grid's logs, 4 chains x 1000 draws, seed 0
     (the defaults of ``analyses/fit_upt_law.py``, without its size-term comparison)."""
-    from ihstats.emergence import emergence_table
-    from ihstats.io import load_grid
-    from ihstats.upt_law import UPTLaw, UPTLawSpec
-
     path = Path(runs) if runs else Path(__file__).resolve().parents[1] / REFERENCE_RUNS
     runs = runs or REFERENCE_RUNS
     table = emergence_table(load_grid(path, on_error="skip"), metric="ps", head="max",
                             on_error="skip")
-    res = UPTLaw(UPTLawSpec()).fit(table, draws=1000, tune=1000, chains=4, seed=0)
+    res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=0)
     return write_reference_posterior(res, out_dir, simulated=False, source=(
         f"real runs {runs} (emergence by ihstats.emergence, bayes; "
         f"ihstats.predict.fit_reference_posterior, 4 chains x 1000 draws, seed 0)"))
@@ -72,8 +73,9 @@ def predict_published(B: float, C: float) -> dict:
 
 
 def load_posterior(path=None):
-    """Read a saved UPT-law posterior; ``None`` gives the shipped reference posterior."""
-    p = Path(path) if path else REFERENCE_FILE
+    """Read a saved UPT-law posterior: a fit's folder or its netCDF file (old or new file names,
+    :func:`ihstats._bayes.fit_file`); ``None`` gives the shipped reference posterior."""
+    p = _bayes.fit_file(path, "idata") if path else REFERENCE_FILE
     if not p.exists():
         raise UPTLawError(f"--posterior: file not found: {p}" if path else
                           f"reference posterior missing at {p}: reinstall the package or pass "
@@ -81,12 +83,14 @@ def load_posterior(path=None):
     try:
         idata = _bayes.from_netcdf(p)
     except Exception as e:  # noqa: BLE001 - netCDF4/h5py/xarray raise OSError, ValueError, KeyError, ...
+        first = str(e).splitlines()[0] if str(e) else ""
         raise UPTLawError(f"--posterior: {p} is not a readable netCDF posterior ({type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}); pass the upt_law.nc written by "
+                          f"{first}); pass the folder (or its idata.nc) written by "
                           f"analyses/fit_upt_law.py") from None
     if "center_logB" not in idata.posterior.attrs:
         raise UPTLawError(f"--posterior: {p} is not a UPT-law posterior (no center_logB "
-                          f"attribute); use the upt_law.nc written by analyses/fit_upt_law.py")
+                          f"attribute); use the folder (or its idata.nc) written by "
+                          f"analyses/fit_upt_law.py")
     return idata
 
 
@@ -123,7 +127,7 @@ def _source_line(args, idata) -> str:
     what = idata.posterior.attrs.get("source", "see upt_law_reference.json")
     kind = "SIMULATED data: " if int(idata.posterior.attrs.get("simulated", 1)) else ""
     return (f"shipped reference posterior {REFERENCE_FILE.name} (fitted to {kind}{what}); pass "
-            f"--posterior runs/.../upt_law.nc for your own fit, --law published for the paper's")
+            f"--posterior runs/.../upt_law for your own fit, --law published for the paper's")
 
 
 def main(argv=None) -> int:
@@ -137,8 +141,8 @@ def main(argv=None) -> int:
                    help="fit: a fitted posterior (default: the shipped fit to real runs); "
                         "published: ln UPT = 13.26 - 0.37 ln B - 0.62 ln C")
     p.add_argument("--posterior", default=None,
-                   help="upt_law.nc from analyses/fit_upt_law.py (default: shipped reference, "
-                        "fitted to data/reference_runs/bxc-cpu-h200-bf16)")
+                   help="the output folder of analyses/fit_upt_law.py, or its idata.nc (default: "
+                        "shipped reference, fitted to data/reference_runs/bxc-cpu-h200-bf16)")
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = p.parse_args(argv)

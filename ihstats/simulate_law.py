@@ -174,9 +174,9 @@ def main(argv=None) -> int:
           f"truth: {asdict(truth)}")
     if args.reference:
         from ihstats.predict import write_reference_posterior
-        from ihstats.upt_law import UPTLaw, UPTLawSpec
+        from ihstats.upt_law import UPTLawSpec
 
-        res = UPTLaw(UPTLawSpec()).fit(table, draws=1000, tune=1000, chains=4, seed=1)
+        res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=1)
         path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
             f"simulated example table {args.example} (python -m ihstats.simulate_law, "
             f"seed {EXAMPLE_SETTINGS['seed']})"))

@@ -198,7 +198,7 @@ def plot_emergence_curves(d: FigureData):
 # ====================================================================== 2. UPT law
 def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
     from ihstats.report import obs_vs_pred_frame
-    from ihstats.upt_law import UPTLaw, UPTLawSpec
+    from ihstats.upt_law import UPTLawSpec
 
     mine = shipped == NATURAL  # --emergence / --runs / --simulated replace the natural-text set
     if mine and (inp.emergence is not None or inp.simulated):
@@ -208,8 +208,8 @@ def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
         table = _grid_emergence(inp, runs)[2]
         source, simulated = f"{_rel(runs)} (real logs; emergence by ihstats.emergence)", False
     b = inp.budget
-    res = UPTLaw(UPTLawSpec(hdi_prob=HDI)).fit(table, draws=b["draws"], tune=b["tune"],
-                                                chains=b["chains"], seed=inp.seed)
+    res = UPTLawSpec(hdi_prob=HDI).build(table).fit(draws=b["draws"], tune=b["tune"],
+                                                    chains=b["chains"], seed=inp.seed)
     frame = obs_vs_pred_frame(res, HDI)
     frame["log_observed"], frame["log_predicted"] = np.log(frame["observed"]), np.log(frame["predicted"])
     summ = res.summary(HDI).reset_index()

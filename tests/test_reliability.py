@@ -327,15 +327,15 @@ def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(
 
 
 def test_fit_records_the_range_and_predict_warns_outside_it(tmp_path):
-    from ihstats.upt_law import UPTLaw, UPTLawSpec, fitted_range
+    from ihstats.upt_law import UPTLawSpec, fitted_range
 
-    res = UPTLaw(UPTLawSpec()).fit(pd.read_csv(EXAMPLE_LAW), draws=60, tune=60, chains=1, seed=0)
+    res = UPTLawSpec().build(pd.read_csv(EXAMPLE_LAW)).fit(draws=60, tune=60, chains=1, seed=0)
     assert fitted_range(res.idata) == {"B": [4.0, 64.0], "C": [16.0, 256.0]}
     paths = res.save(tmp_path)
-    assert json.loads(Path(paths["summary_json"]).read_text())["fitted_range"]["B"] == [4.0, 64.0]
-    inside = predict_cli("--batch-size", "16", "--context", "64", "--posterior", paths["netcdf"])
+    assert json.loads(paths["fit"].read_text())["fitted_range"]["B"] == [4.0, 64.0]
+    inside = predict_cli("--batch-size", "16", "--context", "64", "--posterior", paths["idata"])
     assert inside.returncode == 0 and "warning" not in inside.stderr
-    out = predict_cli("--batch-size", "512", "--context", "64", "--posterior", paths["netcdf"], "--json")
+    out = predict_cli("--batch-size", "512", "--context", "64", "--posterior", paths["idata"], "--json")
     assert out.returncode == 0, out.stderr
     assert "warning: B = 512 lies outside the fitted range 4-64" in out.stderr
     assert strict_json(out.stdout)["warnings"] == ["B = 512 lies outside the fitted range 4-64: the "

@@ -1,12 +1,18 @@
 """ihstats.frontier: contour algebra, separation, GLM/Firth, recovery of a planted boundary."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.frontier import (
-    FrontierSpec, _hdi_columns, check_separation, contour_z, fit_glm, prepare_frontier_data)
-from ihstats.simulate_frontier import contour_coverage, simulate_frontier, simulate_separated
+from ihstats.frontier import FrontierSpec, _hdi_columns, contour_z, prepare_frontier_data
+from ihstats.frontier_glm import check_separation, fit_glm
+from ihstats.simulate_frontier import simulate_frontier
+
+sys.path.insert(0, str(Path(__file__).parent))
+from helpers_frontier import contour_coverage, simulate_separated  # noqa: E402
 
 
 # ---- pure numpy pieces -------------------------------------------------------------------------
@@ -147,9 +153,10 @@ def test_separated_grid_is_flagged_and_finite(tmp_path):
     mid = fr[(fr["frequency"] > 0.25) & (fr["frequency"] < 0.9)]
     ratio = mid["frequency"] * mid["reliability_median"]
     assert ratio.between(0.08, 0.5).all()
-    out = res.save(tmp_path / "sep")
-    assert (out / "idata.nc").exists() and (out / "frontier.csv").exists()
-    assert '"separation": "complete"' in (out / "spec.json").read_text()
+    paths = res.save(tmp_path / "sep")
+    assert paths["idata"] == tmp_path / "sep" / "idata.nc" and paths["idata"].exists()
+    assert paths["frontier"].exists()
+    assert '"separation": "complete"' in paths["fit"].read_text()
     res.plot_frontier(tmp_path / "fig")
     assert (tmp_path / "fig.png").stat().st_size > 0 and (tmp_path / "fig.pdf").exists()
 

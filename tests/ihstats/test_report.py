@@ -10,7 +10,7 @@ import pytest
 
 from ihstats.report import write_upt_report
 from ihstats.simulate_law import example_table
-from ihstats.upt_law import UPTLaw, UPTLawSpec
+from ihstats.upt_law import UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FIGS = ["trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"]
@@ -20,7 +20,7 @@ FIGS = ["trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"]
 def short_fit():
     # Deliberately too short (1 chain x 60 draws): the ESS check must fire and be reported.
     table, _ = example_table()
-    return UPTLaw(UPTLawSpec(hdi_prob=0.8)).fit(table, draws=60, tune=100, chains=1, seed=2)
+    return UPTLawSpec(hdi_prob=0.8).build(table).fit(draws=60, tune=100, chains=1, seed=2)
 
 
 def test_report_files_and_contents(short_fit, tmp_path):

@@ -11,9 +11,9 @@ import pytest
 
 from ihstats import _bayes
 from ihstats.simulate_law import example_table, simulate_emergence_table
-from ihstats.upt_law import (
-    UPTLaw, UPTLawError, UPTLawSpec, loglik, ols_fit, predict_from_posterior, prepare,
-)
+from ihstats.upt_data import UPTLawError, prepare
+from ihstats.upt_law import UPTLawSpec, student_t_logsf
+from ihstats.upt_results import loglik, ols_fit, predict_from_posterior
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FAST = dict(draws=300, tune=300, chains=2, seed=3)
@@ -27,7 +27,7 @@ def example():
 @pytest.fixture(scope="module")
 def fitted(example):
     table, truth = example
-    return UPTLaw(UPTLawSpec()).fit(table, **FAST), truth
+    return UPTLawSpec().build(table).fit(**FAST), truth
 
 
 # ---- input checks (no sampling) ----------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_student_t_logsf_op_value_and_gradient():
     from scipy import stats
 
     z, nu = pt.dvector("z"), pt.dscalar("nu")
-    out = _bayes.student_t_logsf(z, nu).sum()
+    out = student_t_logsf(z, nu).sum()
     f = pytensor.function([z, nu], [out, *pytensor.grad(out, [z, nu])])
     zv, nuv = np.array([-2.0, -0.3, 0.4, 1.7, 5.0]), 3.7
     val, gz, gnu = f(zv, nuv)
@@ -105,8 +105,8 @@ def test_numpy_loglik_matches_pymc_model(example, likelihood):
     """The pointwise log-likelihood used for LOO equals the model's own likelihood terms."""
     import arviz as az
 
-    law = UPTLaw(UPTLawSpec(likelihood=likelihood))
-    model = law.build(example[0])
+    law = UPTLawSpec(likelihood=likelihood).build(example[0])
+    model = law.pymc_model()
     point = {"alpha": 9.5, "a": 0.3, "b": 0.7, "sigma": 0.25, "nu": 4.0}
     ip = model.initial_point()
     for v in model.free_RVs:
@@ -168,10 +168,10 @@ def test_fit_recovers_example_truth(fitted, tmp_path):
     assert pred.upt_lo.item() < pred.upt.item() < pred.upt_hi.item()
     assert pred.pred_lo.item() < pred.upt_lo.item()  # new-run interval is wider
     paths = res.save(tmp_path)
-    doc = json.loads(open(paths["summary_json"]).read())
+    doc = json.loads(paths["fit"].read_text())
     assert doc["n_runs"] == 30 and doc["n_censored"] == int(cen.sum())
-    assert {r["param"] for r in doc["summary"]} >= {"a", "b", "T"}
-    back = _bayes.from_netcdf(paths["netcdf"])
+    assert set(pd.read_csv(paths["summary"])["param"]) >= {"a", "b", "T"}
+    back = _bayes.from_netcdf(paths["idata"])
     assert back.posterior.attrs["center_logB"] == pytest.approx(res.data.centres["B"])
 
 
@@ -194,8 +194,8 @@ def test_censoring_pulls_fit_upward():
     assert 0.2 < cen.mean() < 0.4
     kw = dict(draws=300, tune=300, chains=1, seed=5)
     spec = UPTLawSpec(likelihood="normal")
-    with_c = UPTLaw(spec).fit(table, **kw)
-    dropped = UPTLaw(spec).fit(table[~cen], **kw)
+    with_c = spec.build(table).fit(**kw)
+    dropped = spec.build(table[~cen]).fit(**kw)
     x = {k: v[cen] - dropped.data.centres[k] for k, v in with_c.data.logs.items()}
     mu_drop = (_bayes.posterior_draws(dropped.idata, "alpha")[:, None]
                - _bayes.posterior_draws(dropped.idata, "a")[:, None] * x["B"]
@@ -235,8 +235,6 @@ def test_cell_effect_separates_seed_scatter_from_the_law_residual():
     import numpy as np
     import pandas as pd
 
-    from ihstats.upt_law import UPTLaw, UPTLawError, UPTLawSpec
-
     rng = np.random.default_rng(7)
     rows = []
     for B in (8, 16, 32, 64):
@@ -248,11 +246,11 @@ def test_cell_effect_separates_seed_scatter_from_the_law_residual():
                              "onset": np.exp(log_upt), "censored": False, "last_step": 1e7})
     table = pd.DataFrame(rows)
     spec = UPTLawSpec(cell_effect=True, likelihood="normal", measurement_error=False)
-    res = UPTLaw(spec).fit(table, draws=400, tune=400, chains=2, seed=1)
+    res = spec.build(table).fit(draws=400, tune=400, chains=2, seed=1)
     s = res.summary()
     assert s.at["cell_sd", "hdi_lo"] < 0.4 < s.at["cell_sd", "hdi_hi"]
     assert s.at["sigma", "hdi_lo"] < 0.1 < s.at["sigma", "hdi_hi"] and s.at["sigma", "hdi_hi"] < 0.2
     p = res.predict(32, 128)
     assert (p["cell_hi"] / p["cell_lo"] > 1.5 * p["upt_hi"] / p["upt_lo"]).all()
     with pytest.raises(UPTLawError, match="cell_id"):  # no replicates: nothing to separate
-        UPTLaw(spec).build(table.drop_duplicates("cell_id"))
+        spec.build(table.drop_duplicates("cell_id"))

@@ -1,0 +1,208 @@
+"""The UPT law's input: an emergence table checked and turned into model arrays.
+
+:func:`prepare` is the table-preparation step of ``UPTLawSpec(...).build(table)``
+(:mod:`ihstats.upt_law`): one row per run, the log onset (or, for a censored run, its log
+``last_step``), the measurement sd each onset interval implies, the centred log design factors and
+the run -> cell index of the cell effect. Every refusal is a :class:`UPTLawError` naming the column
+and the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ihstats.tables import boolean_column, rows
+
+if TYPE_CHECKING:  # the spec lives with the model, which imports this module
+    from ihstats.upt_law import UPTLawSpec
+
+REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
+INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
+#: Design factor -> its exponent in ``log UPT = log T - a log B - b log C - c log N``.
+COEF = {"B": "a", "C": "b", "N": "c"}
+
+
+class UPTLawError(ValueError):
+    """Bad input to the UPT law fit; the message names the field and what is allowed."""
+
+
+@dataclass
+class LawData:
+    """Validated arrays for the model (one entry per run)."""
+
+    table: pd.DataFrame
+    y: np.ndarray          # log onset (uncensored) or log last_step (censored)
+    upper: np.ndarray      # +inf (uncensored) or log last_step (censored)
+    censored: np.ndarray   # bool
+    me_sd: np.ndarray      # measurement sd on the log scale (0 when measurement_error=False)
+    logs: dict             # {"B": log B, "C": ..., ["N": ...]}
+    centres: dict          # {"B": mean log B, ...}
+    cell_idx: np.ndarray | None = None  # run -> index into cells (cell_effect)
+    cells: list | None = None           # cell ids in index order
+
+    @property
+    def x(self) -> dict:
+        return {k: v - self.centres[k] for k, v in self.logs.items()}
+
+
+def _fail(msg: str):
+    raise UPTLawError(msg)
+
+
+def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
+    """Validate an emergence table and turn it into model arrays.
+
+    Raises
+    ------
+    UPTLawError
+        Missing columns, a blank or non-boolean ``censored`` cell, a non-finite or non-positive
+        UPT (uncensored runs) or last_step, ``onset_lo <= onset <= onset_hi`` broken, a single
+        distinct B or C (exponent not identifiable), all runs censored, duplicated run ids; each
+        message names the column and the rows (by run_id).
+    """
+    df = _select_rows(table, spec)
+    cens = boolean_column(df, "censored", error=UPTLawError)
+    onset = pd.to_numeric(df["onset"], errors="coerce").to_numpy(dtype=float)
+    _check_values(df, cens, onset, spec)
+    last = df["last_step"].to_numpy(dtype=float)
+    y = np.where(cens, np.log(last), np.log(np.where(cens, 1.0, onset)))
+    upper = np.where(cens, np.log(last), np.inf)
+    me_sd = _measurement_sd(df, cens, onset, spec) if spec.measurement_error else np.zeros(len(df))
+    logs = {"B": np.log(df["B"].to_numpy(dtype=float)), "C": np.log(df["C"].to_numpy(dtype=float))}
+    if spec.size_term:
+        logs["N"] = np.log(df["N"].to_numpy(dtype=float))
+    centres = {k: float(v.mean()) for k, v in logs.items()}
+    cell_idx, cells = _cells(df, spec)
+    return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
+                   me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells)
+
+
+def _select_rows(table: pd.DataFrame, spec: UPTLawSpec) -> pd.DataFrame:
+    """The rows to fit: required columns present, one metric, one row per run."""
+    if not isinstance(table, pd.DataFrame):
+        _fail(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+    df = table.copy()
+    if "N" not in df.columns and "n_params" in df.columns:
+        df["N"] = df["n_params"]
+    need = list(REQUIRED_COLUMNS) + (["N"] if spec.size_term else [])
+    if spec.measurement_error:
+        need += list(INTERVAL_COLUMNS)
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        hint = (" (or fit with measurement_error=False / --no-measurement-error)"
+                if set(missing) & set(INTERVAL_COLUMNS) else "")
+        _fail(f"emergence table: missing column(s) {missing}; required: {need}{hint}")
+    if "metric" in df.columns:
+        metrics = sorted(df["metric"].astype(str).unique())
+        metric = spec.metric or (metrics[0] if len(metrics) == 1 else "ps" if "ps" in metrics
+                                 else None)
+        if metric is None or metric not in metrics:
+            _fail(f"metric: {spec.metric or 'none chosen'!r} not in the table's metrics {metrics}; "
+                  f"pass metric= / --metric")
+        df = df[df["metric"].astype(str) == metric]
+    if df["run_id"].duplicated().any():
+        dup = df.loc[df["run_id"].duplicated(), "run_id"].astype(str).unique()[:3].tolist()
+        _fail(f"run_id: duplicated rows {dup}; the law needs one row per run (filter by "
+              f"metric/head first)")
+    if len(df) == 0:
+        _fail("emergence table: no rows to fit")
+    return df
+
+
+def _check_values(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray, spec: UPTLawSpec) -> None:
+    """Positive design factors and steps, usable onsets, and enough spread to fit the exponents."""
+    for col in ("B", "C", "last_step") + (("N",) if spec.size_term else ()):
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+        if not np.all(np.isfinite(v) & (v > 0)):
+            _fail(f"{col}: must be a positive number in every row")
+    if cens.all():
+        _fail(f"censored: all {len(df)} runs are censored (no emergence by last_step); the law "
+              f"cannot be fitted: train longer or add runs that emerge")
+    bad = ~cens & ~(np.isfinite(onset) & (onset > 0))
+    if bad.any():
+        _fail(f"onset: UPT must be a finite number > 0 updates for uncensored runs; got "
+              f"{onset[bad][:3].tolist()} in {rows(df, bad)}: fix the onset or mark the run "
+              f"censored")
+    _check_intervals(df, onset)
+    for col, par in (("B", "a"), ("C", "b")) + ((("N", "c"),) if spec.size_term else ()):
+        vals = np.unique(df[col].to_numpy(dtype=float))
+        if len(vals) < 2:
+            _fail(f"{col}: only one distinct value ({vals[0]:g}); the exponent {par} is not "
+                  f"identifiable: the table needs runs at two or more values of {col}")
+    n_free = 3 + int(spec.size_term)
+    if (~cens).sum() < n_free:
+        _fail(f"censored: only {(~cens).sum()} uncensored runs; need at least {n_free}")
+
+
+def _measurement_sd(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray,
+                    spec: UPTLawSpec) -> np.ndarray:
+    """Each run's measurement sd of log onset from its interval (see the model docstring);
+    censored runs and unusable intervals take the median of the usable ones."""
+    level = (pd.to_numeric(df["level"], errors="coerce").to_numpy(dtype=float)
+             if "level" in df.columns else np.full(len(df), spec.interval_level))
+    level = np.where(np.isfinite(level), level, spec.interval_level)
+    if np.any((level <= 0) | (level >= 1)):
+        _fail("level: interval levels must be in (0, 1)")
+    z = stats.norm.ppf(0.5 + level / 2)
+    lo = pd.to_numeric(df["onset_lo"], errors="coerce").to_numpy(dtype=float)
+    hi = pd.to_numeric(df["onset_hi"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        two_sided = (np.log(hi) - np.log(lo)) / (2 * z)
+        # An interval touching 0 updates has no log lower end: use its upper half only.
+        upper_half = (np.log(hi) - np.log(onset)) / z
+    sd = np.where(lo > 0, two_sided, upper_half)
+    # pelt/threshold brackets carry no level: the onset is anywhere between two checkpoints
+    kind = (df["interval_kind"].astype(str).to_numpy() if "interval_kind" in df.columns
+            else np.array([""] * len(df)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.where(kind == "bracketing", (np.log(hi) - np.log(lo)) / np.sqrt(12), sd)
+    ok = ~cens & np.isfinite(sd) & (sd >= 0)
+    fill = float(np.median(sd[ok])) if ok.any() else 0.0
+    return np.where(ok, sd, fill)
+
+
+def _cells(df: pd.DataFrame, spec: UPTLawSpec):
+    """Run -> cell index for the cell effect (None without it); needs replicates to separate it."""
+    if not spec.cell_effect:
+        return None, None
+    if "cell_id" not in df.columns:
+        _fail("cell_id: the cell effect needs a cell_id column (emergence tables of grids carry it); "
+              "fit without cell_effect / --cell-effect off")
+    codes, cells = pd.factorize(df["cell_id"].astype(str))
+    if len(cells) == len(df):
+        _fail("cell_id: every run is its own cell, so a cell effect cannot be told from the seed "
+              "scatter; add seeds (grid --seeds N) or fit without cell_effect / --cell-effect off")
+    return codes.astype(int), list(cells)
+
+
+def _check_intervals(df: pd.DataFrame, onset: np.ndarray) -> None:
+    """``onset_lo <= onset <= onset_hi`` wherever both ends of a pair are given: a swapped or
+    missed interval would otherwise fit quietly and crash later in the report's error bars."""
+    cols = {c: pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+            for c in INTERVAL_COLUMNS if c in df.columns}
+    cols["onset"] = onset
+    for lo, hi in (("onset_lo", "onset"), ("onset", "onset_hi"), ("onset_lo", "onset_hi")):
+        if lo in cols and hi in cols:
+            with np.errstate(invalid="ignore"):
+                bad = cols[lo] > cols[hi]          # NaN (not given) compares False: not checked
+            if bad.any():
+                _fail(f"{lo}, {hi}: {lo} > {hi} in {rows(df, bad)}; the interval must hold the "
+                      f"onset (onset_lo <= onset <= onset_hi): swap or fix those cells")
+
+
+def design_values(name: str, values) -> np.ndarray:
+    """A design factor as a float array; NaN, inf or <= 0 has no log and would print as a
+    prediction (NaN updates, or 0 from an overflow), so it is refused here."""
+    try:
+        v = np.atleast_1d(np.asarray(values, dtype=float))
+    except (TypeError, ValueError):
+        raise UPTLawError(f"{name}: must be a number, got {values!r}") from None
+    bad = ~(np.isfinite(v) & (v > 0))
+    if bad.any():
+        raise UPTLawError(f"{name}: must be a finite number > 0, got {v[bad][:3].tolist()}")
+    return v

@@ -1,0 +1,270 @@
+"""A fitted UPT law: the results object, and what any saved UPT-law posterior answers.
+
+:class:`UPTLawResults` is what ``UPTLawSpec(...).build(table).fit(...)`` returns
+(:mod:`ihstats.upt_law`): ``summary()``, ``diagnostics()``, ``save(dir)`` (the layout every fit of
+ihstats shares, :func:`ihstats._bayes.save_fit`), plus the law's own checks (posterior predictive,
+LOO, the OLS cross-check) and predictions. :func:`predict_from_posterior`, :func:`fitted_range`
+and :func:`extrapolation_warnings` need only the posterior, so ``python -m ihstats.predict`` uses
+them on a saved or shipped netCDF without the table it was fitted to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ihstats import _bayes
+from ihstats.upt_data import COEF, LawData, UPTLawError, design_values
+
+if TYPE_CHECKING:  # the model imports this module to build its results
+    from ihstats.upt_law import UPTLawModel
+
+#: Published exponents (Aoyama et al. 2025): reference lines in reports.
+PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
+#: Name of the observed log UPT in the model and in the InferenceData groups.
+OBS = "log_upt"
+
+
+def _scale_nu(data: LawData, idata):
+    """Per-draw, per-run likelihood scale (S, n) and dof (S, 1) or None (Gaussian)."""
+    sigma = _bayes.posterior_draws(idata, "sigma")[:, None]
+    scale = np.sqrt(sigma**2 + data.me_sd[None] ** 2)
+    nu = _bayes.posterior_draws(idata, "nu")[:, None] if "nu" in idata.posterior else None
+    return scale, nu
+
+
+def mu_draws(data: LawData, idata) -> np.ndarray:
+    """Posterior draws of each run's expected log UPT, shape (S, n_runs)."""
+    mu = _bayes.posterior_draws(idata, "alpha")[:, None]
+    for k, x in data.x.items():
+        mu = mu - _bayes.posterior_draws(idata, COEF[k])[:, None] * x[None]
+    if data.cell_idx is not None:
+        z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
+        mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
+    return mu  # (S, n)
+
+
+def loglik(data: LawData, idata) -> np.ndarray:
+    """Pointwise log-likelihood, shape (chain, draw, run): log density of the observed log onset
+    for uncensored runs, log survival ``log P(log UPT > log last_step)`` for censored runs.
+    Same likelihood as the PyMC model (checked in tests), computed with scipy."""
+    mu = mu_draws(data, idata)
+    scale, nu = _scale_nu(data, idata)
+    dist = stats.t(df=nu, loc=mu, scale=scale) if nu is not None else stats.norm(mu, scale)
+    y = np.broadcast_to(data.y[None], mu.shape)
+    ll = np.where(data.censored[None], dist.logsf(y), dist.logpdf(y))
+    c, d = idata.posterior.sizes["chain"], idata.posterior.sizes["draw"]
+    return ll.reshape(c, d, -1)
+
+
+def fitted_range(idata) -> dict:
+    """``{factor: [min, max]}`` of the table the posterior was fitted on; empty for posteriors
+    saved before the range was recorded."""
+    attrs = idata.posterior.attrs
+    return {k: [float(attrs[f"min_{k}"]), float(attrs[f"max_{k}"])] for k in COEF
+            if f"min_{k}" in attrs and f"max_{k}" in attrs}
+
+
+def extrapolation_warnings(idata, **values) -> list[str]:
+    """One line per factor (``B=..., C=..., N=...``) outside the fitted range."""
+    out = []
+    for k, (lo, hi) in fitted_range(idata).items():
+        v = values.get(k)
+        if v is not None and not lo <= v <= hi:
+            out.append(f"{k} = {v:g} lies outside the fitted range {lo:g}-{hi:g}: the prediction "
+                       f"extrapolates the power law")
+    return out
+
+
+def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
+                           seed: int = 0) -> pd.DataFrame:
+    """Predicted UPT for planned runs from a fitted posterior (any saved UPT-law netCDF).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior with ``alpha, a, b[, c], sigma[, nu]`` and ``center_log*`` attributes.
+    B, C, N : float or array-like
+        Batch size (sequences per update), context length, non-embedding parameters (needed
+        only when the posterior has the size term). Broadcast together.
+    hdi_prob : float
+        Interval width.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``upt`` (posterior median of the law's UPT), ``upt_lo/upt_hi`` (HDI of the law line:
+        parameter uncertainty), ``cell_lo/cell_hi`` (HDI of a new cell's typical UPT: adds the
+        cell-level residual ``cell_sd`` when the fit has a cell effect, else equal to
+        ``upt_lo/upt_hi``), ``pred_lo/pred_hi`` (HDI of a new run's UPT in a new cell: adds the
+        run-to-run scatter sigma, excluding measurement error), and ``tokens = upt * B * C``.
+    """
+    attrs = idata.posterior.attrs
+    size_term = bool(int(attrs.get("size_term", 0)))
+    if size_term and N is None:
+        raise UPTLawError("N: this posterior has a model-size term; pass N (non-embedding params)")
+    B, C = design_values("B", B), design_values("C", C)
+    N = design_values("N", N) if N is not None else np.array([np.nan])
+    B, C, N = np.broadcast_arrays(B, C, N)
+    draw = {k: _bayes.posterior_draws(idata, k) for k in ("alpha", "a", "b", "sigma")}
+    mu = (draw["alpha"][:, None]
+          - draw["a"][:, None] * (np.log(B) - attrs["center_logB"])[None]
+          - draw["b"][:, None] * (np.log(C) - attrs["center_logC"])[None])  # (S, n)
+    if size_term:
+        mu = mu - _bayes.posterior_draws(idata, "c")[:, None] * (np.log(N) - attrs["center_logN"])
+    rng = np.random.default_rng(seed)
+    if "nu" in idata.posterior:
+        eps = rng.standard_t(_bayes.posterior_draws(idata, "nu")[:, None], size=mu.shape)
+    else:
+        eps = rng.standard_normal(mu.shape)
+    cell = mu
+    if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
+        cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
+    new = cell + draw["sigma"][:, None] * eps
+    out = []
+    for j in range(mu.shape[1]):
+        lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
+        plo, phi = _bayes.hdi(new[:, j], hdi_prob=hdi_prob)
+        clo, chi = _bayes.hdi(cell[:, j], hdi_prob=hdi_prob)
+        upt = float(np.exp(np.median(mu[:, j])))
+        out.append({"B": B[j], "C": C[j], "N": N[j], "upt": upt, "upt_lo": np.exp(lo),
+                    "upt_hi": np.exp(hi), "cell_lo": np.exp(clo), "cell_hi": np.exp(chi),
+                    "pred_lo": np.exp(plo), "pred_hi": np.exp(phi),
+                    "tokens": upt * B[j] * C[j], "hdi_prob": hdi_prob})
+    return pd.DataFrame(out)
+
+
+def ols_fit(data: LawData, level: float = 0.9) -> pd.DataFrame:
+    """OLS in log space on uncensored runs; exponents with the sign convention of the law."""
+    import statsmodels.api as sm  # ~1 s to import; only fits and reports need it
+
+    obs = ~data.censored
+    names = list(data.logs)
+    X = sm.add_constant(np.column_stack([data.logs[k][obs] for k in names]))
+    fit = sm.OLS(data.y[obs], X).fit()
+    ci = fit.conf_int(alpha=1 - level)
+    out = [{"param": "log_T", "estimate": fit.params[0], "se": fit.bse[0],
+            "ci_lo": ci[0, 0], "ci_hi": ci[0, 1]}]
+    for j, k in enumerate(names, start=1):
+        # log UPT = log T - a log B: the exponent is minus the slope.
+        out.append({"param": COEF[k], "estimate": -fit.params[j], "se": fit.bse[j],
+                    "ci_lo": -ci[j, 1], "ci_hi": -ci[j, 0]})
+    out.append({"param": "sigma", "estimate": float(np.sqrt(fit.scale)), "se": np.nan,
+                "ci_lo": np.nan, "ci_hi": np.nan})
+    frame = pd.DataFrame(out).set_index("param")
+    frame.attrs.update(n_obs=int(obs.sum()), r2=float(fit.rsquared), level=level)
+    return frame
+
+
+@dataclass
+class UPTLawResults:
+    """A fitted UPT law: posterior, summaries, checks, predictions, saving.
+
+    Attributes
+    ----------
+    model : UPTLawModel
+        The built model (``.spec``, ``.data``) the posterior belongs to.
+    idata : arviz.InferenceData
+    timings : dict
+        Wall seconds of the compile+sample call, of sampling, of the log-likelihood.
+    sampler : dict
+        ``draws, tune, chains, seed, target_accept``.
+    """
+
+    model: UPTLawModel
+    idata: object
+    timings: dict
+    sampler: dict
+
+    @property
+    def spec(self):
+        return self.model.spec
+
+    @property
+    def data(self) -> LawData:
+        return self.model.data
+
+    @property
+    def params(self) -> list[str]:
+        p = ["a", "b", "log_T", "T"] + (["c"] if self.spec.size_term else []) + ["sigma"]
+        p += ["cell_sd"] if self.spec.cell_effect else []
+        return p + (["nu"] if self.spec.likelihood == "student_t" else [])
+
+    def summary(self, hdi_prob: float | None = None) -> pd.DataFrame:
+        """Posterior summary of the law parameters (mean, sd, HDI at ``hdi_prob``, r_hat, ESS)."""
+        s = _bayes.summary(self.idata, self.params, hdi_prob=hdi_prob or self.spec.hdi_prob)
+        s.index.name = "param"
+        return s
+
+    def mu_draws(self) -> np.ndarray:
+        """Posterior draws of each run's expected log UPT, shape (S, n_runs)."""
+        return mu_draws(self.data, self.idata)
+
+    @property
+    def r_obs_pred(self) -> float:
+        """Pearson r between posterior-mean predicted and observed log UPT (uncensored runs)."""
+        obs = ~self.data.censored
+        pred = self.mu_draws().mean(axis=0)
+        return float(np.corrcoef(pred[obs], self.data.y[obs])[0, 1])
+
+    def ppc(self, seed: int = 0):
+        """Posterior predictive draws of the observed (censored) log onset, added to ``idata``.
+
+        One replicate per posterior draw: ``mu + scale * t(nu)``, clipped at each censored run's
+        ``log last_step`` exactly as the censored likelihood sees the data. Drawn in numpy
+        (the model is simple) to skip a pytensor compile.
+        """
+        if "posterior_predictive" not in self.idata.groups():
+            rng = np.random.default_rng(seed)
+            mu = self.mu_draws()
+            scale, nu = _scale_nu(self.data, self.idata)
+            eps = (rng.standard_t(np.broadcast_to(nu, mu.shape)) if nu is not None
+                   else rng.standard_normal(mu.shape))
+            rep = np.minimum(mu + scale * eps, self.data.upper[None])
+            c, d = self.idata.posterior.sizes["chain"], self.idata.posterior.sizes["draw"]
+            _bayes.add_group(self.idata, "posterior_predictive",
+                             {OBS: (("chain", "draw", "run"), rep.reshape(c, d, -1))},
+                             coords={"run": self.data.table["run_id"].astype(str).tolist()})
+        return self.idata.posterior_predictive
+
+    def loo(self):
+        """PSIS-LOO (ArviZ ``ELPDData``) of the censored likelihood."""
+        return _bayes.loo(self.idata, var_name=OBS)
+
+    def predict(self, B, C, N=None, hdi_prob: float | None = None) -> pd.DataFrame:
+        """Predicted UPT with intervals for planned runs; see ``predict_from_posterior``."""
+        return predict_from_posterior(self.idata, B, C, N, hdi_prob=hdi_prob or self.spec.hdi_prob)
+
+    def diagnostics(self, *, rhat_max: float = 1.01, ess_min: float = 400) -> list[str]:
+        """Sampler warnings (divergences, r_hat, ESS); empty when all checks pass."""
+        return _bayes.sampler_warnings(self.idata, self.summary(),
+                                       target_accept=self.sampler["target_accept"],
+                                       rhat_max=rhat_max, ess_min=ess_min, skip=("T",))
+
+    def ols(self, level: float | None = None) -> pd.DataFrame:
+        """Frequentist cross-check: OLS of log onset on log B, log C (and log N) over uncensored
+        runs (statsmodels), as ``a, b, log_T[, c], sigma`` with a ``level`` confidence interval."""
+        return ols_fit(self.data, level or self.spec.hdi_prob)
+
+    def save(self, out_dir) -> dict:
+        """Write the fit's folder (:func:`ihstats._bayes.save_fit`): ``idata.nc``,
+        ``summary.csv``, ``fit.json`` (spec, priors, sampler, timings, run counts, centres, fitted
+        range, r, diagnostics, published values, versions) and ``ols.csv``; returns
+        ``{"idata", "summary", "fit", "ols"}`` -> path."""
+        record = {
+            "model": "log UPT = log T - a log B - b log C" + (" - c log N" if self.spec.size_term
+                                                             else ""),
+            "spec": asdict(self.spec), "priors": self.spec.resolved_priors,
+            "sampler": self.sampler, "timings_s": self.timings,
+            "n_runs": int(len(self.data.y)), "n_censored": int(self.data.censored.sum()),
+            "centres": self.data.centres, "fitted_range": fitted_range(self.idata),
+            "r_obs_pred": self.r_obs_pred, "hdi_prob": self.spec.hdi_prob,
+            "diagnostics": self.diagnostics(), "published": PUBLISHED,
+            "versions": _bayes.versions(),
+        }
+        return _bayes.save_fit(out_dir, self.idata, self.summary().reset_index(), record,
+                               tables={"ols": self.ols().reset_index()})
