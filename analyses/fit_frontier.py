@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.frontier import FrontierSpec, knob_verdict
+from ihstats.plots import plot_frontier
 from ihtrain.fileio import UnreadableFile
 from ihtrain.fileio import read_table as read_checked_table
 
@@ -118,9 +119,10 @@ def main(argv=None) -> int:
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
-    out = res.save(args.out)
+    out = args.out
+    res.save(out)
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
-    res.plot_frontier(out / "frontier", hdi_prob=args.hdi_prob)
+    plot_frontier(res, out / "frontier", hdi_prob=args.hdi_prob)
     write_markdown(res, out / "summary.md", source, args.hdi_prob)
     sens = res.sensitivity(args.hdi_prob).set_index("quantity")
     print(f"separation: {res.separation}; GLM: {res.glm.method}; "
