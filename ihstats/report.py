@@ -85,6 +85,20 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join([head, sep] + ["| " + " | ".join(r) + " |" for r in fmt])
 
 
+PUBLISHED_TEXT = ("Aoyama et al.: `ln UPT = 13.26 - 0.37 ln B - 0.62 ln C`; tokens form `N = T sqrt(B C)` "
+                  "(T about 10^5.7), a = b = 0.5 in UPT form. Probabilities of each exponent within +-0.05.")
+
+
+def _bayes_vs_ols(summ: pd.DataFrame, ols: pd.DataFrame) -> pd.DataFrame:
+    """The posterior summary beside the OLS cross-check and the published value, per parameter."""
+    side = pd.DataFrame({
+        "bayes_mean": summ["mean"], "bayes_hdi_lo": summ["hdi_lo"], "bayes_hdi_hi": summ["hdi_hi"],
+    }).join(ols[["estimate", "ci_lo", "ci_hi"]].rename(
+        columns={"estimate": "ols", "ci_lo": "ols_ci_lo", "ci_hi": "ols_ci_hi"}), how="inner")
+    side["published"] = [PUBLISHED.get(p, np.nan) for p in side.index]
+    return side
+
+
 def _diagnostics(res: UPTLawResults) -> tuple[list[str], pd.DataFrame]:
     """The fit's warnings (sampler, LOO's influential runs, too few draws) and the LOO table."""
     diag = res.diagnostics()
@@ -190,11 +204,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     near = pd.DataFrame([closeness(res)]).T.rename(columns={0: "posterior probability"})
     r = res.r_obs_pred
     figs = _figures(res, figdir, hdi_prob)
-    side = pd.DataFrame({
-        "bayes_mean": summ["mean"], "bayes_hdi_lo": summ["hdi_lo"], "bayes_hdi_hi": summ["hdi_hi"],
-    }).join(ols[["estimate", "ci_lo", "ci_hi"]].rename(
-        columns={"estimate": "ols", "ci_lo": "ols_ci_lo", "ci_hi": "ols_ci_hi"}), how="inner")
-    side["published"] = [PUBLISHED.get(p, np.nan) for p in side.index]
+    side = _bayes_vs_ols(summ, ols)
     versions = _bayes.versions()
     sections = [
         ("Model", _model_text(res, summ, source, runtime_s)),
@@ -213,9 +223,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
             "higher is better); exponent priors centred on the published values (Normal(0.37, 0.1), "
             "Normal(0.62, 0.1)): where a and b move with the prior, the data do not decide them."
             if sensitivity is not None else (sensitivity_note or "Not run.")]),
-        ("Published forms", [_md_table(near) + "\n\nAoyama et al.: `ln UPT = 13.26 - 0.37 ln B - "
-                             "0.62 ln C`; tokens form `N = T sqrt(B C)` (T about 10^5.7), a = b = 0.5 "
-                             "in UPT form. Probabilities of each exponent within +-0.05."]),
+        ("Published forms", [_md_table(near) + "\n\n" + PUBLISHED_TEXT]),
         ("Influence (per run)", [_md_table(influence.head(10).set_index("run_id")) + "\n\n"
                                  + (f"Runs with Pareto k > 0.7 (the fit leans on them): {', '.join(heavy)}."
                                     if heavy else "No run has Pareto k > 0.7.")
