@@ -308,11 +308,11 @@ def analysis_icl(inp: Inputs) -> FigureData:
                         f"{col}_diff": diff.mean(), f"{col}_p": test.pvalue})
         rows.append(row)
     summary = pd.DataFrame(rows)
-    note = "; ".join(f"{r['condition']}: HITS@1 {r['hits1']:.3f} vs {r['hits1_permuted']:.3f} permuted, "
-                     f"HITS@3 {r['hits3']:.3f} vs {r['hits3_permuted']:.3f} (p {r['hits3_p']:.2f})"
-                     for r in rows)
-    note += ("; mean over tasks, p = exact one-sided sign flip over tasks of true minus permuted "
-             f"({int(frame['n_prompts'].iloc[0])} prompts per task)")
+    p_min = summary[["hits1_p", "hits3_p"]].min().min()
+    note = ("HITS@1, HITS@3 true / permuted labels: "
+            + "; ".join(f"{r['condition']} {r['hits1']:.3f}/{r['hits1_permuted']:.3f}, "
+                        f"{r['hits3']:.3f}/{r['hits3_permuted']:.3f}" for r in rows)
+            + f" (means over tasks; one-sided sign flip over tasks, smallest p {p_min:.2f})")
     frame = frame.sort_values(["condition", "task", "label_permuted"], key=lambda c: c.map(order.index)
                               if c.name == "condition" else c)
     return FigureData(frame.reset_index(drop=True),
