@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
+from ihstats.plots import save_figure
+from ihstats.plots_paper import plot_ablation_drops
 from ihtrain.fileio import UnreadableFile, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,30 +54,6 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-def plot_drops(drops: pd.DataFrame, tests: pd.DataFrame, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    groups = list(drops.groupby(["condition", "metric"], dropna=False))
-    fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 2.8), squeeze=False)
-    for ax, ((cond, metric), g) in zip(axes[0], groups):
-        rnd, top = g[g["ablation"] == "random"]["drop"], g[g["ablation"] == "top"]["drop"].iloc[0]
-        ax.hist(rnd, bins=20, color="0.6", label="random sets")
-        ax.axvline(top, color="C3", lw=2, label="top-k")
-        row = tests[(tests["condition"] == cond)
-                    & ((tests["metric"] == metric) if "metric" in tests else True)].iloc[0]
-        title = cond if pd.isna(metric) else f"{cond} / {metric}"
-        ax.set_title(f"{title}\np = {row['p_random']:.3g} (Holm {row['p_random_holm']:.3g})",
-                     fontsize=8)
-        ax.set_xlabel("mean drop")
-    axes[0][0].set_ylabel("head sets")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(f"{path}.{ext}", dpi=150)
-
-
 def _floor_text(tests: pd.DataFrame) -> str:
     """The design's smallest attainable p per row, and whether it can reject at all."""
     parts = [f"{r['condition']}: {r['p_random_min']:.3g} raw, {r['p_random_min_holm']:.3g} Holm "
@@ -85,8 +64,6 @@ def _floor_text(tests: pd.DataFrame) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
-
     if args.table is None:
         source = f"{EXAMPLE} (shipped simulated example; pass --table for real data)"
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
@@ -132,7 +109,9 @@ def main(argv=None) -> int:
     tests.to_csv(out / "tests.csv", index=False)
     comps.to_csv(out / "comparisons.csv", index=False)
     drops.to_csv(out / "drops.csv", index=False)
-    plot_drops(drops, tests, out / "drops")
+    save_figure(plot_ablation_drops(drops, tests, title="",
+                                    xlabel="mean drop (ablated - unablated)" if args.loss else
+                                    "mean drop (unablated - ablated)"), out / "drops", close=True)
     n_min = int(tests["n_examples"].min())
     power = sign_flip_power(args.power_effect, n_min, args.alpha, n_sim=200,
                             n_resamples=999, seed=args.seed)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.frontier import FrontierSpec, knob_verdict
+from ihstats.plots import plot_frontier
 from ihtrain.fileio import UnreadableFile
 from ihtrain.fileio import read_table as read_checked_table
 
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
     out = args.out
     res.save(out)
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
-    res.plot_frontier(out / "frontier", hdi_prob=args.hdi_prob)
+    plot_frontier(res, out / "frontier", hdi_prob=args.hdi_prob)
     write_markdown(res, out / "summary.md", source, args.hdi_prob)
     sens = res.sensitivity(args.hdi_prob).set_index("quantity")
     print(f"separation: {res.separation}; GLM: {res.glm.method}; "

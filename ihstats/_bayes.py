@@ -248,39 +248,6 @@ def load_fit(path) -> tuple:
     return from_netcdf(fit_file(path, "idata")), record
 
 
-# ---- plots (each returns the matplotlib Figure) -------------------------------------------------
-
-def _fig_of(axes):
-    arr = np.asarray(axes).ravel()
-    return arr[0].get_figure()
-
-
-def plot_trace(idata, var_names):
-    import arviz as az
-
-    fig = _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
-    fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
-    return fig
-
-
-def plot_rank(idata, var_names):
-    import arviz as az
-
-    return _fig_of(az.plot_rank(idata, var_names=list(var_names)))
-
-
-def plot_posterior(idata, var_names, *, hdi_prob: float, ref_val: dict | None = None):
-    """Posterior densities with HDI at an explicit width and optional reference lines
-    ``ref_val = {name: value}``."""
-    import arviz as az
-
-    ref = None
-    if ref_val:
-        ref = {k: [{"ref_val": v}] for k, v in ref_val.items()}
-    return _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob,
-                                     ref_val=ref, point_estimate="mean"))
-
-
 def versions() -> dict:
     """Versions of the Python stack, stamped into saved results and reports."""
     import arviz

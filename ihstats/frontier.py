@@ -420,24 +420,10 @@ class FrontierResults:
         return _bayes.save_fit(out_dir, self.idata, self.summary(), record, tables)
 
     def plot_frontier(self, path=None, hdi_prob: float = 0.9):
-        """See :func:`plot_frontier`."""
-        return plot_frontier(self, path, hdi_prob)
+        """The frontier map; see :func:`ihstats.plots.plot_frontier`."""
+        from ihstats import plots  # matplotlib loads only when a figure is drawn (CLI import time)
 
-
-# ---- figure ------------------------------------------------------------------------------------
-
-def plot_frontier(results: FrontierResults, path=None, hdi_prob: float = 0.9):
-    """Heatmap of the formed fraction per cell with the frontier median, band and GLM contour
-    (drawn by :func:`ihstats.plots.plot_frontier_map`; ``path``: stem of ``.png`` and ``.pdf``).
-    The title states a degenerate boundary or separated data."""
-    from ihstats.plots import plot_frontier_map
-
-    note = results.boundary_note(hdi_prob)
-    title = note or (f"data {results.separation}ly separated: prior-regularised"
-                     if results.separation != "none" else "")
-    return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
-                             glm_label=f"GLM ({results.glm.method})", title=title,
-                             title_size=7 if note else 9, path=path)
+        return plots.plot_frontier(self, path, hdi_prob)
 
 
 CLAIM_PROBABILITY = 0.95  # a knob "matters more" only past this posterior probability

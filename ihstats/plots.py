@@ -1,7 +1,10 @@
-"""Figure functions (seaborn/matplotlib, Agg backend), each written as PNG and PDF.
+"""Figure functions of one fit or one run (seaborn/matplotlib, Agg backend) and ``save_figure``.
 
-One section per figure; every function takes tidy data or results objects, returns the
-matplotlib Figure, and writes ``<path>.png`` and ``<path>.pdf`` when ``path`` is given.
+The figure home of the package: every function that draws lives here, in
+:mod:`ihstats.plots_paper` (figures that compare runs or conditions: the paper figures) or, for
+one run's training curves, in :mod:`ihtrain.plots`. Each takes tidy data or a results object and
+returns the matplotlib Figure; ``path`` (a stem), where accepted, writes it through
+:func:`save_figure`, the one place a figure is written (PNG and PDF, atomically).
 """
 
 from __future__ import annotations
@@ -15,16 +18,33 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ihtrain.fileio import atomic_write  # noqa: E402
 
-def save_figure(fig: Any, path: str | Path) -> list[Path]:
-    """Write ``fig`` as ``path`` with suffixes .png and .pdf (a given suffix is replaced)."""
+SUFFIXES = (".png", ".pdf")
+
+
+def save_figure(fig: Any, path: str | Path, *, dpi: int = 150, close: bool = False) -> list[Path]:
+    """Write ``fig`` as ``<path>.png`` and ``<path>.pdf`` (a suffix on ``path`` is replaced).
+
+    Each file is written to a temporary name and renamed into place, so a reader (or a figure
+    committed to git) never sees half a file. ``dpi`` applies to the PNG; ``close`` frees the
+    figure afterwards (callers that draw many figures in one process).
+
+    Returns
+    -------
+    list of Path
+        The PNG and the PDF, in that order.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for suf in (".png", ".pdf"):
-        p = path.with_suffix(suf)
-        fig.savefig(p, dpi=150, bbox_inches="tight")
-        out.append(p)
+    for suf in SUFFIXES:
+        target = path.with_suffix(suf)
+        # the temporary name has no image suffix: say the format explicitly
+        atomic_write(target, lambda tmp, fmt=suf[1:]: fig.savefig(tmp, format=fmt, dpi=dpi,
+                                                                   bbox_inches="tight"))
+        out.append(target)
+    if close:
+        plt.close(fig)
     return out
 
 
@@ -79,9 +99,6 @@ def plot_emergence(steps: Any, values: Any, result: Any, *, ax: Any = None, path
     if path is not None:
         save_figure(fig, path)
     return fig
-
-
-__all__ = ["plot_emergence", "save_figure"]
 
 
 # ================================================================== law: posterior predictive check
@@ -162,3 +179,89 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
         save_figure(fig, path)
     return fig
 
+
+
+def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
+    """Observed vs predicted UPT on log axes; censored runs as open triangles at last_step
+    pointing up (their UPT lies above).
+
+    ``frame``: :func:`ihstats.report.obs_vs_pred_frame` (``observed, obs_lo, obs_hi, predicted,
+    pred_lo, pred_hi, censored``, UPT in updates); ``r``: the fit's r(predicted, observed).
+    """
+    import seaborn as sns  # only this figure uses seaborn's theme; it costs ~0.5 s to import
+
+    sns.set_theme(style="ticks", context="paper")
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    unc, cen = frame[~frame.censored], frame[frame.censored]
+    yerr = np.array([unc.observed - unc.obs_lo, unc.obs_hi - unc.observed])
+    xerr = np.array([unc.predicted - unc.pred_lo, unc.pred_hi - unc.predicted])
+    ax.errorbar(unc.predicted, unc.observed, xerr=xerr,
+                yerr=np.where(np.isfinite(yerr), yerr, 0), fmt="o", ms=4, color="C0", lw=0.8,
+                label="emerged (onset, interval)")
+    if len(cen):
+        ax.scatter(cen.predicted, cen.observed, marker="^", s=40, facecolors="none",
+                   edgecolors="C3", label="censored (UPT > last step)")
+    lo = min(frame[["observed", "predicted"]].min()) / 1.5
+    hi = max(frame[["observed", "predicted"]].max()) * 1.5
+    ax.plot([lo, hi], [lo, hi], ls="--", color="0.5", lw=1, label="y = x")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+           xlabel=f"predicted UPT (posterior mean, {hdi_prob:.0%} HDI)",
+           ylabel="observed UPT (updates)", title=f"r = {r:.3f} (uncensored runs)")
+    ax.legend(fontsize=7, frameon=False)
+    sns.despine(fig)
+    return fig
+
+
+# ================================================================== posterior diagnostics (ArviZ)
+# ArviZ is imported inside these three: it takes seconds to import and most figure callers (the
+# emergence and paper figures) never need it. They are the only ArviZ plotting calls, so a port
+# to ArviZ 1 changes this section and ihstats._bayes only.
+def _fig_of(axes: Any) -> Any:
+    return np.asarray(axes).ravel()[0].get_figure()
+
+
+def plot_trace(idata: Any, var_names: Any) -> Any:
+    """Trace plot (compact) of ``var_names``."""
+    import arviz as az
+
+    fig = _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
+    return fig
+
+
+def plot_rank(idata: Any, var_names: Any) -> Any:
+    """Rank plots of ``var_names`` (chains mixing: flat histograms)."""
+    import arviz as az
+
+    return _fig_of(az.plot_rank(idata, var_names=list(var_names)))
+
+
+def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict | None = None,
+                   extra_ref: tuple[float, str] | None = None) -> Any:
+    """Posterior densities with the HDI at an explicit width, optional reference lines
+    ``ref_val = {name: value}`` and ``extra_ref = (value, label)``, a second reference drawn
+    dotted on every panel (the UPT report: the tokens form's a = b = 0.5)."""
+    import arviz as az
+
+    ref = {k: [{"ref_val": v}] for k, v in ref_val.items()} if ref_val else None
+    fig = _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob,
+                                    ref_val=ref, point_estimate="mean"))
+    if extra_ref is not None:
+        value, label = extra_ref
+        for ax in fig.axes[:len(var_names)]:
+            ax.axvline(value, ls=":", color="0.3", lw=1.2)
+            ax.text(value, ax.get_ylim()[1] * 0.95, f" {label}", fontsize=7, color="0.3", va="top")
+    return fig
+
+
+# ================================================================== frontier of a fit
+def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float = 0.9) -> Any:
+    """The frontier map (:func:`plot_frontier_map`) of a fitted
+    :class:`ihstats.frontier.FrontierResults`; the title states a degenerate boundary or
+    separated data. ``path``: stem of the ``.png`` and ``.pdf``."""
+    note = results.boundary_note(hdi_prob)
+    title = note or (f"data {results.separation}ly separated: prior-regularised"
+                     if results.separation != "none" else "")
+    return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
+                             glm_label=f"GLM ({results.glm.method})", title=title,
+                             title_size=7 if note else 9, path=path)

@@ -22,16 +22,13 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.law_sensitivity import PUBLISHED_FORMS, closeness, influence_table
-from ihstats.plots import plot_ppc_bands
+from ihstats.plots import plot_obs_vs_pred, plot_posterior, plot_ppc_bands, plot_rank, plot_trace, save_figure
 from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
 
-def _savefig(fig, figdir: Path, name: str) -> str:
-    fig.savefig(figdir / f"{name}.png", dpi=110, bbox_inches="tight")
-    fig.savefig(figdir / f"{name}.pdf", bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+def _save(fig, figdir: Path, name: str) -> str:
+    """Write one report figure and return its path relative to the report."""
+    save_figure(fig, figdir / name, dpi=110, close=True)
     return f"figures/{name}.png"
 
 
@@ -78,34 +75,6 @@ def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
                          "q75": q[3], "q_hi": q[4]})
 
 
-def plot_obs_vs_pred(frame: pd.DataFrame, r: float, hdi_prob: float):
-    """Observed vs predicted UPT on log axes; censored runs as open triangles at last_step
-    pointing up (their UPT lies above)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="ticks", context="paper")
-    fig, ax = plt.subplots(figsize=(4.6, 4.2))
-    unc, cen = frame[~frame.censored], frame[frame.censored]
-    yerr = np.array([unc.observed - unc.obs_lo, unc.obs_hi - unc.observed])
-    xerr = np.array([unc.predicted - unc.pred_lo, unc.pred_hi - unc.predicted])
-    ax.errorbar(unc.predicted, unc.observed, xerr=xerr,
-                yerr=np.where(np.isfinite(yerr), yerr, 0), fmt="o", ms=4, color="C0", lw=0.8,
-                label="emerged (onset, interval)")
-    if len(cen):
-        ax.scatter(cen.predicted, cen.observed, marker="^", s=40, facecolors="none",
-                   edgecolors="C3", label="censored (UPT > last step)")
-    lo = min(frame[["observed", "predicted"]].min()) / 1.5
-    hi = max(frame[["observed", "predicted"]].max()) * 1.5
-    ax.plot([lo, hi], [lo, hi], ls="--", color="0.5", lw=1, label="y = x")
-    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
-           xlabel=f"predicted UPT (posterior mean, {hdi_prob:.0%} HDI)",
-           ylabel="observed UPT (updates)", title=f"r = {r:.3f} (uncensored runs)")
-    ax.legend(fontsize=7, frameon=False)
-    sns.despine(fig)
-    return fig
-
-
 def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
     df = df.reset_index()
     fmt = [[(f"{v:.{digits}g}" if abs(v) >= 1e4 else f"{v:.{digits}f}")
@@ -114,6 +83,81 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "---|" * len(df.columns)
     return "\n".join([head, sep] + ["| " + " | ".join(r) + " |" for r in fmt])
+
+
+PUBLISHED_TEXT = ("Aoyama et al.: `ln UPT = 13.26 - 0.37 ln B - 0.62 ln C`; tokens form `N = T sqrt(B C)` "
+                  "(T about 10^5.7), a = b = 0.5 in UPT form. Probabilities of each exponent within +-0.05.")
+
+
+def _bayes_vs_ols(summ: pd.DataFrame, ols: pd.DataFrame) -> pd.DataFrame:
+    """The posterior summary beside the OLS cross-check and the published value, per parameter."""
+    side = pd.DataFrame({
+        "bayes_mean": summ["mean"], "bayes_hdi_lo": summ["hdi_lo"], "bayes_hdi_hi": summ["hdi_hi"],
+    }).join(ols[["estimate", "ci_lo", "ci_hi"]].rename(
+        columns={"estimate": "ols", "ci_lo": "ols_ci_lo", "ci_hi": "ols_ci_hi"}), how="inner")
+    side["published"] = [PUBLISHED.get(p, np.nan) for p in side.index]
+    return side
+
+
+def _diagnostics(res: UPTLawResults) -> tuple[list[str], pd.DataFrame]:
+    """The fit's warnings (sampler, LOO's influential runs, too few draws) and the LOO table."""
+    diag = res.diagnostics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning is reported below instead
+        loo_tab = _bayes.loo_table(res.loo())
+    n_bad = int(loo_tab["pareto_k_gt_0.7"].item())
+    if n_bad:
+        diag = diag + [f"LOO: {n_bad} run(s) with Pareto k > 0.7: PSIS-LOO is unreliable there "
+                       f"(influential runs)"]
+    n_draws = res.sampler["chains"] * res.sampler["draws"]
+    if n_draws < 2000:
+        diag = diag + [f"Intervals come from few draws ({res.sampler['chains']} chains x {res.sampler['draws']}; "
+                       f"--fast): tail quantiles are rough; rerun without --fast for reported numbers"]
+    return diag, loo_tab
+
+
+def _figures(res: UPTLawResults, figdir: Path, hdi_prob: float) -> dict[str, str]:
+    """Draw and write the report's figures (and the CSVs behind two of them); name -> PNG path."""
+    plot_vars = [p for p in res.params if p != "T"]
+    frame = obs_vs_pred_frame(res, hdi_prob)
+    frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
+    ppc = ppc_frame(res, hdi_prob)
+    ppc.to_csv(figdir / "ppc.csv", index=False)
+    return {
+        "trace": _save(plot_trace(res.idata, plot_vars), figdir, "trace"),
+        "rank": _save(plot_rank(res.idata, plot_vars), figdir, "rank"),
+        # the second published form: tokens N = T sqrt(B C), a = b = 0.5, dotted
+        "posterior_ab": _save(plot_posterior(res.idata, ["a", "b"], hdi_prob=hdi_prob,
+                                             ref_val={"a": PUBLISHED["a"], "b": PUBLISHED["b"]},
+                                             extra_ref=(PUBLISHED_FORMS["tokens"]["a"], "tokens form 0.5")),
+                              figdir, "posterior_ab"),
+        "obs_vs_pred": _save(plot_obs_vs_pred(frame, res.r_obs_pred, hdi_prob), figdir, "obs_vs_pred"),
+        "ppc": _save(plot_ppc_bands(ppc, hdi_prob=hdi_prob), figdir, "ppc"),
+    }
+
+
+def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: float | None) -> list[str]:
+    """The report's "Model" section: the law, priors, replicates, data and sampler."""
+    d = res.data
+    spec = res.spec
+    pr = spec.resolved_priors
+    law = "log UPT = log T - a log B - b log C" + (" - c log N" if spec.size_term else "")
+    return [f"`{law}` on centred log predictors; likelihood **{spec.likelihood}**; measurement "
+            f"error from onset intervals: **{spec.measurement_error}** (added in quadrature to "
+            f"the scale); right-censored runs enter through their log survival at `last_step`.",
+            f"Priors (centred log scale): a ~ Normal{pr['a']}, b ~ Normal{pr['b']}"
+            + (f", c ~ Normal{pr['c']}" if spec.size_term else "")
+            + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), sigma ~ "
+              f"HalfNormal({pr['sigma']})"
+            + (f", nu ~ Gamma{pr['nu']}" if spec.likelihood == "student_t" else "") + ".",
+            *([_seed_spread_text(res, summ)] if spec.cell_effect else []),
+            f"Data: {len(d.y)} runs ({int(d.censored.sum())} censored){', from ' + source if source else ''}; "
+            f"B in {sorted(set(d.table['B'].tolist()))}, C in {sorted(set(d.table['C'].tolist()))}.",
+            f"Sampler: NUTS, {res.sampler['chains']} chains x {res.sampler['draws']} draws "
+            f"({res.sampler['tune']} tune), target_accept {res.sampler['target_accept']}, "
+            f"seed {res.sampler['seed']}; compile+sample {res.timings['sample_call_s']:.1f} s "
+            f"(sampling {res.timings['sampling_s']:.1f} s)"
+            + (f"; whole analysis {runtime_s:.1f} s" if runtime_s else "") + "."]
 
 
 def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = None,
@@ -146,9 +190,6 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     dict
         Paths of ``report.md``, ``report.html`` and each figure (PNG).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
     hdi_prob = hdi_prob or res.spec.hdi_prob
     out = Path(out_dir)
     figdir = out / "figures"
@@ -156,70 +197,17 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     res.ppc()
     summ = res.summary(hdi_prob)
     ols = res.ols(hdi_prob)
-    diag = res.diagnostics()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ's Pareto-k warning is reported below instead
-        loo_tab = _bayes.loo_table(res.loo())
-    n_bad = int(loo_tab["pareto_k_gt_0.7"].item())
-    if n_bad:
-        diag = diag + [f"LOO: {n_bad} run(s) with Pareto k > 0.7: PSIS-LOO is unreliable there "
-                       f"(influential runs)"]
-    n_draws = res.sampler["chains"] * res.sampler["draws"]
-    if n_draws < 2000:
-        diag = diag + [f"Intervals come from few draws ({res.sampler['chains']} chains x {res.sampler['draws']}; "
-                       f"--fast): tail quantiles are rough; rerun without --fast for reported numbers"]
+    diag, loo_tab = _diagnostics(res)
     influence = influence_table(res)
     influence.to_csv(out / "influence.csv", index=False)
     heavy = influence.loc[influence["pareto_k"] > 0.7, "run_id"].tolist()
     near = pd.DataFrame([closeness(res)]).T.rename(columns={0: "posterior probability"})
     r = res.r_obs_pred
-    plot_vars = [p for p in res.params if p != "T"]
-
-    figs = {}
-    figs["trace"] = _savefig(_bayes.plot_trace(res.idata, plot_vars), figdir, "trace")
-    figs["rank"] = _savefig(_bayes.plot_rank(res.idata, plot_vars), figdir, "rank")
-    post_fig = _bayes.plot_posterior(res.idata, ["a", "b"], hdi_prob=hdi_prob,
-                                     ref_val={"a": PUBLISHED["a"], "b": PUBLISHED["b"]})
-    for ax in post_fig.axes[:2]:  # the second published form: tokens N = T sqrt(B C), a = b = 0.5
-        ax.axvline(PUBLISHED_FORMS["tokens"]["a"], ls=":", color="0.3", lw=1.2)
-        ax.text(PUBLISHED_FORMS["tokens"]["a"], ax.get_ylim()[1] * 0.95, " tokens form 0.5", fontsize=7,
-                color="0.3", va="top")
-    figs["posterior_ab"] = _savefig(post_fig, figdir, "posterior_ab")
-    frame = obs_vs_pred_frame(res, hdi_prob)
-    frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
-    figs["obs_vs_pred"] = _savefig(plot_obs_vs_pred(frame, r, hdi_prob), figdir, "obs_vs_pred")
-    ppc = ppc_frame(res, hdi_prob)
-    ppc.to_csv(figdir / "ppc.csv", index=False)
-    figs["ppc"] = _savefig(plot_ppc_bands(ppc, hdi_prob=hdi_prob), figdir, "ppc")
-
-    d = res.data
-    side = pd.DataFrame({
-        "bayes_mean": summ["mean"], "bayes_hdi_lo": summ["hdi_lo"], "bayes_hdi_hi": summ["hdi_hi"],
-    }).join(ols[["estimate", "ci_lo", "ci_hi"]].rename(
-        columns={"estimate": "ols", "ci_lo": "ols_ci_lo", "ci_hi": "ols_ci_hi"}), how="inner")
-    side["published"] = [PUBLISHED.get(p, np.nan) for p in side.index]
+    figs = _figures(res, figdir, hdi_prob)
+    side = _bayes_vs_ols(summ, ols)
     versions = _bayes.versions()
-    spec = res.spec
-    pr = spec.resolved_priors
-    law = "log UPT = log T - a log B - b log C" + (" - c log N" if spec.size_term else "")
     sections = [
-        ("Model", [
-            f"`{law}` on centred log predictors; likelihood **{spec.likelihood}**; measurement "
-            f"error from onset intervals: **{spec.measurement_error}** (added in quadrature to "
-            f"the scale); right-censored runs enter through their log survival at `last_step`.",
-            f"Priors (centred log scale): a ~ Normal{pr['a']}, b ~ Normal{pr['b']}"
-            + (f", c ~ Normal{pr['c']}" if spec.size_term else "")
-            + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), sigma ~ "
-              f"HalfNormal({pr['sigma']})"
-            + (f", nu ~ Gamma{pr['nu']}" if spec.likelihood == "student_t" else "") + ".",
-            *([_seed_spread_text(res, summ)] if spec.cell_effect else []),
-            f"Data: {len(d.y)} runs ({int(d.censored.sum())} censored){', from ' + source if source else ''}; "
-            f"B in {sorted(set(d.table['B'].tolist()))}, C in {sorted(set(d.table['C'].tolist()))}.",
-            f"Sampler: NUTS, {res.sampler['chains']} chains x {res.sampler['draws']} draws "
-            f"({res.sampler['tune']} tune), target_accept {res.sampler['target_accept']}, "
-            f"seed {res.sampler['seed']}; compile+sample {res.timings['sample_call_s']:.1f} s "
-            f"(sampling {res.timings['sampling_s']:.1f} s)"
-            + (f"; whole analysis {runtime_s:.1f} s" if runtime_s else "") + "."]),
+        ("Model", _model_text(res, summ, source, runtime_s)),
         ("Diagnostics", ["**Warnings:**\n\n" + "\n".join(f"- {w}" for w in diag)] if diag
          else ["All checks passed: no divergences, r_hat <= 1.01, bulk ESS >= 400."]),
         (f"Posterior summary ({hdi_prob:.0%} HDI)", [_md_table(summ),
@@ -235,9 +223,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
             "higher is better); exponent priors centred on the published values (Normal(0.37, 0.1), "
             "Normal(0.62, 0.1)): where a and b move with the prior, the data do not decide them."
             if sensitivity is not None else (sensitivity_note or "Not run.")]),
-        ("Published forms", [_md_table(near) + "\n\nAoyama et al.: `ln UPT = 13.26 - 0.37 ln B - "
-                             "0.62 ln C`; tokens form `N = T sqrt(B C)` (T about 10^5.7), a = b = 0.5 "
-                             "in UPT form. Probabilities of each exponent within +-0.05."]),
+        ("Published forms", [_md_table(near) + "\n\n" + PUBLISHED_TEXT]),
         ("Influence (per run)", [_md_table(influence.head(10).set_index("run_id")) + "\n\n"
                                  + (f"Runs with Pareto k > 0.7 (the fit leans on them): {', '.join(heavy)}."
                                     if heavy else "No run has Pareto k > 0.7.")

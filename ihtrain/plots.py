@@ -1,4 +1,8 @@
-"""Figures of one run's logs: the curves a person looks at to see an induction head form."""
+"""Figures of one run's logs: the curves a person looks at to see an induction head form.
+
+Training curves live here, beside the trainer that draws them at the end of a run; every other
+figure is in :mod:`ihstats.plots`, whose ``save_figure`` writes this one too.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
+from ihstats.plots import save_figure  # noqa: E402
 from ihtrain.fileio import read_parquet  # noqa: E402
 
 
@@ -39,8 +44,4 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
         axes[2].plot(model_level.index.to_numpy().clip(min=1), model_level["val_loss"], color="C4")
     axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
     fig.suptitle(run_dir.name, fontsize=9)
-    paths = [run_dir / "curves.png", run_dir / "curves.pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return paths
+    return save_figure(fig, run_dir / "curves", dpi=120, close=True)

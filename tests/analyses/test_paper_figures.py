@@ -139,7 +139,8 @@ def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
     """Without --simulated a figure whose shipped set is missing is skipped with the reason."""
     empty = tmp_path / "reference"
     empty.mkdir()
-    only = ["emergence_curves", "upt_law", "frontier", "ablation", "markov_factors", "biinduct"]
+    only = ["emergence_curves", "upt_law", "frontier", "ablation", "markov_factors", "biinduct",
+            "biinduct_icl"]
     rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(tmp_path)])
     assert rc == 0
     index = (tmp_path / "INDEX.md").read_text()
@@ -176,3 +177,20 @@ def test_check_flags_a_changed_csv(tmp_path):
 def test_committed_figures_pass_check():
     """Every committed figure's CSV is what make.py regenerates (about 30 s)."""
     assert make.main(["--check"]) == 0
+
+
+def test_icl_figure_from_shipped_probes(tmp_path):
+    """The Bi-Induct ICL figure: per-task rows as shipped, and per condition the mean HITS@1/3
+    with true and permuted labels and the exact sign-flip p over the 8 tasks."""
+    assert make.main(["--only", "biinduct_icl", "--out", str(tmp_path)]) == 0
+    rows = pd.read_csv(tmp_path / "biinduct_icl.csv")
+    shipped = pd.read_csv(ROOT / "data" / "reference_runs" / "biinduct" / "icl.csv")
+    assert len(rows) == len(shipped) == 64 and set(rows["condition"]) == set(shipped["condition"])
+    s = pd.read_csv(tmp_path / "biinduct_icl_summary.csv").set_index("condition")
+    assert list(s.index) == ["none", "forward", "backward", "balanced"] and (s["n_tasks"] == 8).all()
+    fwd = shipped[shipped["condition"] == "forward"].groupby("label_permuted")[["hits1", "hits3"]].mean()
+    assert s.at["forward", "hits1"] == pytest.approx(fwd.at[False, "hits1"])
+    assert s.at["forward", "hits3_permuted"] == pytest.approx(fwd.at[True, "hits3"])
+    assert ((s["hits3_p"] > 0) & (s["hits3_p"] <= 1)).all()
+    assert (tmp_path / "biinduct_icl.png").stat().st_size > 1000
+

@@ -1,0 +1,231 @@
+"""Figures that compare runs or conditions: the paper figures (``paper_figures/make.py``) and the
+ablation figure of ``analyses/ablation_tests.py``.
+
+Each function takes the tidy frames that ``paper_figures/make.py`` writes beside the figure (so a
+reader can redraw it from the committed CSVs) and returns the matplotlib Figure; writing is the
+caller's, through :func:`ihstats.plots.save_figure`. ``tag`` is appended to the title (the paper
+figures mark simulated input with it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
+
+# published laws (docs/REFERENCES.md), as drawn by plot_upt_law's second panel
+PUBLISHED_LINES = "solid: fit (90% HDI); --: 13.26-0.37lnB-0.62lnC; : 10^5.7/sqrt(BC)"
+
+
+# ================================================================== emergence curves of a grid
+def plot_emergence_curves(frame: pd.DataFrame, *, tag: str = "") -> Any:
+    """Max-PS curves of every run on log steps, one panel per C, colour by B, with onsets.
+
+    ``frame``: one row per (run, step): ``run_id, step, max_ps, B, C`` and the run's ``onset,
+    onset_lo, onset_hi, censored, last_step`` (``cell_id, seed`` tell seed replicates apart).
+    """
+    f = frame[frame["step"] > 0]
+    # seed replicates of one cell share its colour: tell them apart by line style
+    rep = f.groupby("cell_id")["seed"].rank(method="dense").astype(int) - 1 if "cell_id" in f else 0
+    f = f.assign(replicate=rep)
+    n_rep = int(f["replicate"].max()) + 1
+    cs = sorted(f["C"].unique())
+    norm = LogNorm(f["B"].min(), max(f["B"].max(), f["B"].min() * 2))
+    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(1, len(cs), figsize=(3.4 * len(cs) + 0.8, 3.2), sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax, c in zip(axes[0], cs):
+        for rid, g in f[f["C"] == c].groupby("run_id", sort=False):
+            color = cmap(norm(g["B"].iloc[0]))
+            ax.plot(g["step"], g["max_ps"], color=color, lw=1, alpha=0.85,
+                    ls=("-", "--", ":", "-.")[g["replicate"].iloc[0] % 4])
+            r = g.iloc[0]
+            if pd.notna(r["onset"]) and not r["censored"]:
+                y = np.interp(np.log(r["onset"]), np.log(g["step"]), g["max_ps"])
+                ax.plot([r["onset"]], [y], "o", ms=5, mfc="white", mec=color, mew=1.5)
+                if pd.notna(r["onset_hi"]):
+                    ax.hlines(y, r["onset_lo"], r["onset_hi"], color=color, lw=3, alpha=0.35)
+            elif pd.notna(r["onset"]):  # censored: no emergence by last_step
+                ax.plot([r["last_step"]], [g["max_ps"].iloc[-1]], ">", ms=6, mfc=color, mec="k")
+        ax.set(xscale="log", title=f"C = {c}", xlabel="step (updates)")
+    axes[0][0].set_ylabel("max PS over heads")
+    bs = sorted(f["B"].unique())
+    cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[0].tolist(), label="B")
+    cb.set_ticks(bs, labels=[f"{b:g}" for b in bs])
+    cb.minorticks_off()
+    fig.suptitle("Emergence curves; o = Bayesian onset (bar: 90% interval), > = censored"
+                 + (f"; {n_rep} seeds per cell (line style)" if n_rep > 1 else "") + tag, fontsize=9)
+    return fig
+
+
+# ================================================================== UPT law of a grid
+def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *, tag: str = "") -> Any:
+    """Observed vs predicted log UPT (left) and the fitted law UPT(B) per C with the published
+    forms (right).
+
+    ``frame``: ``ihstats.report.obs_vs_pred_frame`` plus ``log_observed, log_predicted``;
+    ``law``: ``B, C, upt, upt_lo, upt_hi`` (and ``published, published_early``); ``params``: the
+    fit's summary (``param, mean, hdi_lo, hdi_hi``).
+    """
+    f = frame
+    s = params.set_index("param")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 4.0))
+    unc, cen = f[~f["censored"]], f[f["censored"]]
+    ax1.errorbar(unc["log_predicted"], unc["log_observed"],
+                 xerr=[unc["log_predicted"] - np.log(unc["pred_lo"]),
+                       np.log(unc["pred_hi"]) - unc["log_predicted"]],
+                 fmt="o", ms=4, lw=0.8, color="C0", label="emerged")
+    if len(cen):
+        ax1.scatter(cen["log_predicted"], cen["log_observed"], marker="^", facecolors="none",
+                    edgecolors="C3", label="censored (UPT > last step)")
+    lo = min(f["log_observed"].min(), f["log_predicted"].min()) - 0.3
+    hi = max(f["log_observed"].max(), f["log_predicted"].max()) + 0.3
+    ax1.plot([lo, hi], [lo, hi], "--", color="0.5", lw=1, label="y = x")
+    ax1.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="predicted log UPT (posterior mean, 90% HDI)",
+            ylabel="observed log UPT (updates)")
+    ax1.legend(fontsize=7, frameon=False)
+    cs = sorted(f["C"].unique())
+    for i, c in enumerate(cs):
+        col = plt.get_cmap("plasma")(i / max(1, len(cs) - 1) * 0.85)
+        g, pts = law[law["C"] == c], f[f["C"] == c]
+        ax2.plot(g["B"], g["upt"], color=col, lw=1.2, label=f"C = {c}")
+        ax2.fill_between(g["B"], g["upt_lo"], g["upt_hi"], color=col, alpha=0.15, lw=0)
+        ax2.scatter(pts["B"], pts["observed"], color=col, s=14, edgecolors="none")
+        if "published" in g:  # the published forms, at the same C (dashed, dotted)
+            ax2.plot(g["B"], g["published"], color=col, lw=0.8, ls="--")
+            ax2.plot(g["B"], g["published_early"], color=col, lw=0.8, ls=":")
+    ax2.set(xscale="log", yscale="log", xlabel="B (sequences per update)", ylabel="UPT (updates)")
+    bs = sorted(f["B"].unique())
+    ax2.set_xticks(bs, labels=[f"{b:g}" for b in bs])
+    ax2.xaxis.set_minor_locator(plt.NullLocator())
+    ax2.legend(fontsize=7, frameon=False, ncol=2, title=PUBLISHED_LINES, title_fontsize=6)
+
+    def est(p):
+        return f"{s.at[p, 'mean']:.2f} [{s.at[p, 'hdi_lo']:.2f}, {s.at[p, 'hdi_hi']:.2f}]"
+
+    fig.suptitle(f"log UPT = log T - a log B - b log C:  a = {est('a')}, b = {est('b')}, "
+                 f"log T = {est('log_T')}" + tag, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+# ================================================================== head ablations
+def _test_row(tests: pd.DataFrame, condition: Any, metric: Any) -> pd.Series:
+    """The row of ``tests`` (``run_ablation_tests``) for one condition [and metric]."""
+    keep = tests["condition"] == condition
+    if "metric" in tests and not pd.isna(metric):
+        keep &= tests["metric"] == metric
+    return tests[keep].iloc[0]
+
+
+def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
+                        title: str = "Top-k vs random-k head ablations",
+                        xlabel: str = "mean drop (unablated - ablated)") -> Any:
+    """Per (metric, condition): the random head sets' mean drops as a histogram, the top-k set's
+    drop as a line, and the random-set permutation p value (raw and Holm) in the panel title.
+    A row per metric, a column per condition.
+
+    ``drops``: ``condition, metric, ablation (top | random), set_id, drop``; ``tests``:
+    ``ihstats.permutation.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
+    """
+    groups = list(drops.groupby(["metric", "condition"], dropna=False, sort=True))
+    ncols = min(len(groups), drops["condition"].nunique())
+    nrows = -(-len(groups) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.7 * nrows), squeeze=False)
+    for ax in axes.ravel()[len(groups):]:
+        ax.set_visible(False)
+    for ax, ((metric, cond), g) in zip(axes.ravel(), groups):
+        rnd = g.loc[g["ablation"] == "random", "drop"]
+        top = g.loc[g["ablation"] == "top", "drop"].iloc[0]
+        ax.hist(rnd, bins=20, color="0.6", label="random-k sets")
+        ax.axvline(top, color="C3", lw=2, label="top-k")
+        t = _test_row(tests, cond, metric)
+        name = cond if pd.isna(metric) else f"{cond} / {metric}"
+        ax.set_title(f"{name}\np = {t['p_random']:.3g} (Holm {t['p_random_holm']:.3g})", fontsize=8)
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel("head sets")
+    axes[0][0].legend(fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+# ================================================================== Markov factors
+def plot_markov_factors(cells: pd.DataFrame) -> Any:
+    """Final max PS (colour) and whether any run formed, per condition x marginal, one panel per
+    frequency/reliability regime. ``cells``: ``regime, condition, marginal, max_ps, n_formed``."""
+    regimes = sorted(cells["regime"].unique())
+    fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes), 3.2), squeeze=False,
+                             layout="constrained")
+    for ax, reg in zip(axes[0], regimes):
+        g = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                 values="max_ps")
+        n = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                 values="n_formed")
+        m = ax.imshow(g.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for (i, j), v in np.ndenumerate(n.to_numpy(float)):
+            if np.isfinite(v):
+                ax.text(j, i, "formed" if v > 0 else "-", ha="center", va="center", fontsize=7,
+                        color="k" if g.to_numpy(float)[i, j] > 0.5 else "w")
+        ax.set_xticks(range(g.shape[1]), g.columns)
+        ax.set_yticks(range(g.shape[0]), g.index)
+        ax.set_title(f"frequency/reliability regime: {reg}", fontsize=8)
+    fig.colorbar(m, ax=axes[0].tolist(), label="max PS (final)")
+    fig.suptitle("Markov factors: dependency x categoriality x marginal", fontsize=9)
+    return fig
+
+
+# ================================================================== Bi-Induct
+def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str]) -> Any:
+    """One panel per metric (``panels``: metric -> title), one line per Bi-Induct mode, over
+    log steps. ``frame``: ``run_id, metric, step, value, mode``."""
+    f = frame[frame["step"] > 0]
+    fig, axes = plt.subplots(1, len(panels), figsize=(11, 3.2), layout="constrained")
+    for ax, (metric, label) in zip(axes, panels.items()):
+        for i, (mode, g) in enumerate(f[f["metric"] == metric].groupby("mode")):
+            ax.plot(g["step"], g["value"], lw=1.1, color=f"C{i}", label=mode)
+        ax.set(xscale="log", xlabel="step (updates)", title=label)
+    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode", title_fontsize=7)
+    fig.suptitle("Bi-Induct: induction and anti-induction over training, held-out loss", fontsize=9)
+    return fig
+
+
+ICL_METRICS = {"hits1": "HITS@1", "hits3": "HITS@3"}
+
+
+def plot_icl_hits(frame: pd.DataFrame, order: list[str] | None = None) -> Any:
+    """ICL probe HITS@1 and HITS@3 per Bi-Induct condition, demonstrations with their true labels
+    against the label-permutation control (labels shuffled among the demonstrations).
+
+    Bars: the mean over tasks; dots: each task. A model that reads the task from the labels scores
+    lower under the control; equal bars mean the hits come from the prompt format alone.
+    ``frame``: one row per (condition, task, label_permuted) with ``hits1, hits3``.
+    """
+    conds = order or sorted(frame["condition"].unique())
+    x = np.arange(len(conds))
+    width = 0.38
+    fig, axes = plt.subplots(1, len(ICL_METRICS), figsize=(9, 3.2), sharey=False, layout="constrained")
+    for ax, (col, label) in zip(axes, ICL_METRICS.items()):
+        for k, (permuted, name, color) in enumerate(((False, "true labels", "C0"),
+                                                     (True, "labels permuted (control)", "0.6"))):
+            sub = frame[frame["label_permuted"] == permuted]
+            means = sub.groupby("condition")[col].mean().reindex(conds)
+            pos = x + (k - 0.5) * width
+            ax.bar(pos, means, width, color=color, label=name)
+            for i, c in enumerate(conds):  # every task, jittered within its bar
+                v = sub.loc[sub["condition"] == c, col].to_numpy()
+                ax.plot(pos[i] + np.linspace(-0.12, 0.12, len(v)), v, ".", ms=3, color="k", alpha=0.6)
+        ax.set_xticks(x, conds)
+        ax.set(title=label, xlabel="Bi-Induct condition", ylabel=f"{label} (mean over tasks)")
+    axes[0].legend(fontsize=7, frameon=False)
+    shots = f", {frame['shots_mean'].mean():g} shots" if "shots_mean" in frame else ""
+    fig.suptitle(f"ICL probe: {frame['task'].nunique()} tasks{shots}; bars = mean over tasks, dots = tasks",
+                 fontsize=9)
+    return fig
