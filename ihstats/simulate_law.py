@@ -52,6 +52,42 @@ class LawTruth:
     extra: dict = field(default_factory=dict)
 
 
+def _design(B_values, C_values, N_values, n_seeds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The full-factorial (B, C, N) design, each cell ``n_seeds`` times, as float arrays."""
+    design = [(B, C, N) for (B, C, N) in itertools.product(B_values, C_values, N_values)
+              for _ in range(n_seeds)]
+    return tuple(np.array([d[k] for d in design], dtype=float) for k in range(3))
+
+
+def _observed_table(B, C, N, log_onset, sd, level: float, censor_frac: float, seed: int) -> pd.DataFrame:
+    """What a detector would report for true log onsets measured with sd ``sd``, under one shared
+    token budget set so that about ``censor_frac`` of the runs end before their onset."""
+    z = stats.norm.ppf(0.5 + level / 2)
+    log_tokens = log_onset + np.log(B * C)
+    if censor_frac > 0:
+        budget = np.exp(np.quantile(log_tokens, 1.0 - censor_frac))
+    else:
+        budget = np.exp(log_tokens.max()) * 2.0
+    last_step = np.floor(budget / (B * C)).astype(int)
+    onset = np.exp(log_onset)
+    censored = onset > last_step
+    return pd.DataFrame({
+        "run_id": [f"sim{seed:03d}-{i:03d}" for i in range(len(B))],
+        "B": B.astype(int),
+        "C": C.astype(int),
+        "N": N,
+        "metric": "ps",
+        "onset": np.where(censored, np.nan, onset),
+        "onset_lo": np.where(censored, np.nan, np.exp(log_onset - z * sd)),
+        "onset_hi": np.where(censored, np.nan, np.exp(log_onset + z * sd)),
+        "level": level,
+        "midpoint": np.where(censored, np.nan, onset * 1.3),
+        "censored": censored,
+        "last_step": last_step,
+        "method": "simulated",
+    })
+
+
 def simulate_emergence_table(
     *,
     log_T: float = 13.26,
@@ -101,43 +137,13 @@ def simulate_emergence_table(
     if sigma <= 0:
         raise ValueError(f"sigma: must be > 0, got {sigma}")
     rng = np.random.default_rng(seed)
-    design = [
-        (B, C, N, s)
-        for (B, C, N) in itertools.product(B_values, C_values, N_values)
-        for s in range(n_seeds)
-    ]
-    B = np.array([d[0] for d in design], dtype=float)
-    C = np.array([d[1] for d in design], dtype=float)
-    N = np.array([d[2] for d in design], dtype=float)
-    n = len(design)
+    B, C, N = _design(B_values, C_values, N_values, n_seeds)
+    n = len(B)
     noise = rng.standard_t(nu, size=n) if nu is not None else rng.standard_normal(n)
     log_upt = log_T - a * np.log(B) - b * np.log(C) - c * np.log(N) + sigma * noise
     sd = rng.uniform(me_sd[0], me_sd[1], size=n)
     log_onset = log_upt + sd * rng.standard_normal(n)
-    z = stats.norm.ppf(0.5 + level / 2)
-    log_tokens = log_onset + np.log(B * C)
-    if censor_frac > 0:
-        budget = np.exp(np.quantile(log_tokens, 1.0 - censor_frac))
-    else:
-        budget = np.exp(log_tokens.max()) * 2.0
-    last_step = np.floor(budget / (B * C)).astype(int)
-    onset = np.exp(log_onset)
-    censored = onset > last_step
-    table = pd.DataFrame({
-        "run_id": [f"sim{seed:03d}-{i:03d}" for i in range(n)],
-        "B": B.astype(int),
-        "C": C.astype(int),
-        "N": N,
-        "metric": "ps",
-        "onset": np.where(censored, np.nan, onset),
-        "onset_lo": np.where(censored, np.nan, np.exp(log_onset - z * sd)),
-        "onset_hi": np.where(censored, np.nan, np.exp(log_onset + z * sd)),
-        "level": level,
-        "midpoint": np.where(censored, np.nan, onset * 1.3),
-        "censored": censored,
-        "last_step": last_step,
-        "method": "simulated",
-    })
+    table = _observed_table(B, C, N, log_onset, sd, level, censor_frac, seed)
     truth = LawTruth(log_T=log_T, a=a, b=b, c=c, sigma=sigma, nu=nu,
                      extra={"seed": seed, "censor_frac": censor_frac, "me_sd": list(me_sd)})
     return table[EMERGENCE_COLUMNS], truth
