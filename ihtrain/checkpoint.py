@@ -26,12 +26,40 @@ from typing import Any, Literal, NamedTuple
 import torch
 
 from ihtrain.config import ModelConfig
-from ihtrain.fileio import UnreadableFile, atomic_write_json, atomic_write_torch, load_checkpoint, read_json
+from ihtrain.fileio import UnreadableFile, atomic_write, atomic_write_json, first_line, is_os_error, read_json
 from ihtrain.model import GPT
 
 CHECKPOINT_DIR = "checkpoints"
 LAST, FINAL, SIDECAR = "last.pt", "final.pt", "model.json"
 Which = Literal["final", "last", "auto"]
+
+
+# torch's file I/O lives here, not in ihtrain.fileio, so that module stays torch-free for ihstats
+def atomic_write_torch(path: str | Path, obj: Any) -> Path:
+    """``torch.save`` through an open file: a full disk then raises ``OSError(ENOSPC)``, which
+    :func:`io_error_of` recognises (given a path, torch raises a bare RuntimeError)."""
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+
+    return atomic_write(path, write)
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "") -> dict[str, Any]:
+    """A ``torch.save`` dict; :class:`UnreadableFile` when missing, empty or not a checkpoint."""
+    path = Path(path)
+    if not path.is_file():
+        raise UnreadableFile(path, "missing (checkpoint)", remedy)
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
+        if is_os_error(e):
+            raise
+        raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {first_line(e)})",
+                             remedy) from None
+    if not isinstance(ckpt, dict):
+        raise UnreadableFile(path, f"holds a {type(ckpt).__name__}, expected a checkpoint dict", remedy)
+    return ckpt
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:

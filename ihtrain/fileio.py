@@ -70,18 +70,6 @@ def atomic_write_parquet(path: str | Path, frame: Any) -> Path:
     return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
-def atomic_write_torch(path: str | Path, obj: Any) -> Path:
-    """``torch.save`` through an open file: a full disk then raises ``OSError(ENOSPC)``, which
-    :func:`io_error_of` recognises (given a path, torch raises a bare RuntimeError)."""
-    import torch
-
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-
-    return atomic_write(path, write)
-
-
 # ---------------------------------------------------------------------------- checked reads
 # Every file a run or grid directory holds is read through these: a damaged file gives one error
 # that names it, says what is wrong and what to do, never a bare JSONDecodeError or pyarrow trace.
@@ -116,11 +104,11 @@ def describe_os_error(e: OSError) -> str:
     return f"{where}: {e.strerror or e}" if where else str(e.strerror or e)
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     return str(e).splitlines()[0] if str(e) else ""
 
 
-def _os_error(e: BaseException) -> bool:
+def is_os_error(e: BaseException) -> bool:
     """An error of the operating system (errno set), as opposed to a format error that pyarrow or
     torch report as an OSError without an errno: the first is raised as is, the second is the file's."""
     return isinstance(e, OSError) and e.errno is not None
@@ -158,9 +146,9 @@ def read_parquet(path: str | Path, columns: list[str] | None = None, what: str =
     try:
         return pd.read_parquet(path, columns=columns)
     except Exception as e:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, KeyError, ...
-        if _os_error(e):
+        if is_os_error(e):
             raise
-        first = _first_line(e)
+        first = first_line(e)
         problem = (f"lacks column(s) {columns} ({what})" if "FieldRef" in first or isinstance(e, KeyError)
                    else f"not a readable parquet file ({type(e).__name__}: {first}); the {what} is damaged")
         raise UnreadableFile(path, problem, remedy) from None
@@ -185,22 +173,3 @@ def read_table(path: str | Path, what: str = "table", remedy: str = "") -> Any:
     if frame.empty:
         raise UnreadableFile(path, f"has no rows (columns: {', '.join(map(str, frame.columns))}) ({what})", remedy)
     return frame
-
-
-def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "") -> dict[str, Any]:
-    """A ``torch.save`` dict; :class:`UnreadableFile` when missing, empty or not a checkpoint."""
-    import torch
-
-    path = Path(path)
-    if not path.is_file():
-        raise UnreadableFile(path, "missing (checkpoint)", remedy)
-    try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
-        if _os_error(e):
-            raise
-        raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {_first_line(e)})",
-                             remedy) from None
-    if not isinstance(ckpt, dict):
-        raise UnreadableFile(path, f"holds a {type(ckpt).__name__}, expected a checkpoint dict", remedy)
-    return ckpt

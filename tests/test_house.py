@@ -33,7 +33,12 @@ def _imports(path: Path) -> set[str]:
     is_pkg = path.name == "__init__.py"
     here = _module_name(path).split(".")
     out: set[str] = set()
+    # imports under `if TYPE_CHECKING:` are for annotations only and never run
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(block.test) for s in block.body for n in ast.walk(s)}
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

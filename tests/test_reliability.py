@@ -406,9 +406,8 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
 
 
 # ------------------------------------------------------------------------- corrupt files: one checked path
-from ihtrain.fileio import (  # noqa: E402
-    UnreadableFile, io_error_of, load_checkpoint, read_json, read_parquet, read_table,
-)
+from ihtrain.checkpoint import load_checkpoint  # noqa: E402
+from ihtrain.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
 
 
 @pytest.mark.parametrize("text, match", [
