@@ -17,6 +17,13 @@ import time
 import warnings
 from pathlib import Path
 
+from ihstats.emergence import emergence_table
+from ihstats.io import load_grid
+from ihstats.law_sensitivity import sensitivity_table
+from ihstats.report import write_upt_report
+from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_size_term
+from ihtrain.fileio import UnreadableFile, read_table
+
 DEFAULT_RUNS = "runs/bxc-markov"
 
 
@@ -63,8 +70,6 @@ def parse_args(argv=None):
 
 def load_table(args):
     """The emergence table and a description of its source."""
-    from ihtrain.fileio import UnreadableFile, read_table
-
     if args.emergence:
         path = Path(args.emergence)
         if not path.is_file():
@@ -80,9 +85,6 @@ def load_table(args):
         raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
                          f"`python -m ihtrain.grid` first or pass --emergence CSV")
     # Imported lazily: detection (and its dependencies) is only needed on this path.
-    from ihstats.emergence import emergence_table
-    from ihstats.io import load_grid
-
     grid = load_grid(runs, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
@@ -98,9 +100,6 @@ def main(argv=None) -> int:
     table, source = load_table(args)
     out = Path(args.out or (Path(args.runs or DEFAULT_RUNS) / "upt_law" if not args.emergence
                             else "out/upt_law"))
-
-    from ihstats.report import write_upt_report
-    from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_size_term
 
     spec_kw = dict(likelihood=args.likelihood, measurement_error=not args.no_measurement_error,
                    metric=args.metric, hdi_prob=args.hdi_prob)
@@ -132,8 +131,6 @@ def main(argv=None) -> int:
 
     sens, sens_note = None, ""
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
-        from ihstats.law_sensitivity import sensitivity_table
-
         half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
         sens = sensitivity_table(table, spec, base=res, **half)
         sens.to_csv(out / "sensitivity.csv", index=False)

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import ihstats
+
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
 FIT_FILES = {"idata": "idata.nc", "summary": "summary.csv", "fit": "fit.json"}
@@ -255,8 +257,6 @@ def versions() -> dict:
     import pytensor
     import scipy
     import statsmodels
-
-    import ihstats
 
     return {"python": platform.python_version(), "ihstats": ihstats.__version__,
             "pymc": pymc.__version__, "pytensor": pytensor.__version__,

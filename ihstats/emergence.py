@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihstats import io
 from ihstats.contract import max_over_heads
 # the detectors and their result, re-exported: ihstats.emergence is the public entry point
 from ihstats.changepoint import (METHODS, MIN_POINTS, MIN_RISE_SD, RESULT_COLUMNS,  # noqa: F401
@@ -99,8 +100,6 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         (the curve's value at its last step); for max PS with the Bayesian detector also
         ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`).
     """
-    from ihstats import io
-
     if isinstance(data, (str, Path)):
         data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
         for why in data.skipped:
@@ -204,7 +203,6 @@ def main(argv: list[str] | None = None) -> int:
         kw["min_log_bf"] = a.min_log_bf
     elif a.min_rise_sd is not None:
         kw["min_rise_sd"] = a.min_rise_sd
-    from ihstats import io
 
     on_error = "skip" if a.skip_bad else "raise"
     try:

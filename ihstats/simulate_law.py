@@ -24,6 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ihstats.predict import write_reference_posterior
+from ihstats.upt_law import UPTLawSpec
+
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
     "run_id", "B", "C", "N", "metric", "onset", "onset_lo", "onset_hi", "level", "midpoint",
@@ -179,9 +182,6 @@ def main(argv=None) -> int:
     print(f"wrote {args.example} ({len(table)} rows, {int(table.censored.sum())} censored); "
           f"truth: {asdict(truth)}")
     if args.reference:
-        from ihstats.predict import write_reference_posterior
-        from ihstats.upt_law import UPTLawSpec
-
         res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=1)
         path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
             f"simulated example table {args.example} (python -m ihstats.simulate_law, "

@@ -52,12 +52,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.permutation import DEFAULT_RANDOM_SETS
+from ihstats.permutation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
+from ihtrain.data import build_source
 from ihtrain.fileio import UnreadableFile, read_json, read_parquet
 from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT, HookFn
+from ihtrain.probes import make_probes
 
 HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
 MODES = ("zero", "mean")
@@ -308,8 +310,6 @@ class LoadedRun:
 
 def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -> LoadedRun:
     """Final checkpoint, config and data source of a run directory (clear errors when missing)."""
-    from ihtrain.data import build_source
-
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"RUN_DIR {run_dir}: no such directory")
@@ -329,8 +329,6 @@ def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -
 def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence[str] = METRICS,
                    n_shots: int = 10, tasks: Sequence[str] = TASK_NAMES) -> dict[str, object]:
     """The fixed inputs every head set is scored on (same ids under every set)."""
-    from ihtrain.probes import make_probes
-
     C, src = run.cfg.train.context, run.source
     out: dict[str, object] = {}
     if "repeat" in metrics:
@@ -379,8 +377,6 @@ def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples:
 
     Rows: per metric, one per example x {none, top, each random set}.
     """
-    from ihstats.permutation import choose_head_sets, count_head_sets
-
     model, L, H = run.model, run.model.cfg.n_layer, run.model.cfg.n_head
     top = as_head_set(top, L, H)
     ks = [len(h) for h in top]

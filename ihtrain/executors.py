@@ -150,7 +150,7 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
     # torch only here, in the worker, after _place: its thread pools read OMP_NUM_THREADS at import
     import torch
 
-    from ihtrain.packed import train_pack
+    from ihtrain.packed import train_pack  # imported in the worker: the grid process need not load torch
     from ihtrain.train import train_run
 
     torch.set_num_threads(max(1, task.threads))

@@ -16,6 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+import pandas as pd
 
 
 _UMASK = os.umask(0)
@@ -136,8 +137,6 @@ def read_parquet(path: str | Path, columns: list[str] | None = None, what: str =
                  remedy: str = "") -> Any:
     """A DataFrame from ``path``; :class:`UnreadableFile` when missing, empty, not parquet, or
     without the asked ``columns``. Operating-system errors (permissions, I/O) are raised as they are."""
-    import pandas as pd
-
     path = Path(path)
     if not path.is_file():
         raise UnreadableFile(path, f"missing ({what})", remedy)
@@ -156,8 +155,6 @@ def read_parquet(path: str | Path, columns: list[str] | None = None, what: str =
 
 def read_table(path: str | Path, what: str = "table", remedy: str = "") -> Any:
     """A CSV or parquet table (by suffix) with at least one row; :class:`UnreadableFile` otherwise."""
-    import pandas as pd
-
     path = Path(path)
     if path.suffix == ".parquet":
         frame = read_parquet(path, what=what, remedy=remedy)

@@ -29,6 +29,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from ihstats.contract import MANIFEST_KEY_COLUMNS, read_crossing, read_status
+from ihstats.emergence import formation
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
@@ -122,8 +123,6 @@ def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
     final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
     interval, final max PS, how many heads share the work, the top head, the best previous-token
     score below it, and the training wall time."""
-    from ihstats.emergence import formation
-
     out = _no_results()
     rdir = grid_dir / run.run_id
     remedy = f"delete {rdir} and rerun the same command to train the run again"

@@ -7,6 +7,7 @@ file so that whoever is refused can be told who holds it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -30,8 +31,6 @@ class DirLock:
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        import fcntl
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -47,8 +46,6 @@ class DirLock:
 
     def holder(self) -> str | None:
         """Who holds the lock now (``"pid N on HOST"``), or None when no live process holds it."""
-        import fcntl
-
         if not self.path.is_file():
             return None
         fd = os.open(self.path, os.O_RDONLY)

@@ -168,3 +168,32 @@ def test_no_function_over_80_lines_without_a_reason():
 def test_no_module_over_about_500_lines(path):
     n_lines = len(path.read_text().splitlines())
     assert n_lines <= MAX_MODULE_LINES, f"{path.relative_to(ROOT)} has {n_lines} lines; split it along a seam"
+
+
+# Imported inside functions on purpose: each costs a CLI or a grid worker seconds it may not need.
+HEAVY = {"torch", "pymc", "arviz", "pytensor", "matplotlib", "seaborn", "statsmodels", "ruptures", "ray",
+         "datasets", "tokenizers", "scipy", "xarray"}
+
+
+def _unexplained_local_imports(path: Path) -> list[str]:
+    """Function-local imports of light modules with no comment in the function above them."""
+    lines = path.read_text().splitlines()
+    out = []
+    for fn in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            mod = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if (mod or "").split(".")[0] in HEAVY:
+                continue
+            if not any("#" in line for line in lines[fn.lineno - 1: node.end_lineno]):
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno} {fn.name} imports {mod}")
+    return out
+
+
+def test_function_local_imports_are_heavy_or_explained():
+    """A dependency is visible at the top of its module unless importing it costs real time (a
+    heavy library, or a module that imports one) and a comment says so."""
+    assert [f for p in _sources() for f in _unexplained_local_imports(p)] == []

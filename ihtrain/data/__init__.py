@@ -14,7 +14,7 @@ from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, cached_s
 
 def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> TokenSource:
     """``data.source`` -> a ready ``TokenSource`` (wrapped by Bi-Induct when ``data.biinduct.mode != "none"``)."""
-    src = data_cfg.source
+    src = data_cfg.source  # each source module is imported only when chosen: importing ihtrain.data stays cheap
     if src == "seminatural":
         from ihtrain.data.seminatural import SeminaturalSource
 

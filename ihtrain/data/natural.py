@@ -29,17 +29,24 @@ from __future__ import annotations
 import ast
 import glob
 import hashlib
+import importlib.metadata as md
+import importlib.util
 import json
+import multiprocessing as mp
 import os
 import platform
 import re
+import socket
 import sysconfig
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlparse
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
@@ -60,8 +67,6 @@ _SEQUENTIAL_MAX_CHARS = 5_000_000  # below this cap the builtin walk runs in-pro
 
 
 def _tqdm(progress: bool, **kw):
-    from tqdm.auto import tqdm
-
     return tqdm(disable=not progress, dynamic_ncols=True, **kw)
 
 
@@ -149,9 +154,6 @@ def _truncate(docs: list[str], max_chars: int) -> list[str]:
 # ---------------------------------------------------------------------- builtin corpus
 def _builtin_sources() -> list[tuple[str, str, Path]]:
     """(name, version, root directory) of the stdlib and each installed builtin package."""
-    import importlib.metadata as md
-    import importlib.util
-
     out = [("stdlib", platform.python_version(), Path(sysconfig.get_paths()["stdlib"]))]
     for name in BUILTIN_PACKAGES:
         try:
@@ -202,8 +204,6 @@ def _unit_text(unit: tuple[str, str]) -> list[str]:
     kind, where = unit
     try:
         if kind == "meta":
-            import importlib.metadata as md
-
             body = md.distribution(where).metadata.get_payload() or ""
             return [body] if len(body) > 200 else []
         data = Path(where).read_bytes()
@@ -244,9 +244,6 @@ def _builtin_docs(max_chars: int, progress: bool) -> list[str]:
         results = map(_unit_text, units)
         pool = None
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
         # fork where available: spawn re-runs the user's main script, which breaks unguarded scripts;
         # the workers only parse files, so threads held by the parent (torch, tokenizers) do not matter
         method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
@@ -327,9 +324,6 @@ def parse_hf_spec(source: str) -> dict[str, Any]:
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """A quick TCP check, so an offline machine gets a clear error instead of minutes of retries."""
-    import socket
-    from urllib.parse import urlparse
-
     host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
     try:
         socket.create_connection((host, 443), timeout=timeout).close()

@@ -16,13 +16,17 @@ a fixed, seeded pool of ``pool_tokens`` tokens (the paper's fixed corpus; 0 = fr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ihtrain.config import DataConfig
+from ihtrain.data.natural import load_stream
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
+from ihtrain.data.source import cached_stream_config
 
 N_SPECIAL = 2  # eos = 0, sep = 1 are reserved; ordinary tokens are 2 .. V + 1
 
@@ -176,12 +180,6 @@ class SeminaturalSource:
         return self._bigram
 
     def _load_stream(self) -> Any:
-        import dataclasses
-
-        from ihtrain.config import DataConfig
-        from ihtrain.data.source import cached_stream_config
-        from ihtrain.data.natural import load_stream
-
         base = self._data_cfg if self._data_cfg is not None else DataConfig()
         base = dataclasses.replace(base, source="seminatural", seminatural=self.cfg,
                                    cache_dir=self._cache_dir or getattr(base, "cache_dir", ""))
