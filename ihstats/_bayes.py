@@ -1,4 +1,4 @@
-"""Every PyMC / ArviZ call of ihstats, and the one file layout of a saved fit.
+"""Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.plots), and the one layout of a saved fit.
 
 PyMC 6 and ArviZ 1 change defaults (ArviZ 1: 89% ETI intervals, DataTree instead of
 InferenceData). Every call that may change lives here, takes its interval width explicitly and
