@@ -205,7 +205,9 @@ def analysis_frontier(inp: Inputs) -> FigureData:
                                           seed=inp.seed)
     cells = res.model.cells
     note = f"separation: {res.separation}; GLM: {res.glm.method}; {res.sensitivity_verdict(HDI)}"
-    return FigureData(res.frontier(HDI), source, simulated, extra={"cells": cells}, note=note)
+    extra = {"cells": cells, "sensitivity": res.sensitivity(HDI),
+             "params": res.summary(HDI).reset_index()}  # which knob matters more, with intervals
+    return FigureData(res.frontier(HDI), source, simulated, extra=extra, note=note)
 
 
 # ====================================================================== 4. ablation
