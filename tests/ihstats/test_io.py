@@ -165,3 +165,19 @@ def test_reference_numbers_quoted_in_the_docs():
     assert tiny["formed"]
     grid = emergence_table(root / "bxc-cpu-h200-bf16")
     assert (len(grid), int(grid["formed"].sum()), int(grid["censored"].sum())) == (18, 17, 1)
+
+
+def test_grid_outcomes_quoted_in_results_come_out_of_todays_readers():
+    """docs/RESULTS.md's counts: bxc-markov 34 of 36 formed, markov 8 of 24, freqrel 6 of 25 at
+    the six (frequency, reliability) cells it names."""
+    from ihstats.emergence import emergence_table
+
+    root = REFERENCE_RUNS[0].parent
+    counts = {}
+    for name in ("bxc-markov", "markov", "freqrel"):
+        t = emergence_table(root / name)
+        counts[name] = (len(t), int(t["formed"].sum()))
+    assert counts == {"bxc-markov": (36, 34), "markov": (24, 8), "freqrel": (25, 6)}
+    formed = t[t["formed"]]
+    assert sorted(zip(formed["frequency"], formed["reliability"])) == [
+        (0.8, 0.7), (0.8, 0.8), (0.8, 0.9), (0.9, 0.6), (0.9, 0.8), (0.9, 0.9)]
