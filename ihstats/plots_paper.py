@@ -187,13 +187,13 @@ def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str]) -> Any:
     """One panel per metric (``panels``: metric -> title), one line per Bi-Induct mode, over
     log steps. ``frame``: ``run_id, metric, step, value, mode``."""
     f = frame[frame["step"] > 0]
-    fig, axes = plt.subplots(1, len(panels), figsize=(11, 3.2), layout="constrained")
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), layout="constrained")
     for ax, (metric, label) in zip(axes, panels.items()):
         for i, (mode, g) in enumerate(f[f["metric"] == metric].groupby("mode")):
             ax.plot(g["step"], g["value"], lw=1.1, color=f"C{i}", label=mode)
         ax.set(xscale="log", xlabel="step (updates)", title=label)
     axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode", title_fontsize=7)
-    fig.suptitle("Bi-Induct: induction and anti-induction over training, held-out loss", fontsize=9)
+    fig.suptitle("Bi-Induct: induction, copy and anti-induction scores over training; held-out loss", fontsize=9)
     return fig
 
 

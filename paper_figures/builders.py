@@ -260,6 +260,7 @@ def analysis_markov_factors(inp: Inputs) -> FigureData:
 
 # ====================================================================== 6. Bi-Induct curves
 BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
+                    "copy_fwd": "forward copy on S SEP S (max over heads)",
                     "anti_induction": "anti-induction (max over heads)",
                     "val_loss": "held-out loss (nats/token)"}
 
@@ -277,7 +278,8 @@ def analysis_biinduct(inp: Inputs) -> FigureData:
     final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
     if "val_loss" in final:
         final["val_perplexity"] = np.exp(final["val_loss"])
-    note = "; ".join(f"{r['mode']}: max PS {r.get('ps', np.nan):.2f}, anti {r.get('anti_induction', np.nan):.2f}, "
+    note = "; ".join(f"{r['mode']}: max PS {r.get('ps', np.nan):.2f}, copy {r.get('copy_fwd', np.nan):.2f}, "
+                     f"anti {r.get('anti_induction', np.nan):.2f}, "
                      f"val loss {r.get('val_loss', np.nan):.3f}" for r in final.to_dict("records"))
     return FigureData(frame.sort_values(["mode", "metric", "step"]).reset_index(drop=True),
                       f"{rel_path(inp.reference / 'biinduct')} (real logs)", False,
@@ -363,7 +365,7 @@ REGISTRY: dict[str, Figure] = {
     "markov_factors": Figure(analysis_markov_factors, lambda d: plot_markov_factors(d.extra["cells"]),
                              "formed / max PS over marginal x dependency x categoriality x regime"),
     "biinduct": Figure(analysis_biinduct, lambda d: plot_biinduct(d.frame, BIINDUCT_METRICS),
-                       "Bi-Induct: induction, anti-induction and held-out loss per condition"),
+                       "Bi-Induct: induction, copy, anti-induction and held-out loss per condition"),
     "biinduct_icl": Figure(analysis_icl,
                            lambda d: plot_icl_hits(d.frame, list(d.extra["summary"]["condition"])),
                            "Bi-Induct: ICL probe HITS@1/3 per condition vs the label-permutation control"),
