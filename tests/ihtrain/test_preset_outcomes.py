@@ -21,7 +21,9 @@ CELLS = [
 
 
 def cell_run(preset: str, factors: dict):
-    runs = [r for r in load_grid_preset(preset).expand() if all(r.factors.get(k) == v for k, v in factors.items())]
+    """The cell's seed-0 run (a preset with ``seeds`` holds one run per seed of each cell)."""
+    runs = [r for r in load_grid_preset(preset).expand()
+            if r.seed == 0 and all(r.factors.get(k) == v for k, v in factors.items())]
     assert len(runs) == 1, f"{preset}: {len(runs)} runs match {factors}"
     return runs[0]
 
