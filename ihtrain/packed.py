@@ -34,7 +34,7 @@ from torch.optim.adam import adam
 
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.locks import run_lock
-from ihtrain.train import Run, _record_exception, read_status, start_run_dir
+from ihtrain.train import Run, _record_exception, read_status, start_or_record
 
 Params = dict[str, torch.Tensor]  # parameter name (as in GPT.named_parameters) -> (K, ...) stack
 
@@ -221,7 +221,7 @@ def train_pack(cfgs: list[RunConfig], out_dirs: list[str | Path], should_stop: C
 
 def _start_member(cfg: RunConfig, run_dir: Path) -> Run | None:
     """The member's Run (resumed), or None when it is done already or failed to start (recorded)."""
-    if not start_run_dir(cfg, run_dir):
+    if not start_or_record(cfg, run_dir):
         return None
     try:
         return Run(cfg, run_dir, progress=False)

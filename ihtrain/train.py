@@ -120,6 +120,17 @@ def start_run_dir(cfg: RunConfig, run_dir: Path) -> bool:
     return True
 
 
+def start_or_record(cfg: RunConfig, run_dir: Path) -> bool:
+    """:func:`start_run_dir`, and a full disk or lost permission while starting recorded as such
+    (resumable, with ``io_error``) before it propagates; a damaged file is still never written over."""
+    try:
+        return start_run_dir(cfg, run_dir)
+    except OSError as e:
+        if io_error_of(e) is not None:
+            _record_exception(run_dir, e)
+        raise
+
+
 def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
               should_stop: Callable[[], bool] | None = None, make_figures: bool = True) -> dict[str, Any]:
     """Train one run into ``out_dir`` (a run directory), resuming if a checkpoint is there.
@@ -131,7 +142,7 @@ def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
     """
     run_dir = Path(out_dir)
     with run_lock(run_dir):
-        if not start_run_dir(cfg, run_dir):
+        if not start_or_record(cfg, run_dir):
             return read_status(run_dir)
         try:
             return _train(cfg, run_dir, progress, should_stop, make_figures)

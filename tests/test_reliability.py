@@ -538,6 +538,26 @@ def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_c
     assert not (out / "error.txt").exists()  # the traceback of the failed attempt went with it
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_cache, monkeypatch, packed):
+    """ENOSPC at the first status.json write (the run's start, before any training): the run is left
+    ``running`` with ``io_error`` (a plain rerun resumes it), alone or as a member of a pack."""
+    from ihtrain import fileio
+    from ihtrain.packed import train_pack
+    from ihtrain.train import train_run
+
+    cfg = smoke(smoke_cache, **{"train.max_steps": 4})
+    monkeypatch.setattr(fileio, "_FAULT_COUNTS", {})
+    monkeypatch.setenv("IHLAW_FAULT_ENOSPC", "status.json:1")
+    with pytest.raises(OSError):
+        if packed:
+            train_pack([cfg], [tmp_path / "r"], make_figures=False)
+        else:
+            train_run(cfg, tmp_path / "r", progress=False, make_figures=False)
+    st = read_status(tmp_path / "r")
+    assert st["status"] == "running" and "No space left on device" in st["io_error"]
+
+
 def eval_steps(total: int, n_evals: int) -> list[int]:
     from ihtrain.train import eval_schedule
 
@@ -859,11 +879,14 @@ def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exact
     spec.write_text(FAULT_GRID)
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--workers", "1",
-           "--threads-per-run", "1", "--no-progress", "--no-figures"]
+           "--threads-per-run", "1", "--no-progress", "--no-figures",
+           "--no-pack"]  # one run at a time, so a kill lands mid-run (packed kills: test_grid_packed)
     env = {**os.environ, "IHLAW_CACHE": str(smoke_cache), "OMP_NUM_THREADS": "1"}
     total = 3 * FAULT_STEPS
-    targets = np.sort(rng.integers(1, int(0.9 * total), size=5))
-    extra = rng.uniform(0.0, 0.5, size=5)  # past the checkpoint that reached the target: mid-update, mid-write
+    # kills in the first three quarters: the grid must still be running when a kill lands, and
+    # a smoke-size update takes milliseconds
+    targets = np.sort(rng.integers(1, int(0.75 * total), size=5))
+    extra = rng.uniform(0.0, 0.2, size=5)  # past the checkpoint that reached the target: mid-update, mid-write
     disk_full_after = int(rng.integers(0, 5))  # the full disk comes after this many kills
     full_file = str(rng.choice(["metrics.parquet", "train.parquet", "last.pt", "status.json"]))
     full_nth = int(rng.integers(2, 5))
