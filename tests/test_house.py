@@ -7,6 +7,7 @@ exception is visible where a reader meets it.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+@functools.lru_cache(maxsize=None)  # the chain walks revisit modules: parse each file once
+def _imports(path: Path) -> frozenset[str]:
     """Every module ``path`` imports, at any depth (a function-local import is still a dependency)."""
     tree = ast.parse(path.read_text())
     is_pkg = path.name == "__init__.py"
@@ -51,7 +53,7 @@ def _imports(path: Path) -> set[str]:
             out.add(mod)
             # `from pkg import sub` imports the submodule when there is one
             out.update(f"{mod}.{a.name}" for a in node.names)
-    return out
+    return frozenset(out)
 
 
 def import_graph() -> dict[str, set[str]]:
