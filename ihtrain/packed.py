@@ -13,7 +13,8 @@ results equal its solo run's to float rounding, tested). Only the update is shar
 - :func:`packed_loss` is the GPT's training forward with batched weights (``bmm`` over the run
   dimension); one backward of the summed member losses gives every member its own gradients;
 - each member is clipped by its own gradient norm and steps with its own AdamW state, learning rate
-  and schedule (one fused AdamW call for all members that share a rate).
+  and schedule (one fused AdamW call for all members that share a rate): :mod:`ihtrain.update`,
+  the same update a run alone takes.
 
 A member that stops (emerged, cap) or fails (non-finite, diverged) leaves the pack, which is
 re-stacked from the others; a kill leaves every member resumable from its own checkpoint. The
@@ -30,11 +31,11 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
-from torch.optim.adam import adam
 
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.locks import run_lock
 from ihtrain.train import Run, _record_exception, read_status, start_or_record
+from ihtrain.update import adamw_step_, clip_grad_norms_
 
 Params = dict[str, torch.Tensor]  # parameter name (as in GPT.named_parameters) -> (K, ...) stack
 
@@ -142,58 +143,13 @@ class Pack:
                 losses = packed_loss(self.stack, model_cfg, chunk[..., :-1], chunk[..., 1:])  # (K,)
             (losses.sum() / accum).backward()  # member k's gradient is d loss_k: the members are independent
             loss_sum = loss_sum + losses.detach()
-        norms = self._clip()
-        self._adamw_step()
+        grads = [{p: self.stack[self.names[id(p)]].grad[k] for p in m.model.parameters()}
+                 for k, m in enumerate(self.members)]
+        norms = clip_grad_norms_([list(g.values()) for g in grads], [m.cfg.train.grad_clip for m in self.members])
+        adamw_step_([(m.optimizer, g) for m, g in zip(self.members, grads)])
         for s in self.stack.values():
             s.grad = None
         return loss_sum, list(norms)
-
-    def _clip(self) -> torch.Tensor:
-        """Each member's ``clip_grad_norm_`` at once: its total gradient norm (K,) over its slices of
-        the stacked gradients, and its slices scaled by min(1, clip / (norm + 1e-6))."""
-        grads = [s.grad for s in self.stack.values()]
-        K = len(self.members)
-        per_tensor = torch.stack([torch.linalg.vector_norm(g.reshape(K, -1), dim=1) for g in grads])  # (n, K)
-        norms = torch.linalg.vector_norm(per_tensor, dim=0)  # (K,)
-        clip = torch.tensor([m.cfg.train.grad_clip if m.cfg.train.grad_clip > 0 else float("inf")
-                             for m in self.members], device=norms.device)
-        coef = (clip / (norms + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.view(K, *[1] * (g.dim() - 1)))
-        return norms
-
-    def _adamw_step(self) -> None:
-        """Each member's AdamW step on its own optimizer state and parameter groups, as its
-        ``optimizer.step()`` would do it, but one fused call per (learning rate, weight decay, betas)
-        for all members instead of one optimizer step per member (members on one schedule share a
-        rate). Optimizers without the fused kernel step one by one."""
-        if not all(g.get("fused") and not g["amsgrad"] and not g["maximize"]
-                   for m in self.members for g in m.optimizer.param_groups):
-            return self._step_one_by_one()
-        calls: dict[tuple, list[tuple[torch.Tensor, torch.Tensor, dict]]] = {}
-        for k, m in enumerate(self.members):
-            for group in m.optimizer.param_groups:
-                key = (group["lr"], group["weight_decay"], *group["betas"], group["eps"])
-                for param in group["params"]:
-                    state = m.optimizer.state[param]
-                    if not state:  # as AdamW initialises it at its first step
-                        state.update(step=torch.zeros((), dtype=torch.float32, device=param.device),
-                                     exp_avg=torch.zeros_like(param), exp_avg_sq=torch.zeros_like(param))
-                    grad = self.stack[self.names[id(param)]].grad[k]
-                    calls.setdefault(key, []).append((param, grad, state))
-        for (lr, wd, beta1, beta2, eps), items in calls.items():
-            params, grads, states = zip(*items)
-            adam([p.data for p in params], list(grads), [s["exp_avg"] for s in states],
-                 [s["exp_avg_sq"] for s in states], [], [s["step"] for s in states], fused=True,
-                 decoupled_weight_decay=True, amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=wd,
-                 eps=eps, maximize=False)
-
-    def _step_one_by_one(self) -> None:
-        for k, m in enumerate(self.members):
-            for name, param in m.model.named_parameters():
-                param.grad = self.stack[name].grad[k]
-            m.optimizer.step()
-            m.optimizer.zero_grad(set_to_none=True)
 
 
 # ---------------------------------------------------------------------------- training a pack

@@ -44,6 +44,7 @@ from ihtrain.presets import describe_presets
 from ihtrain.probes import make_probes
 from ihtrain.provenance import config_record
 from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
+from ihtrain.update import adamw_step_, clip_grad_norms_
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
 
@@ -210,10 +211,11 @@ def solo_update(run: Run, step_model: torch.nn.Module, batch: torch.Tensor) -> t
             _, loss = step_model(chunk[:, :-1], chunk[:, 1:])
         (loss / accum).backward()
         loss_sum = loss_sum + loss.detach()
-    clip = cfg.train.grad_clip if cfg.train.grad_clip > 0 else float("inf")
-    grad_norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), clip)
-    run.optimizer.step()
-    run.optimizer.zero_grad(set_to_none=True)
+    grads = {p: p.grad for p in run.model.parameters() if p.grad is not None}
+    grad_norm = clip_grad_norms_([list(grads.values())], [cfg.train.grad_clip])[0]
+    adamw_step_([(run.optimizer, grads)])  # the packed path's update too (ihtrain.update)
+    for p in grads:
+        p.grad = None
     return loss_sum, grad_norm
 
 
