@@ -1,7 +1,7 @@
 """Updates per second of ihtrain's trainer against a nanoGPT-style eager loop, side by side, one thread.
 
     python benchmarks/bench_vs_nanogpt.py                 # the three shapes, a few seconds each
-    python benchmarks/bench_vs_nanogpt.py --updates 60 --rounds 8
+    python benchmarks/bench_vs_nanogpt.py --block-s 1 --rounds 8     # longer, less noisy
 
 Shapes: width 32 B 16 C 16 and width 48 B 64 C 64 (bxc-markov's 2-layer 4-head GPT on V 256 Markov
 tokens, its default grid) and width 128 B 16 C 128 (cpu-tiny's 2-layer 4-head GPT on the builtin
@@ -22,8 +22,9 @@ What is timed, so that a sceptic can check it:
   every update, no logging), fed the very batches ours drew (prepared before the window, so the
   reference pays no batch assembly at all: a bias in its favour, reported as ``batch ms``).
 - Both sides are warmed up first (``--warmup`` untimed updates each: first-call allocations,
-  lazy init, the fused AdamW's state). Then ``--rounds`` rounds alternate a block of ``--updates``
-  updates of ours with a block of the reference, so drift in the machine's load falls on both.
+  lazy init, the fused AdamW's state). Then ``--rounds`` rounds alternate a block of ours
+  (``--block-s`` CPU seconds of updates, at least 2) with the reference on the same batches, so
+  drift in the machine's load falls on both; the batches are fresh in every block.
 - Each block is timed by wall clock and by process CPU time (one thread: CPU time is the
   update's own work, which a machine shared with other jobs stretches far less than wall time).
   Ratios are of the summed times over all rounds; on a loaded machine the wall ratios are noisy,
@@ -160,12 +161,12 @@ def measure_shape(preset: str, d: int, batch: int, context: int, args) -> dict:
         for b in drawn:
             reference.update(b)
         for _ in range(args.rounds):
-            drawn = []
-            for _ in range(args.updates):
+            drawn, start = [], ours.cpu
+            while len(drawn) < 2 or ours.cpu - start < args.block_s:
                 ours.time(ours_step, run, drawn)
             for b in drawn:
                 ref.time(reference.update, b)
-        for _ in range(args.updates):  # the batch assembly alone: ours pays it, the reference does not
+        for _ in range(20):  # the batch assembly alone: ours pays it, the reference does not
             draw.time(run.next_batch)
         run._evaluate()  # the first evaluation builds what later ones reuse
         for _ in range(args.evals):
@@ -205,9 +206,10 @@ def report_row(shape: tuple, r: dict, peak: float) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--updates", type=int, default=30, help="updates per timed block (default: 30)")
+    p.add_argument("--block-s", type=float, default=0.4, help="CPU seconds of ours per timed block, at least 2 "
+                   "updates; the reference then runs the same batches (default: 0.4)")
     p.add_argument("--rounds", type=int, default=4, help="alternating rounds of ours then ref (default: 4)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed updates of each side first (default: 10)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed updates of each side first (default: 5)")
     p.add_argument("--evals", type=int, default=3, help="timed metric evaluations per shape (default: 3)")
     p.add_argument("--shapes", default="0,1,2", help="which of the three shapes, by index (default: all)")
     args = p.parse_args()

@@ -409,8 +409,12 @@ class Run:
         results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include)
         rows = to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step)
         self.logs.add_metrics(rows)
-        if self.crossing is None:  # every budget records it in status.json; until-emergence stops by it
-            self.crossing = ps_crossing(rows, self.cfg.train.emergence_threshold)
+        threshold = self.cfg.train.emergence_threshold
+        # every budget records the crossing in status.json; until-emergence stops by it. ps_crossing
+        # (pandas) costs ~10% of a tiny model's evaluation: call it only once some head reaches
+        # the threshold, the only case in which it finds a crossing
+        if self.crossing is None and "ps" in results and np.any(np.asarray(results["ps"], np.float64) >= threshold):
+            self.crossing = ps_crossing(rows, threshold)
         return float(np.max(results["ps"])) if "ps" in results else float("nan")
 
     def _has_formed(self) -> bool:
