@@ -43,13 +43,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ihtrain.config import apply_overrides, resolve, validate
 from ihtrain.grid_spec import load_grid_preset
+from ihtrain.presets import preset_names
 from ihtrain.train import Run, solo_update
 
 SHAPES = [("bxc-markov", 32, 16, 16), ("bxc-markov", 48, 64, 64), ("cpu-tiny", 128, 16, 128)]
@@ -135,10 +136,9 @@ def shape_config(preset: str, d: int, batch: int, context: int):
     """The preset's run config (a grid preset: its base) at this width, batch and context, one thread."""
     over = {"model.d_model": d, "train.batch_size": batch, "train.context": context, "train.threads": 1,
             "train.checkpoint_seconds": 1e9, "train.checkpoint_every": 0}
-    try:
+    if preset in preset_names():
         return resolve(preset, overrides=over)
-    except Exception:  # noqa: BLE001 - not a run preset: a grid preset's base
-        return validate(apply_overrides(load_grid_preset(preset).base_config(), over))
+    return validate(apply_overrides(load_grid_preset(preset).base_config(), over))  # a grid preset's base
 
 
 def ours_step(run: Run, drawn: list[torch.Tensor]) -> None:
@@ -220,8 +220,6 @@ def main() -> None:
         row = report_row(SHAPES[i], measure_shape(*SHAPES[i], args), peak)
         rows.append(row)
         print("  ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
-    import pandas as pd
-
     print(f"\none thread; peak = {peak:.1f} GFLOP/s (1024^3 float32 matmul); ms are CPU ms per update "
           f"(eval ms: per evaluation); ratio = ref time / ours (> 1: ours faster)")
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
