@@ -36,7 +36,9 @@ def clip_grad_norms_(grads: list[list[torch.Tensor]], clips: list[float]) -> tor
     K = len(grads)
     per_tensor = torch.stack(torch._foreach_norm([g for member in grads for g in member])).view(K, -1)
     norms = torch.linalg.vector_norm(per_tensor, dim=1)  # (K,)
-    limit = torch.tensor([c if c > 0 else float("inf") for c in clips], device=norms.device)
+    limits = [c if c > 0 else float("inf") for c in clips]
+    # one clip for all (always so alone): a Python scalar, as clip_grad_norm_ (no tensor to build or copy)
+    limit = limits[0] if len(set(limits)) == 1 else torch.tensor(limits, device=norms.device)
     coef = (limit / (norms + 1e-6)).clamp(max=1.0)
     for k, member in enumerate(grads):
         torch._foreach_mul_(member, coef[k])
