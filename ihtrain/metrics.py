@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.contract import METRIC_NAMES, METRICS
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet, natural_repeat
@@ -382,22 +383,6 @@ def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> p
         "head": cat(head, np.int64),
         "value": cat(value, np.float64),
     })
-
-
-def concentration(scores: np.ndarray, k: int) -> tuple[float, float]:
-    """Top-k share and effective number of heads of a score, over heads with positive score.
-
-    Returns ``(sum of the k largest positive scores / sum of positive scores,
-    (sum s)^2 / sum s^2)``; ``(0.0, 0.0)`` when no score is positive.
-    """
-    if k < 1:
-        raise ValueError(f"k: must be >= 1, got {k}")
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    s = np.sort(s[s > 0])[::-1]
-    if s.size == 0:
-        return 0.0, 0.0
-    total = s.sum()
-    return float(s[:k].sum() / total), float(total ** 2 / np.sum(s ** 2))
 
 
 __all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "to_rows", "concentration",
