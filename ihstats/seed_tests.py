@@ -18,8 +18,10 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 
-from ihstats.permutation import ALTERNATIVES, PermutationResult, count_head_sets, smallest_attainable_p
+from ihstats.permutation import (ALTERNATIVES, PermutationResult, correct_pvalues, count_head_sets,
+                                 smallest_attainable_p)
 
 #: relabellings enumerated at most (C(16, 8) = 12,870); beyond, the test refuses
 MAX_RELABELLINGS = 20_000
@@ -75,6 +77,51 @@ def two_sample_floor(n_a: int, n_b: int, alternative: str = "two-sided", n_tests
     return min(1.0, raw), min(1.0, n_tests * raw)
 
 
+def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition: str = "biinduct",
+                        alternative: str = "two-sided", alpha: float = 0.05) -> pd.DataFrame:
+    """Every condition against ``baseline`` with seeds as the unit, Holm over the contrasts.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        One row per run: a ``condition`` column and a numeric ``value`` column (e.g. a grid's
+        ``summary.csv`` with ``biinduct`` from ``ihstats.io.config_factors``, and ``onset``).
+        Runs whose value is missing are left out (and counted in ``n_missing``).
+    value, baseline, condition : str
+        Column tested, baseline level, column naming the condition.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: the condition's mean above the baseline's.
+    alpha : float
+        Level of the Holm correction.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per condition: ``diff`` (mean minus the baseline's), ``n``, ``n_baseline``, ``n_missing``,
+        ``p``, ``p_holm``, ``reject_holm``, and the design's floor ``p_floor`` (raw) and
+        ``p_floor_holm`` (:func:`two_sample_floor` over the contrasts).
+    """
+    for col in (condition, value):
+        if col not in runs:
+            raise ValueError(f"runs: no column {col!r}; have {list(runs.columns)}")
+    if baseline not in set(runs[condition]):
+        raise ValueError(f"baseline: {baseline!r} is not a level of {condition!r}: {sorted(map(str, set(runs[condition])))}")
+    v = pd.to_numeric(runs[value], errors="coerce")
+    base = v[runs[condition] == baseline].dropna().to_numpy()
+    others = [c for c in pd.unique(runs[condition]) if c != baseline]
+    rows = []
+    for c in others:
+        x = v[runs[condition] == c]
+        r = two_sample_test(x.dropna().to_numpy(), base, alternative)
+        floor = two_sample_floor(int(x.notna().sum()), base.size, alternative, len(others))
+        rows.append({"condition": c, "baseline": baseline, "value": value, "diff": r.statistic,
+                     "n": int(x.notna().sum()), "n_baseline": base.size, "n_missing": int(x.isna().sum()),
+                     "p": r.pvalue, "p_floor": floor[0], "p_floor_holm": floor[1]})
+    out = pd.DataFrame(rows)
+    adj = correct_pvalues(out["p"], alpha, methods=("holm",))
+    return out.assign(p_holm=adj["p_holm"].to_numpy(), reject_holm=adj["reject_holm"].to_numpy())
+
+
 def per_layer_count(n_head: int, top_frac: float) -> int:
     """Heads per layer of the ``--top-frac F --per-layer`` rule: ``max(1, round_half_up(F H))``
     (as ``ihtrain.ablate.top_heads``)."""
@@ -98,4 +145,4 @@ def ablation_floor(n_layer: int, n_head: int, top_frac: float = 0.02, n_tests: i
     return {"k_per_layer": k, "n_sets": n_sets, "p_raw": raw, "p_holm": holm}
 
 
-__all__ = ["MAX_RELABELLINGS", "ablation_floor", "per_layer_count", "two_sample_floor", "two_sample_test"]
+__all__ = ["MAX_RELABELLINGS", "ablation_floor", "condition_contrasts", "per_layer_count", "two_sample_floor", "two_sample_test"]

@@ -4,6 +4,7 @@ floor for the biinduct preset's shape (issue 42)."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ihstats.seed_tests import ablation_floor, per_layer_count, two_sample_floor, two_sample_test
@@ -78,3 +79,24 @@ def test_ablation_floor_of_the_biinduct_preset_is_below_005_after_holm():
     old = ablation_floor(2, 4, 0.02, 4)
     assert (old["n_sets"], old["p_raw"], old["p_holm"]) == (16, 1 / 16, 0.25)
     assert per_layer_count(12, 0.02) == 1 and per_layer_count(100, 0.02) == 2
+
+
+def test_condition_contrasts_holm_and_floor():
+    from ihstats.seed_tests import condition_contrasts
+
+    runs = pd.DataFrame({"biinduct": ["none"] * 5 + ["forward"] * 5 + ["random"] * 5,
+                         "onset": [10.0, 11, 12, 13, 14] + [0.0, 1, 2, 3, 4] + [10.5, 11.5, 12.5, 13.5, np.nan]})
+    c = condition_contrasts(runs, "onset", "none").set_index("condition")
+    assert list(c.index) == ["forward", "random"]
+    assert c.at["forward", "diff"] == pytest.approx(-10.0)
+    assert c.at["forward", "p"] == pytest.approx(2 / 252)  # completely separated: the floor
+    assert c.at["forward", "p_floor"] == pytest.approx(2 / 252)
+    assert c.at["forward", "p_floor_holm"] == pytest.approx(4 / 252)
+    assert c.at["random", "n"] == 4 and c.at["random", "n_missing"] == 1
+    assert c.at["random", "p_floor"] == pytest.approx(2 / math.comb(9, 4))
+    assert c.at["random", "p"] > 0.5 and not c.at["random", "reject_holm"]
+    assert c.at["forward", "reject_holm"] and c.at["forward", "p_holm"] == pytest.approx(2 * 2 / 252)
+    with pytest.raises(ValueError, match="baseline"):
+        condition_contrasts(runs, "onset", "natural")
+    with pytest.raises(ValueError, match="no column"):
+        condition_contrasts(runs, "max_ps", "none")
