@@ -7,14 +7,22 @@ score), :func:`layer_concentration` gives, per step and layer, the effective num
 scores over the summed positive score; ``frac = 0.02``, the paper's top 2%, is one head for
 ``H < 75``). :func:`concentration_at_level` reads them at the first step where max-over-heads
 reaches a level, so conditions are compared at matched PS rather than at matched step.
+:func:`grid_concentration` does both for every run of a grid, with the run's factors:
+
+    python -m ihstats.concentration GRID_DIR [--metric ps] [--level 0.2] [--frac 0.02] --out DIR
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from ihstats.contract import max_over_heads
+from ihstats.contract import SchemaError, max_over_heads
+from ihstats.io import load_grid
 
 
 def concentration(scores, k: int) -> tuple[float, float]:
@@ -87,4 +95,49 @@ def concentration_at_level(metrics: pd.DataFrame, level: float, metric: str = "p
     return conc.assign(level=float(level))
 
 
-__all__ = ["concentration", "concentration_at_level", "layer_concentration"]
+def grid_concentration(grid_dir: str | Path, metric: str = "ps", level: float = 0.2,
+                       frac: float = 0.02) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per run of a grid: (:func:`layer_concentration` over training, :func:`concentration_at_level`),
+    each row carrying the run's ``run_id`` and factors (``biinduct``, ``seed``, ...)."""
+    grid = load_grid(grid_dir)
+    over, at = [], []
+    for run in grid.runs.to_dict("records"):
+        m = grid.metrics[grid.metrics["run_id"] == run["run_id"]]
+        keys = {k: v for k, v in run.items() if k not in ("path", "status")}
+        over.append(layer_concentration(m, metric, frac).assign(**keys))
+        at.append(concentration_at_level(m, level, metric, frac).assign(**keys))
+    return pd.concat(over, ignore_index=True), pd.concat(at, ignore_index=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m ihstats.concentration", description="Per-layer "
+                                "concentration of a per-head score (effective heads, top share) over "
+                                "training and at matched max score, for every run of a grid.")
+    p.add_argument("grid", help="grid (or any directory of run directories)")
+    p.add_argument("--metric", default="ps", help="per-head metric (default ps)")
+    p.add_argument("--level", type=float, default=0.2, help="max-over-heads level for the matched "
+                   "comparison (default 0.2)")
+    p.add_argument("--frac", type=float, default=0.02, help="share of a layer's heads in the top share "
+                   "(default 0.02: the paper's top 2%%, one head below 75 heads per layer)")
+    p.add_argument("--out", required=True, help="folder for concentration.csv and concentration_at_level.csv")
+    args = p.parse_args(argv)
+    try:
+        over, at = grid_concentration(args.grid, args.metric, args.level, args.frac)
+    except (FileNotFoundError, ValueError, SchemaError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    over.to_csv(out / "concentration.csv", index=False)
+    at.to_csv(out / "concentration_at_level.csv", index=False)
+    print(at.to_string(index=False, float_format=lambda v: f"{v:.3f}") if len(at) else
+          f"no run reached max {args.metric} >= {args.level}")
+    print(f"wrote {out}/concentration.csv ({len(over)} rows) and concentration_at_level.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["concentration", "concentration_at_level", "grid_concentration", "layer_concentration"]

@@ -36,3 +36,20 @@ def test_concentration_matches_the_trainer_reexport():
 
     s = np.array([[0.5, 0.3], [0.2, -0.1]])
     assert trainer_concentration(s, 1) == concentration(s, 1)
+
+
+def test_cli_on_the_shipped_biinduct_grid(tmp_path, capsys):
+    """Every run of the shipped 2 x 4 grid, per layer at max PS >= 0.2; a bad path exits 2."""
+    from pathlib import Path
+
+    from ihstats.concentration import main
+
+    grid = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "biinduct"
+    assert main([str(grid), "--level", "0.2", "--out", str(tmp_path)]) == 0
+    at = pd.read_csv(tmp_path / "concentration_at_level.csv")
+    over = pd.read_csv(tmp_path / "concentration.csv")
+    assert sorted(at["biinduct"].unique()) == ["backward", "balanced", "forward", "none"]
+    assert len(at) == 4 * 2 and at["n_eff"].between(1, 4).all() and at["top_share"].between(0.25, 1).all()
+    assert set(over["layer"]) == {0, 1} and over.groupby("run_id")["step"].nunique().min() > 10
+    assert main([str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+    assert "error" in capsys.readouterr().err
