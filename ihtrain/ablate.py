@@ -42,8 +42,9 @@ The answer is tokenised in running text (``prompt + " " + answer``); a small BPE
 space as its own token gets that token appended to the prompt, and the first token carrying a
 character of the answer is scored (:func:`encode_query`).
 Prompts longer than the training context lose their earliest demonstrations until they fit; the
-shots actually used are reported. ``--icl`` also reports key -> value recall under its
-``true`` / ``permuted`` / ``absent`` controls (column ``control``; token level, no tokenizer needed).
+shots actually used are reported. ``--icl`` also writes key -> value recall under its
+``true`` / ``permuted`` / ``absent`` controls beside the report (``icl_kv.csv`` for ``icl.csv``;
+column ``control``; token level, so also for sources without a tokenizer).
 """
 
 from __future__ import annotations
@@ -388,16 +389,16 @@ def icl_report(run: LoadedRun, n_prompts: int = 50, n_shots: int = 10, seed: int
         for permuted in (False, True):
             b = tokenize_prompts(run.tokenizer, task, n_shots, n_prompts, run.cfg.train.context, seed, permuted)
             s = icl_scores(run.model, b)
-            rows.append({"task": task, "label_permuted": permuted, "control": "permuted" if permuted else "true",
-                         "n_prompts": len(b.ids),
+            rows.append({"task": task, "label_permuted": permuted, "n_prompts": len(b.ids),
                          "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
                          "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
                          "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
-    return pd.DataFrame(rows + kv_report(run, n_prompts, seed))
+    return pd.DataFrame(rows)
 
 
-def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> list[dict]:
-    """Rows of :func:`icl_report` for key -> value recall under its three controls (same prompts)."""
+def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> pd.DataFrame:
+    """Key -> value recall under its three controls (same prompts): :func:`icl_report`'s columns
+    plus ``control``; token level, so any source (no tokenizer needed)."""
     C, rows = run.cfg.train.context, []
     for control in KV_CONTROLS:
         b = kv_recall_batch(n_prompts, min(KV_PAIRS, (C - 1) // 2), run.source.ordinary_range, control, seed)
@@ -406,7 +407,7 @@ def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> list[dict]:
                      "n_prompts": len(b.ids), "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
                      "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
                      "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
-    return rows
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -452,11 +453,15 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")
         run = load_run(args.run_dir, args.device)
         if args.icl:
-            rep = icl_report(run, args.examples, args.shots, args.seed)
             out = Path(args.out or Path(args.run_dir) / "icl.csv")
-            rep.to_csv(out, index=False)
-            print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-            print(f"wrote {out}")
+            kv_out = out.with_name(out.stem + "_kv.csv")
+            reports = [(kv_report(run, args.examples, args.seed), kv_out)]
+            if run.tokenizer is not None:  # text tasks need one; kv recall is token level
+                reports.insert(0, (icl_report(run, args.examples, args.shots, args.seed), out))
+            for rep, path in reports:
+                rep.to_csv(path, index=False)
+                print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+                print(f"wrote {path}")
             return 0
         scores = run_head_scores(args.run_dir, args.score)
         k = 2 if args.top_k is None and args.top_frac is None else args.top_k
