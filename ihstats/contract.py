@@ -42,6 +42,9 @@ class SchemaError(ValueError):
 METRICS: dict[str, bool] = {
     "ps": True, "prev_token": True, "la": True, "copy_fwd": True, "anti_induction": True, "ov_copy": True,
     "ar_acc": False, "ar_rank": False, "val_loss": False,
+    # issue 42: anti-induction that can be non-zero, probes in distribution, token-index ICL
+    "dup_bwd": True, "ps_nat": True, "repeat_nat_logprob": False, "copy_fwd_logprob": False,
+    "copy_bwd_logprob": False, "icl_token_index": False,
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 PER_HEAD: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if per_head)

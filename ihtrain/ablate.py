@@ -27,7 +27,14 @@ run's last logged step (default ``ps`` from ``metrics.parquet``), ties to the lo
 ``repeat_logprob`` (mean log-prob of the next token over the repeat probe's second copy,
 ``s in [n, 2n-2]``, per sequence), ``repeat_acc`` (top-1 accuracy there, per sequence),
 ``val_logprob`` (mean next-token log-prob per held-out sequence from ``source.val_sample``) and,
-for sources with a tokenizer, ``icl_logprob`` / ``icl_hits1`` (first answer token, per prompt).
+for sources with a tokenizer, ``icl_logprob`` / ``icl_hits1`` (first answer token, per prompt);
+with ``--metrics`` also ``repeat_nat_logprob`` / ``repeat_nat_acc`` (the repeat scores on the
+natural repeat probe, held-out spans repeated: in distribution for every condition) and
+``kv_logprob`` / ``kv_hits1`` (key -> value recall, :func:`ihtrain.icl_tasks.kv_recall_batch`).
+
+**Previous-token set** (``--prev-token-set``): the same rule applied to the ``prev_token`` score
+gives a second top set, ablated against its own same-count random sets; its rows carry the
+condition ``"<condition>:prev_token"`` (a separate family for the Holm correction).
 
 **ICL** (:func:`icl_scores`): prompts from :mod:`ihtrain.icl_tasks`; the score is the rank of the
 answer's first token among the vocabulary logits at the last prompt position (HITS@k: rank < k).
@@ -35,7 +42,9 @@ The answer is tokenised in running text (``prompt + " " + answer``); a small BPE
 space as its own token gets that token appended to the prompt, and the first token carrying a
 character of the answer is scored (:func:`encode_query`).
 Prompts longer than the training context lose their earliest demonstrations until they fit; the
-shots actually used are reported.
+shots actually used are reported. ``--icl`` also writes key -> value recall under its
+``true`` / ``permuted`` / ``absent`` controls beside the report (``icl_kv.csv`` for ``icl.csv``;
+column ``control``; token level, so also for sources without a tokenizer).
 """
 
 from __future__ import annotations
@@ -57,13 +66,15 @@ from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
 from ihtrain.fileio import UnreadableFile, read_json, read_parquet
-from ihtrain.icl_tasks import TASK_NAMES, build_prompts, format_prompt, get_task
+from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
+                               tokenize_prompts)
 from ihtrain.model import GPT, HookFn
-from ihtrain.probes import make_probes
+from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
 
 HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
+KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 MODES = ("zero", "mean")
-METRICS = ("repeat", "val", "icl")
+METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
 
 
 # ------------------------------------------------------------------------------ head sets
@@ -219,57 +230,6 @@ def val_scores(model: GPT, val: torch.Tensor) -> dict[str, np.ndarray]:
     return {"val_logprob": _next_token_logprobs(model, val)[0].mean(1).cpu().numpy()}
 
 
-@dataclass
-class ICLBatch:
-    """Tokenised prompts of one task condition."""
-
-    task: str
-    permuted: bool
-    ids: list[list[int]]  # prompt token ids (ending with "A:", plus a bare-space token if the BPE has one)
-    answer: np.ndarray  # (P,) first answer token that carries a character (see encode_query)
-    shots: np.ndarray  # (P,) demonstrations kept after truncation to the context
-
-
-def encode_query(tokenizer, prompt: str, answer: str) -> tuple[list[int], int]:
-    """Prompt ids and the answer's first scored token, tokenised as in running text.
-
-    ``prompt + " " + answer`` is encoded whole; the answer's tokens are what follows the prompt's
-    own encoding. Leading whitespace-only tokens (a small BPE keeps ``" "`` apart from ``"b"``)
-    are moved into the prompt, since they are the same for every answer: the scored token is the
-    first one that carries a character of the answer.
-    """
-    p_ids = tokenizer.encode(prompt)
-    full = tokenizer.encode(prompt + " " + answer)
-    if full[:len(p_ids)] != p_ids:  # the merge crossed the boundary: encode the parts apart
-        full = p_ids + tokenizer.encode(" " + answer)
-    k = len(p_ids)
-    while k < len(full) - 1 and not tokenizer.decode([full[k]]).strip():
-        k += 1
-    if k >= len(full):
-        raise ValueError(f"answer {answer!r}: encodes to no tokens")
-    return full[:k], full[k]
-
-
-def tokenize_prompts(tokenizer, task: str, n_shots: int, n_prompts: int, max_len: int, seed: int = 0,
-                     permute_labels: bool = False) -> ICLBatch:
-    """Encode prompts; drop the earliest demonstrations of any prompt longer than ``max_len``."""
-    pairs = get_task(task)
-    prompts = build_prompts(pairs, min(n_shots, len(pairs) - 1), n_prompts, seed, permute_labels, task)
-    ids, ans, shots = [], [], []
-    for p in prompts:
-        for k in range(len(p.demos), -1, -1):
-            enc, first = encode_query(tokenizer, format_prompt(p.demos[len(p.demos) - k:], p.query), p.answer)
-            if len(enc) <= max_len:
-                break
-        else:  # even zero shots do not fit
-            raise ValueError(f"task {task}: the zero-shot prompt has {len(enc)} tokens, more than the "
-                             f"context {max_len}")
-        ids.append(enc)
-        ans.append(first)
-        shots.append(k)
-    return ICLBatch(task, permute_labels, ids, np.array(ans, dtype=np.int64), np.array(shots))
-
-
 @torch.no_grad()
 def icl_scores(model, batch: ICLBatch) -> dict[str, np.ndarray]:
     """Per prompt: ``icl_rank`` (logits strictly above the answer's), ``icl_logprob``, ``icl_hits1/3``.
@@ -338,6 +298,11 @@ def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence
         out["repeat"] = (pr.repeat, pr.n)
     if "val" in metrics:
         out["val"] = torch.as_tensor(src.val_sample(n_examples, C + 1), dtype=torch.long)
+    if "repeat_nat" in metrics:  # in distribution for every condition (ihtrain.probes.natural_repeat)
+        n = run.cfg.metrics.probe_len or min(MAX_PROBE_LEN, C // 2)
+        out["repeat_nat"] = (natural_repeat(src.val_sample(n_examples, C + 1), n), n)
+    if "kv" in metrics:  # key -> value recall, answer among the demonstrations (ihtrain.icl_tasks)
+        out["kv"] = kv_recall_batch(n_examples, min(KV_PAIRS, (C - 1) // 2), src.ordinary_range, "true", seed)
     if "icl" in metrics:
         if run.tokenizer is None:
             print(f"note: ICL metrics skipped: data.source={run.cfg.data.source!r} has no tokenizer",
@@ -354,6 +319,14 @@ def score_examples(model: GPT, inputs: dict[str, object]) -> dict[str, tuple[lis
         rep, n = inputs["repeat"]  # type: ignore[misc]
         ids = [f"seq{i}" for i in range(rep.shape[0])]
         res.update({k: (ids, v) for k, v in repeat_scores(model, rep, n).items()})
+    if "repeat_nat" in inputs:
+        rep, n = inputs["repeat_nat"]  # type: ignore[misc]
+        ids = [f"nat{i}" for i in range(rep.shape[0])]
+        res.update({k.replace("repeat", "repeat_nat"): (ids, v) for k, v in repeat_scores(model, rep, n).items()})
+    if "kv" in inputs:
+        s = icl_scores(model, inputs["kv"])  # type: ignore[arg-type]
+        ids = [f"kv{i}" for i in range(len(s["icl_logprob"]))]
+        res.update({"kv_logprob": (ids, s["icl_logprob"]), "kv_hits1": (ids, s["icl_hits1"])})
     if "val" in inputs:
         val = inputs["val"]
         ids = [f"val{i}" for i in range(val.shape[0])]  # type: ignore[union-attr]
@@ -423,6 +396,20 @@ def icl_report(run: LoadedRun, n_prompts: int = 50, n_shots: int = 10, seed: int
     return pd.DataFrame(rows)
 
 
+def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> pd.DataFrame:
+    """Key -> value recall under its three controls (same prompts): :func:`icl_report`'s columns
+    plus ``control``; token level, so any source (no tokenizer needed)."""
+    C, rows = run.cfg.train.context, []
+    for control in KV_CONTROLS:
+        b = kv_recall_batch(n_prompts, min(KV_PAIRS, (C - 1) // 2), run.source.ordinary_range, control, seed)
+        s = icl_scores(run.model, b)
+        rows.append({"task": "kv_recall", "label_permuted": control == "permuted", "control": control,
+                     "n_prompts": len(b.ids), "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
+                     "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
+                     "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
+    return pd.DataFrame(rows)
+
+
 # ------------------------------------------------------------------------------ CLI
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ihtrain.ablate", description="Ablate a run's top-k heads "
@@ -435,11 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --per-layer)")
     g.add_argument("--top-frac", type=float, default=None, help="ablate max(1, round(F x heads)) top heads")
     p.add_argument("--per-layer", action="store_true", help="apply --top-k/--top-frac within each layer")
+    p.add_argument("--prev-token-set", action="store_true", help="also ablate the top set by the prev_token "
+                   "score (rows with condition '<condition>:prev_token')")
     p.add_argument("--random-sets", type=int, default=DEFAULT_RANDOM_SETS, help="random head sets with the top "
                    f"set's count per layer (default {DEFAULT_RANDOM_SETS}: smallest p 0.005, enough for Holm over up "
                    "to 10 conditions; all of them if fewer exist)")
     p.add_argument("--examples", type=int, default=100, help="examples per metric (ICL: prompts per task)")
-    p.add_argument("--metrics", default="repeat,val,icl", help="comma list of repeat, val, icl")
+    p.add_argument("--metrics", default="repeat,val,icl", help="comma list of repeat, val, icl, repeat_nat, kv")
     p.add_argument("--mode", choices=MODES, default="zero", help="zero- or mean-ablation (default zero)")
     p.add_argument("--condition", default=None, help="condition label in the table (default: the run's name)")
     p.add_argument("--icl", action="store_true", help="only the ICL probe: HITS@1/3 per task, +- label permutation")
@@ -464,17 +453,28 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")
         run = load_run(args.run_dir, args.device)
         if args.icl:
-            rep = icl_report(run, args.examples, args.shots, args.seed)
             out = Path(args.out or Path(args.run_dir) / "icl.csv")
-            rep.to_csv(out, index=False)
-            print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-            print(f"wrote {out}")
+            kv_out = out.with_name(out.stem + "_kv.csv")
+            reports = [(kv_report(run, args.examples, args.seed), kv_out)]
+            if run.tokenizer is not None:  # text tasks need one; kv recall is token level
+                reports.insert(0, (icl_report(run, args.examples, args.shots, args.seed), out))
+            for rep, path in reports:
+                rep.to_csv(path, index=False)
+                print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+                print(f"wrote {path}")
             return 0
         scores = run_head_scores(args.run_dir, args.score)
         k = 2 if args.top_k is None and args.top_frac is None else args.top_k
         top = top_heads(scores, k=k, frac=args.top_frac, per_layer=args.per_layer)
         table, info = ablation_table(run, top, args.random_sets, args.examples, args.seed, args.mode,
                                      metrics, args.condition, args.shots)
+        if args.prev_token_set:
+            prev = top_heads(run_head_scores(args.run_dir, "prev_token"), k=k, frac=args.top_frac,
+                             per_layer=args.per_layer)
+            t2, info2 = ablation_table(run, prev, args.random_sets, args.examples, args.seed, args.mode, metrics,
+                                       f"{args.condition or run.cfg.name}:prev_token", args.shots)
+            table = pd.concat([table, t2], ignore_index=True)
+            print(f"previous-token set: {info2['top']}; {info2['n_random']} random sets")
     except (FileNotFoundError, ValueError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -79,7 +79,7 @@ class MarkovConfig:
 class BiInductConfig:
     """Synthetic copy snippets woven into a natural stream (Sabry and Belz 2025)."""
 
-    mode: Literal["none", "forward", "backward", "balanced"] = "none"
+    mode: Literal["none", "forward", "backward", "balanced", "random"] = "none"  # random: S SEP S' control
     span_len: int = 20  # L
     mix_start: float = 0.5  # m0, annealed linearly to 0 over the run's budget
     span_source: Literal["random", "natural"] = "random"

@@ -11,6 +11,15 @@ demonstrations (a derangement when possible, so no demonstration keeps its own l
 query and its answer untouched: a model that reads the task from the labels should get worse, one
 that only uses the input format should not.
 
+**Key -> value recall** (:func:`kv_recall_batch`; token level, any source, no tokenizer): a prompt
+is ``k_1 v_1 k_2 v_2 ... k_n v_n k_q`` of ``2n`` distinct random ordinary tokens plus the query
+key; the answer scored at the last position is ``v_j`` (the value shown after ``k_q = k_j``), so
+an induction head solves it in context (the answer is among the demonstrations, the pairing is
+random, so no weight can know it). Controls on the same keys, values, query and answer:
+``permuted`` (the values are deranged among the keys: ``v_j`` is still in the prompt, after
+another key; a model that copies "some earlier value" scores the same, one that binds key to
+value scores worse) and ``absent`` (the query is a fresh key not in the prompt: nothing to copy).
+
     >>> p = build_prompts(TASKS["next_letter"](), n_shots=2, n_prompts=1, seed=0)[0]
     >>> p.text.count("Q:"), p.text.endswith("A:")
     (3, True)
@@ -160,5 +169,88 @@ def build_prompts(pairs: list[Pair], n_shots: int = 10, n_prompts: int = 50, see
     return out
 
 
+@dataclass
+class ICLBatch:
+    """Tokenised prompts of one task condition."""
+
+    task: str
+    permuted: bool
+    ids: list[list[int]]  # prompt token ids (ending with "A:", plus a bare-space token if the BPE has one)
+    answer: np.ndarray  # (P,) first answer token that carries a character (see encode_query)
+    shots: np.ndarray  # (P,) demonstrations kept after truncation to the context
+
+
+def encode_query(tokenizer, prompt: str, answer: str) -> tuple[list[int], int]:
+    """Prompt ids and the answer's first scored token, tokenised as in running text.
+
+    ``prompt + " " + answer`` is encoded whole; the answer's tokens are what follows the prompt's
+    own encoding. Leading whitespace-only tokens (a small BPE keeps ``" "`` apart from ``"b"``)
+    are moved into the prompt, since they are the same for every answer: the scored token is the
+    first one that carries a character of the answer.
+    """
+    p_ids = tokenizer.encode(prompt)
+    full = tokenizer.encode(prompt + " " + answer)
+    if full[:len(p_ids)] != p_ids:  # the merge crossed the boundary: encode the parts apart
+        full = p_ids + tokenizer.encode(" " + answer)
+    k = len(p_ids)
+    while k < len(full) - 1 and not tokenizer.decode([full[k]]).strip():
+        k += 1
+    if k >= len(full):
+        raise ValueError(f"answer {answer!r}: encodes to no tokens")
+    return full[:k], full[k]
+
+
+def tokenize_prompts(tokenizer, task: str, n_shots: int, n_prompts: int, max_len: int, seed: int = 0,
+                     permute_labels: bool = False) -> ICLBatch:
+    """Encode prompts; drop the earliest demonstrations of any prompt longer than ``max_len``."""
+    pairs = get_task(task)
+    prompts = build_prompts(pairs, min(n_shots, len(pairs) - 1), n_prompts, seed, permute_labels, task)
+    ids, ans, shots = [], [], []
+    for p in prompts:
+        for k in range(len(p.demos), -1, -1):
+            enc, first = encode_query(tokenizer, format_prompt(p.demos[len(p.demos) - k:], p.query), p.answer)
+            if len(enc) <= max_len:
+                break
+        else:  # even zero shots do not fit
+            raise ValueError(f"task {task}: the zero-shot prompt has {len(enc)} tokens, more than the "
+                             f"context {max_len}")
+        ids.append(enc)
+        ans.append(first)
+        shots.append(k)
+    return ICLBatch(task, permute_labels, ids, np.array(ans, dtype=np.int64), np.array(shots))
+
+
+KV_CONTROLS = ("true", "permuted", "absent")
+
+
+def kv_recall_batch(n_prompts: int, n_pairs: int, ordinary_range: tuple[int, int], control: str = "true",
+                    seed: int = 0) -> ICLBatch:
+    """Key -> value recall prompts (module docstring) as an :class:`ICLBatch` of ``2 n_pairs + 1``
+    tokens each. The same ``seed`` gives the same keys, values, queries and answers under every
+    control, so the three are paired prompt by prompt."""
+    if control not in KV_CONTROLS:
+        raise ValueError(f"control: must be one of {', '.join(KV_CONTROLS)}; got {control!r}")
+    lo, hi = (int(v) for v in ordinary_range)
+    if n_pairs < 2 or n_prompts < 1:
+        raise ValueError(f"kv recall: need n_pairs >= 2 and n_prompts >= 1, got {n_pairs}, {n_prompts}")
+    if hi - lo < 2 * n_pairs + 1:
+        raise ValueError(f"ordinary_range: {ordinary_range} holds {hi - lo} tokens, fewer than the "
+                         f"2 * {n_pairs} + 1 distinct keys, values and fresh key a prompt needs")
+    rng = np.random.default_rng([seed, 42])
+    toks = np.argsort(rng.random((n_prompts, hi - lo)), axis=1)[:, :2 * n_pairs + 1] + lo  # distinct per row
+    keys, vals, fresh = toks[:, :n_pairs], toks[:, n_pairs:2 * n_pairs], toks[:, 2 * n_pairs]
+    j = rng.integers(0, n_pairs, size=n_prompts)
+    rows = np.arange(n_prompts)
+    answer = vals[rows, j]
+    perm_rng = np.random.default_rng([seed, 43])  # drawn after the shared stream: controls stay paired
+    if control == "permuted":
+        vals = np.stack([v[_derangement(perm_rng, n_pairs)] for v in vals])
+    query = fresh if control == "absent" else keys[rows, j]
+    seq = np.concatenate([np.stack([keys, vals], axis=2).reshape(n_prompts, 2 * n_pairs), query[:, None]], axis=1)
+    return ICLBatch(f"kv_recall:{control}", control == "permuted", seq.tolist(), answer.astype(np.int64),
+                    np.full(n_prompts, n_pairs))
+
+
 __all__ = ["WORDS", "NUMBER_WORDS", "TASKS", "TASK_NAMES", "get_task", "Prompt", "format_prompt",
-           "build_prompts"]
+           "build_prompts",
+           "ICLBatch", "encode_query", "tokenize_prompts", "KV_CONTROLS", "kv_recall_batch"]

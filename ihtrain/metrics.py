@@ -11,7 +11,11 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
   PS reads attention ``s -> s - n + 1`` and the previous-token score ``s -> s - 1``, both for
   ``s in [n, 2n-1]``. LA and AR use ``s in [n, 2n-2]`` whose next token ``x_{s-n+1}`` is the
   ``(s-n+1)``-th of the sequence's ``n`` tokens.
-- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes.
+- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`dup_bwd` and
+  :func:`copy_bwd_logprob` for the anti-induction measures that can be non-zero.
+- in-distribution probes from held-out text (``val_tokens``, (n, T+1)): the natural repeat probe
+  :func:`ihtrain.probes.natural_repeat` (:func:`ps_nat`, :func:`repeat_nat_logprob`) and the
+  token-index ICL score :func:`icl_token_index`; like ``val_loss`` they need ``val_tokens``.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.contract import METRIC_NAMES, METRICS
 from ihtrain.model import GPT, Cache
-from ihtrain.probes import ProbeSet
+from ihtrain.probes import ProbeSet, natural_repeat
 
 
 class Activations:
@@ -56,6 +61,28 @@ class Activations:
         (``N = probes.n_copy_seqs``)."""
         both = torch.cat([self.probes.copy_fwd, self.probes.copy_bwd])  # (2N, 2m + 1)
         return self.model.run_with_cache(both, logits=False)[1]  # patterns only: skip the unembedding
+
+    @cached_property
+    def repeat_nat(self) -> tuple[torch.Tensor, Cache, torch.Tensor]:
+        """(logits at [n, 2n-2], cache, probe) on the natural repeat probe built from ``val_tokens``."""
+        if self.val_tokens is None:
+            raise ValueError("natural repeat probe: needs val_tokens (n_seqs, T + 1); none were given")
+        n = self.probes.n
+        probe = natural_repeat(self.val_tokens, n).to(self.probes.repeat.device)  # (N_val, 2n)
+        logits, cache = self.model.run_with_cache(probe, logits=True, logit_positions=slice(n, 2 * n - 1))
+        return logits, cache, probe
+
+    @cached_property
+    def copy_logprobs(self) -> torch.Tensor:
+        """Log-prob of each next token on ``cat(copy_fwd, copy_bwd)``: (2N, 2m) (position s predicts s + 1)."""
+        both = torch.cat([self.probes.copy_fwd, self.probes.copy_bwd])  # (2N, 2m + 1)
+        return _next_logprobs(self.model, both)
+
+
+def _next_logprobs(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
+    """tokens (B, T) -> log-prob the model gives each actual next token, (B, T - 1)."""
+    logits = model(tokens[:, :-1])[0].float()  # (B, T-1, V)
+    return F.log_softmax(logits, dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
 
 
 # ------------------------------------------------------------------------------ attention scores
@@ -102,6 +129,69 @@ def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarra
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m, device=probes.copy_bwd.device)
     return _attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
+
+
+def dup_bwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Duplicate-token attention on ``S SEP reverse(S)``: the query holding ``x_j`` (``q = 2m - j``)
+    to ``x_j``'s earlier occurrence ``j = 2m - q``, for ``q in [m+1, 2m]``. Unlike
+    :func:`anti_induction` (whose key at ``j - 1`` cannot carry ``x_j`` under causal masking) a
+    head can score 1 here: the first step of a backward copy (find the token, then read its
+    predecessor)."""
+    m, N = probes.n_copy, probes.n_copy_seqs
+    q = torch.arange(m + 1, 2 * m + 1, device=probes.copy_bwd.device)
+    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - q)
+
+
+def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """PS on the natural repeat probe (held-out spans of ``n`` tokens, repeated): attention from s to
+    s - n + 1, s in [n, 2n-1]; in distribution for every condition (tokens may recur in a span)."""
+    n = probes.n
+    q = torch.arange(n, 2 * n, device=probes.repeat.device)
+    return _attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
+
+
+# ------------------------------------------------------------------------------ log-prob scores
+def repeat_nat_logprob(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    """Mean log-prob of the next token over the natural repeat probe's second copy, s in [n, 2n-2]."""
+    logits, _, probe = acts.repeat_nat
+    n = probes.n
+    logp = F.log_softmax(logits.float(), dim=-1)  # (N, n-1, V)
+    return float(logp.gather(-1, probe[:, n + 1:2 * n, None]).mean())
+
+
+def copy_fwd_logprob(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    """Mean log-prob of the copy's next token on ``S SEP S`` at q in [m+1, 2m-1] (targets x_{j+1})."""
+    m, N = probes.n_copy, probes.n_copy_seqs
+    return float(acts.copy_logprobs[:N, m + 1:2 * m].mean())
+
+
+def copy_bwd_logprob(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    """Backward-copy log-prob: the model's own mean log-prob of the reversed continuation on
+    ``S SEP reverse(S)`` at q in [m+1, 2m-1] (the query holds x_j, the target is x_{j-1}); near 0
+    for a model that copies backward, near -log(V) or below for one that does not."""
+    m, N = probes.n_copy, probes.n_copy_seqs
+    return float(acts.copy_logprobs[N:, m + 1:2 * m].mean())
+
+
+#: token-index ICL windows (fractions of the held-out sequence length T): early and late positions
+ICL_EARLY, ICL_LATE = (0.05, 0.15), (0.85, 1.0)
+
+
+@torch.inference_mode()
+def icl_token_index(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    """Token-index ICL score (Olsson et al. 2022, scaled to the context): mean next-token loss at
+    late positions (the last 15% of ``val_tokens``' T predictions) minus early ones (5%-15%);
+    negative when later tokens are predicted better from the longer context."""
+    val = acts.val_tokens
+    if val is None:
+        raise ValueError("icl_token_index: needs val_tokens (n_seqs, T + 1); none were given")
+    val = torch.as_tensor(val, dtype=torch.long).to(next(model.parameters()).device)
+    T = val.shape[1] - 1
+    if T < 10:
+        raise ValueError(f"val_tokens: icl_token_index needs T >= 10 predictions per sequence, got {T}")
+    nll = -torch.cat([_next_logprobs(model, val[i:i + 64]) for i in range(0, val.shape[0], 64)])  # (n, T)
+    (e0, e1), (l0, l1) = [(int(a * T), max(int(a * T) + 1, int(b * T))) for a, b in (ICL_EARLY, ICL_LATE)]
+    return float(nll[:, l0:l1].mean() - nll[:, e0:e1].mean())
 
 
 # ------------------------------------------------------------------------------ logit attribution
@@ -225,14 +315,18 @@ class Metric:
 _FUNCTIONS: dict[str, MetricFn] = {
     "ps": ps, "prev_token": prev_token, "la": la, "copy_fwd": copy_fwd, "anti_induction": anti_induction,
     "ov_copy": ov_copy, "ar_acc": ar_acc, "ar_rank": ar_rank, "val_loss": val_loss,
+    "dup_bwd": dup_bwd, "ps_nat": ps_nat, "repeat_nat_logprob": repeat_nat_logprob,
+    "copy_fwd_logprob": copy_fwd_logprob, "copy_bwd_logprob": copy_bwd_logprob, "icl_token_index": icl_token_index,
 }
+# metrics read from held-out text: computed only when val_tokens are given
+NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index")
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
              include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
-    """Compute the metrics in ``include`` (default: all; ``val_loss`` only when ``val_tokens`` is
-    given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
+    """Compute the metrics in ``include`` (default: all; those in ``NEEDS_VAL`` only when
+    ``val_tokens`` is given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
@@ -240,11 +334,11 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
         unknown = [m for m in include if m not in REGISTRY]
         if unknown:
             raise ValueError(f"include: unknown metric(s) {unknown}; allowed: {', '.join(REGISTRY)}")
-        if "val_loss" in include and val_tokens is None:
-            raise ValueError("include: 'val_loss' needs val_tokens")
+        if val_tokens is None and set(NEEDS_VAL) & set(include):
+            raise ValueError(f"include: {sorted(set(NEEDS_VAL) & set(include))} need val_tokens")
         names = [m for m in REGISTRY if m in include]
     else:
-        names = [m for m in REGISTRY if m != "val_loss" or val_tokens is not None]
+        names = [m for m in REGISTRY if m not in NEEDS_VAL or val_tokens is not None]
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)))
     was_training = model.training
@@ -291,22 +385,7 @@ def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> p
     })
 
 
-def concentration(scores: np.ndarray, k: int) -> tuple[float, float]:
-    """Top-k share and effective number of heads of a score, over heads with positive score.
-
-    Returns ``(sum of the k largest positive scores / sum of positive scores,
-    (sum s)^2 / sum s^2)``; ``(0.0, 0.0)`` when no score is positive.
-    """
-    if k < 1:
-        raise ValueError(f"k: must be >= 1, got {k}")
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    s = np.sort(s[s > 0])[::-1]
-    if s.size == 0:
-        return 0.0, 0.0
-    total = s.sum()
-    return float(s[:k].sum() / total), float(total ** 2 / np.sum(s ** 2))
-
-
 __all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "to_rows", "concentration",
            "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
-           "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss"]
+           "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
+           "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "NEEDS_VAL"]

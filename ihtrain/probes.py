@@ -16,6 +16,11 @@ SEP rule: ``sep_token`` if given (e.g. the tokenizer's ``sep`` special token); i
 first ordinary token ``ordinary_range[0]``. Either way ``S`` is drawn from the ordinary range with
 SEP removed, so SEP never occurs inside ``S`` and every token of ``S`` occurs exactly once per copy.
 
+**natural repeat** (:func:`natural_repeat`): the first ``n`` tokens of each held-out sequence,
+repeated: ``(N_val, 2n)``. The same layout as ``repeat`` but in the training distribution of every
+condition (the random-token probe is the injected snippets' distribution: natural-only models
+score it below uniform). A span may hold a token twice; PS stays positional (s -> s - n + 1).
+
 Probes are a pure function of the arguments: one ``numpy.random.Generator`` seeded from ``seed``.
 """
 
@@ -123,4 +128,13 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
                     vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi))
 
 
-__all__ = ["ProbeSet", "make_probes", "MAX_PROBE_LEN"]
+def natural_repeat(val_tokens: torch.Tensor | np.ndarray, n: int) -> torch.Tensor:
+    """``cat(x[:, :n], x[:, :n])`` of held-out sequences ``val_tokens`` (N, T): (N, 2n) long."""
+    x = torch.as_tensor(val_tokens, dtype=torch.long)
+    if x.dim() != 2 or x.shape[1] < n or n < 2:
+        raise ValueError(f"val_tokens: the natural repeat probe needs (N, T) with T >= n={n} >= 2, "
+                         f"got shape {tuple(x.shape)}; raise train.context or lower metrics.probe_len")
+    return torch.cat([x[:, :n], x[:, :n]], dim=1)
+
+
+__all__ = ["ProbeSet", "make_probes", "natural_repeat", "MAX_PROBE_LEN"]

@@ -1,7 +1,12 @@
 """Bi-Induct: synthetic copy snippets woven into a natural token stream (Sabry and Belz 2025).
 
 A snippet is ``S SEP S`` (forward), ``S SEP reverse(S)`` (backward), or either with probability 1/2
-(balanced); ``|S| = L`` (``span_len``), so a snippet holds ``2 L + 1`` tokens. ``S`` is ``L``
+(balanced); ``|S| = L`` (``span_len``), so a snippet holds ``2 L + 1`` tokens. The control
+``random`` writes ``S SEP S'`` with ``S'`` ``L`` tokens drawn uniformly from the ordinary range,
+independent of ``S`` (for either ``span_source``): the same injection schedule, SEP and token
+budget with nothing to copy, so a difference between forward/backward and ``random`` is the copy
+structure, not the snippets' presence (position-wise match rate of ``S'`` to ``S`` and to
+``reverse(S)`` is chance, ``1 / (hi - lo)``). ``S`` is ``L``
 tokens drawn uniformly (with replacement) from the base's ordinary range (``span_source =
 "random"``), or the natural tokens already at the snippet's first ``L`` positions (``"natural"``:
 a span of the natural stream, then SEP and its copy overwrite the next ``L + 1`` tokens). SEP is
@@ -24,7 +29,7 @@ import numpy as np
 
 from ihtrain.data.repeats import as_rng, check_prob
 
-MODES = ("none", "forward", "backward", "balanced")
+MODES = ("none", "forward", "backward", "balanced", "random")
 
 
 def inject_snippets(tokens: np.ndarray, ratio: float, span_len: int, sep: int, mode: str = "balanced",
@@ -32,8 +37,8 @@ def inject_snippets(tokens: np.ndarray, ratio: float, span_len: int, sep: int, m
                     seed: int | np.random.Generator | None = 0) -> tuple[np.ndarray, dict]:
     """Return a copy of ``tokens`` (n, T) with snippets woven in, and the truth of where they are.
 
-    ``truth``: ``seq``, ``start`` (snippet start positions), ``backward`` (bool per snippet),
-    ``inject_ratio`` (realised) and ``inject_target`` (``ratio``).
+    ``truth``: ``seq``, ``start`` (snippet start positions), ``backward`` (bool per snippet; all
+    False for ``random``), ``inject_ratio`` (realised) and ``inject_target`` (``ratio``).
     """
     rng = as_rng(seed)
     if mode not in MODES:
@@ -76,7 +81,10 @@ def inject_snippets(tokens: np.ndarray, ratio: float, span_len: int, sep: int, m
     else:
         S = x[seq[:, None], pos]
     x[seq, start + L] = sep
-    x[seq[:, None], pos + L + 1] = np.where(backward[:, None], S[:, ::-1], S)
+    if mode == "random":  # the control: S' independent of S, drawn after S so S is unchanged
+        x[seq[:, None], pos + L + 1] = rng.integers(lo, hi, size=(k, L))
+    else:
+        x[seq[:, None], pos + L + 1] = np.where(backward[:, None], S[:, ::-1], S)
     return x, {"seq": seq, "start": start, "backward": backward,
                "inject_ratio": k * w / (n * T), "inject_target": float(ratio)}
 

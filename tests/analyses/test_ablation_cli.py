@@ -42,3 +42,22 @@ def test_mismatched_examples_exit_with_reason(tmp_path):
     t.to_csv(path, index=False)
     r = _run("--table", path, "--fast", "--compare", "natural,biinduct", "--out", tmp_path / "o")
     assert r.returncode == 2 and "mismatched example counts between conditions" in r.stderr
+
+
+def test_prev_token_sets_are_their_own_holm_family(tmp_path):
+    """Rows labelled '<condition>:prev_token' (ihtrain.ablate --prev-token-set) are corrected apart:
+    the top-set family's Holm p are those of the table without them."""
+    t = pd.read_csv(ROOT / "data" / "example_ablation.csv")
+    prev = t[t["condition"] == "natural"].assign(condition="natural:prev_token")
+    both = tmp_path / "both.csv"
+    pd.concat([t, prev]).to_csv(both, index=False)
+    r = _run("--table", both, "--fast", "--out", tmp_path / "b")
+    assert r.returncode == 0, r.stderr
+    r0 = _run("--table", ROOT / "data" / "example_ablation.csv", "--fast", "--out", tmp_path / "a")
+    assert r0.returncode == 0, r0.stderr
+    tb, ta = pd.read_csv(tmp_path / "b" / "tests.csv"), pd.read_csv(tmp_path / "a" / "tests.csv")
+    assert set(tb["family"]) == {"top", "prev_token"}
+    top = tb[tb["family"] == "top"].set_index("condition")["p_random_holm"].sort_index()
+    pd.testing.assert_series_equal(top, ta.set_index("condition")["p_random_holm"].sort_index())
+    one = tb[tb["family"] == "prev_token"]
+    assert len(one) == 1 and one["p_random_holm"].iloc[0] == one["p_random"].iloc[0]  # a family of one

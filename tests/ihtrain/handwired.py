@@ -124,3 +124,21 @@ def positional_heads_model(V: int = 20, P: int = 16, m: int = 7, d: int = 256) -
         _pos_attention(model, 0, 3, V, P, {p: 2 * m - 1 - p for p in range(2 * m)}, lam)
         _copy_ov(model, 0, 4, V, -scale)
     return model.eval()
+
+
+def backward_heads_model(V: int = 20, P: int = 16, m: int = 7, d: int = 256, alpha: float = 12.0) -> GPT:
+    """One attention-only layer, 2 heads of d_head = 128, attention set by positions for an
+    ``S SEP reverse(S)`` probe with |S| = m (positions q in [m+1, 2m] hold x_{2m-q}).
+
+    head 0: duplicate-token head: q -> 2m - q (the earlier occurrence of the query's own token),
+            no output  -> dup_bwd 1, anti_induction 0
+    head 1: anti-induction head: q -> 2m - 1 - q (the token before that occurrence, x_{j-1}), OV
+            copies with weight ``alpha`` -> anti_induction 1 and the model predicts the reversed
+            continuation: copy_bwd_logprob near 0.
+    """
+    model = _blank(V, P, d, n_layer=1, n_head=2)
+    with torch.no_grad():
+        _pos_attention(model, 0, 0, V, P, {p: 2 * m - p for p in range(m)}, lam=3.0)
+        _pos_attention(model, 0, 1, V, P, {p: 2 * m - 1 - p for p in range(m - 1)}, lam=3.0)
+        _copy_ov(model, 0, 1, V, alpha)
+    return model.eval()

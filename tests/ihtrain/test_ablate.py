@@ -286,6 +286,8 @@ def test_cli_icl_and_errors(tiny_run, tmp_path, capsys):
     rep = pd.read_csv(out)
     assert len(rep) == 2 * len(TASKS) and rep["hits1"].between(0, 1).all()
     assert (rep["hits3"] >= rep["hits1"]).all() and (rep["shots_mean"] <= 10).all()
+    kv = pd.read_csv(tmp_path / "icl_kv.csv")  # key -> value recall beside it, 3 controls
+    assert kv["control"].tolist() == ["true", "permuted", "absent"] and kv["hits1"].between(0, 1).all()
     assert "wrote" in capsys.readouterr().out
 
     assert main([str(tmp_path / "nope")]) == 2
@@ -309,3 +311,53 @@ def test_icl_needs_a_tokenizer(tiny_run):
     no_tok = LoadedRun(run.model, run.cfg, source=object(), step=run.step)
     with pytest.raises(ValueError, match="has no tokenizer"):
         icl_report(no_tok)
+
+
+# ------------------------------------------------------------------------------ issue 42: kv recall, prev-token set
+def test_kv_recall_prompts_and_controls():
+    from ihtrain.icl_tasks import kv_recall_batch
+
+    b = {c: kv_recall_batch(40, 6, (2, 60), c, seed=3) for c in ("true", "permuted", "absent")}
+    for c, batch in b.items():
+        x = np.array(batch.ids)
+        assert x.shape == (40, 13) and batch.task == f"kv_recall:{c}"
+        np.testing.assert_array_equal(batch.answer, b["true"].answer)  # paired prompt by prompt
+        assert all(len(set(r[:12])) == 12 for r in x)  # distinct keys and values
+    t, p, a = (np.array(b[c].ids) for c in ("true", "permuted", "absent"))
+    for row, ans in zip(t, b["true"].answer):
+        j = list(row[0:12:2]).index(row[-1])  # the query is one of the keys ...
+        assert row[2 * j + 1] == ans  # ... and the answer is the value shown after it
+    np.testing.assert_array_equal(p[:, 0:12:2], t[:, 0:12:2])  # same keys and query
+    assert all(ans in row[1:12:2] and row[list(row[0:12:2]).index(row[-1]) * 2 + 1] != ans
+               for row, ans in zip(p, b["true"].answer))  # answer present, after another key
+    assert not any(row[-1] in row[:12] for row in a)  # absent: a fresh key
+    with pytest.raises(ValueError, match="control"):
+        kv_recall_batch(4, 6, (2, 60), "shuffled")
+    with pytest.raises(ValueError, match="ordinary_range"):
+        kv_recall_batch(4, 6, (2, 10))
+
+
+def test_kv_recall_hand_wired_induction_beats_its_controls():
+    """The induction head finds the query key earlier and copies the value after it: recall is
+    near perfect on true prompts, and the answer's log-prob falls far under both controls."""
+    from ihtrain.icl_tasks import kv_recall_batch
+
+    model, V, P = induction_model(20, 16), 20, 16
+    s = {c: icl_scores(model, kv_recall_batch(30, 7, (1, V), c, seed=0)) for c in ("true", "permuted", "absent")}
+    assert s["true"]["icl_hits1"].mean() == 1.0
+    assert s["permuted"]["icl_hits1"].mean() == 0.0
+    assert s["true"]["icl_logprob"].mean() > -0.5
+    for c in ("permuted", "absent"):
+        assert s[c]["icl_logprob"].mean() < s["true"]["icl_logprob"].mean() - 2.0
+
+
+def test_cli_new_metrics_and_prev_token_set(tiny_run, tmp_path, capsys):
+    out = tmp_path / "abl.csv"
+    assert main([str(tiny_run), "--top-k", "1", "--per-layer", "--examples", "4", "--metrics",
+                 "repeat_nat,kv", "--prev-token-set", "--condition", "nat", "--out", str(out)]) == 0
+    assert "previous-token set" in capsys.readouterr().out
+    table = pd.read_csv(out)
+    assert set(table["metric"]) == {"repeat_nat_logprob", "repeat_nat_acc", "kv_logprob", "kv_hits1"}
+    assert set(table["condition"]) == {"nat", "nat:prev_token"}
+    # 2 x 2 heads, one per layer: none, top and 3 random sets per family, 4 examples per metric
+    assert len(table) == 2 * 4 * 5 * 4

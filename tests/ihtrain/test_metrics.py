@@ -198,7 +198,8 @@ def test_evaluate_errors(probes):
 def test_to_rows_tidy(induction):
     rows = to_rows(induction, step=12, tokens=3072)
     assert list(rows.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
-    assert len(rows) == 6 * 2 + 2
+    # no val_tokens: 7 per-head metrics on the 2 x 1 heads, 4 model-level ones (ar_acc, ar_rank, copy log-probs)
+    assert len(rows) == 7 * 2 + 4
     assert rows["step"].dtype == np.int64 and rows["layer"].dtype == np.int64 and rows["value"].dtype == np.float64
     ps = rows[rows.metric == "ps"].set_index(["layer", "head"])["value"]
     assert ps.loc[(1, 0)] == pytest.approx(1.0, abs=NEAR)

@@ -85,8 +85,9 @@ def test_run_directory_contract(straight_run):
     assert list(m.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
     steps = sorted(m["step"].unique())
     assert steps == eval_schedule(30, 12, 0.5).tolist()
-    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy"}
-    model_level = {"ar_acc", "ar_rank", "val_loss"}
+    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd", "ps_nat"}
+    model_level = {"ar_acc", "ar_rank", "val_loss", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
+                   "icl_token_index"}
     assert set(m["metric"]) == per_head | model_level
     assert not m.duplicated(["step", "metric", "layer", "head"]).any()
     for name in per_head:  # a dense (L, H) array per evaluation

@@ -87,3 +87,34 @@ def test_sep_token_choice_and_errors():
     with pytest.raises(ValueError, match="mode"):
         BiInductSource(FakeNatural(), SimpleNamespace(mode="sideways", mix_start=0.5, span_len=5,
                                                       span_source="random", sep_token=-1))
+
+
+@pytest.mark.parametrize("span_source", ["random", "natural"])
+def test_random_span_control_has_chance_match_rate(span_source):
+    """The control ``S SEP S'``: SEP in place, S as in the other modes, and S' independent of S:
+    its position-wise match rate to S and to reverse(S) is chance, 1 / (hi - lo), within a
+    binomial 4-sigma band (forward would give 1, which the band excludes by far)."""
+    lo, hi, L = 2, 12, 20  # a small range makes chance 0.1, so a dependence would show clearly
+    base = np.random.default_rng(5).integers(lo, hi, size=(256, 129))
+    x, tr = inject_snippets(base, 0.5, L, 1, "random", span_source, (lo, hi), seed=7)
+    k = len(tr["seq"])
+    assert k > 300 and not tr["backward"].any()
+    starts = tr["start"][:, None] + np.arange(L)[None, :]
+    S = x[tr["seq"][:, None], starts]
+    S2 = x[tr["seq"][:, None], starts + L + 1]
+    assert (x[tr["seq"], tr["start"] + L] == 1).all()
+    assert ((S2 >= lo) & (S2 < hi)).all()
+    if span_source == "natural":
+        np.testing.assert_array_equal(S, base[tr["seq"][:, None], starts])
+    chance, n = 1 / (hi - lo), S.size
+    band = 4 * np.sqrt(chance * (1 - chance) / n)
+    for ref in (S, S[:, ::-1]):
+        assert abs((S2 == ref).mean() - chance) < band
+    # and S' is uniform over the range: every token's share near chance
+    shares = np.bincount(S2.ravel() - lo, minlength=hi - lo) / n
+    assert np.abs(shares - chance).max() < band
+    # the same seed gives the same snippets; the control keeps the iso-token budget of forward
+    x_again, _ = inject_snippets(base, 0.5, L, 1, "random", span_source, (lo, hi), seed=7)
+    np.testing.assert_array_equal(x, x_again)
+    _, tr_fwd = inject_snippets(base, 0.5, L, 1, "forward", span_source, (lo, hi), seed=7)
+    assert tr_fwd["inject_ratio"] == tr["inject_ratio"]

@@ -1,0 +1,30 @@
+"""The biinduct grid preset's design (issue 42): conditions, seeds, equal tokens, budget past every
+rise of the former grid, the anneal after its latest formation."""
+
+from ihtrain.grid_spec import load_grid_preset
+from ihtrain.schedule import lr_at
+
+# the former 2 x 4 grid (data/reference_runs/biinduct/summary.csv): natural-only onset and the
+# latest onset of any condition (balanced)
+NATURAL_ONSET, LATEST_ONSET = 2266, 2897
+
+
+def test_conditions_seeds_and_equal_tokens():
+    runs = load_grid_preset("biinduct").expand()
+    modes = {r.factors["data.biinduct.mode"] for r in runs}
+    assert modes == {"none", "forward", "backward", "balanced", "random"}
+    for mode in modes:
+        assert sorted(r.seed for r in runs if r.factors["data.biinduct.mode"] == mode) == [0, 1, 2]
+    tokens = {r.config.cap_steps * r.config.train.batch_size * r.config.train.context for r in runs}
+    assert len(tokens) == 1  # iso-token across conditions
+    assert {(r.config.model.n_layer, r.config.model.n_head) for r in runs} == {(3, 12)}
+
+
+def test_budget_and_anneal_come_after_every_rise():
+    cfg = load_grid_preset("biinduct").expand()[0].config
+    total = cfg.cap_steps
+    assert total >= 2 * NATURAL_ONSET
+    peak = cfg.train.lr
+    decay_start = next(s for s in range(total) if lr_at(s, cfg, total) < peak and s > cfg.train.warmup_steps)
+    assert decay_start > LATEST_ONSET + 500  # the anneal starts well after the latest formation
+    assert lr_at(total - 1, cfg, total) < 0.2 * peak
