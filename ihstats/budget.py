@@ -20,7 +20,10 @@ formed by the long one, the boundary moved, and the report says it is a rate, wi
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,21 +95,26 @@ def boundary_levels(table: pd.DataFrame) -> dict:
     """The GLM boundary (p = 0.5) along each knob at the other knob's highest level.
 
     Returns ``{"frequency": f at r = max r, "reliability": r at f = max f}`` in knob units; NaN
-    when the table holds a single outcome (no boundary) or the contour leaves (0, 1].
+    when the table holds a single outcome (no boundary), the contour leaves (0, 1], or the knobs
+    do not vary apart (a grid that is not a frequency x reliability design, e.g. ``markov``).
     """
-    model = FrontierSpec().build(table)
     out = {k: np.nan for k in KNOBS}
-    if single_outcome(model.cells) is not None:
+    try:
+        model = FrontierSpec().build(table)
+        if single_outcome(model.cells) is not None:
+            return out
+        b = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(),
+                    model.terms, separation=model.separation).params
+    except (ValueError, np.linalg.LinAlgError):  # knobs that do not vary, or vary together
         return out
-    b = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(),
-                model.terms, separation=model.separation).params
     z = {k: (np.log(model.cells[k].max()) - mu) / sd for k, (mu, sd) in model.scale.items()}
     for i, (k, other) in enumerate(zip(KNOBS, KNOBS[::-1])):
         slope, slope_other = b[1 + i], b[2 - i]
         if slope == 0:
             continue
         mu, sd = model.scale[k]
-        level_ = float(np.exp(mu + sd * (-(b[0] + slope_other * z[other]) / slope)))
+        with np.errstate(over="ignore"):  # a contour far outside the grid: inf, reported as NaN
+            level_ = float(np.exp(mu + sd * (-(b[0] + slope_other * z[other]) / slope)))
         out[k] = level_ if 0 < level_ <= 1 else np.nan
     return out
 
@@ -140,7 +148,7 @@ class BudgetComparison:
         return self.boundary.assign(n_runs=self.n_runs, n_formed=list(self.formed))
 
     def verdict(self) -> str:
-        """One line: a rate (the boundary moved, with the shift) or a boundary that held."""
+        """One line: a rate (the boundary moved, with the shift), or not shown to move."""
         b = self.boundary.set_index("budget")
         where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} -> {_lvl(b.at[self.long, k])}"
                           for k in KNOBS)
@@ -148,8 +156,8 @@ class BudgetComparison:
                   f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}")
         if self.moves:
             return f"the boundary moves with the budget, so it is a rate, not a boundary ({counts}; {where})"
-        return (f"the boundary holds between the budgets: no more late formers than chance ({counts}; "
-                f"{where})")
+        return (f"the boundary is not shown to move between the budgets: late formers within chance "
+                f"({counts}; {where})")
 
 
 def _lvl(x: float) -> str:
@@ -189,3 +197,55 @@ def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05
     bounds = pd.DataFrame([{"budget": b, **boundary_levels(t)} for b, t in ((b_short, short), (b_long, long))])
     return BudgetComparison(b_short, b_long, len(pair), (int(pair["s"].sum()), int(pair["l"].sum())),
                             late, lost, p, bounds, alpha)
+
+
+def two_budgets(data: io.GridData, ratio: float = 3.0, cap: float | None = None) -> tuple:
+    """Read a grid at its cap (default: the largest ``train.max_steps`` of its runs) and at
+    ``cap / ratio``; returns ``(long, short, comparison)``."""
+    if not ratio > 1:
+        raise ValueError(f"ratio: the long budget over the short one must be > 1, got {ratio}")
+    cap = float(cap if cap is not None else run_caps(data).max())
+    long, short = read_at_budget(data, cap), read_at_budget(data, cap / ratio)
+    return long, short, compare_budgets(short, long)
+
+
+def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its factors, ``formed_short``/``formed_long`` and the onsets at both."""
+    keep = [c for c in long.columns if c not in BUDGET_COLUMNS or c == "run_id"]
+    out = long[keep].copy()
+    for name, t in (("short", short), ("long", long)):
+        t = t.set_index("run_id")
+        out[f"formed_{name}"] = out["run_id"].map(t["formed"]).astype(bool)
+        out[f"onset_{name}"] = out["run_id"].map(t["onset"].where(t["formed"]))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ihstats.budget",
+                                 description="Read a grid's runs at the cap and at cap / ratio: formed per run "
+                                             "at both budgets, and whether the boundary moves.")
+    ap.add_argument("grid", help="grid directory (python -m ihtrain.grid --out)")
+    ap.add_argument("--ratio", type=float, default=3.0, help="long budget / short budget (default 3)")
+    ap.add_argument("--cap", type=float, default=None, help="long budget in updates (default: train.max_steps)")
+    ap.add_argument("-o", "--out", default=None, help="CSV of the per-run table (default: print only)")
+    a = ap.parse_args(argv)
+    try:
+        long, short, cmp = two_budgets(io.load_grid(a.grid), a.ratio, a.cap)
+    except (ValueError, OSError) as e:
+        print(f"error: {a.grid}: {e}", file=sys.stderr)
+        return 2
+    table = per_run(long, short)
+    varying = [c for c in table.columns if c == "run_id" or table[c].astype(str).nunique() > 1]
+    print(table[varying].to_string(index=False))  # the factors that vary, formed at both budgets
+    print(cmp.table().to_string(index=False))
+    print(cmp.verdict())
+    if a.out:
+        tmp = Path(f"{a.out}.tmp")  # written whole, then renamed: a reader never sees half a table
+        table.to_csv(tmp, index=False)
+        os.replace(tmp, a.out)
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
