@@ -161,7 +161,7 @@ class BudgetComparison:
 
 
 def _lvl(x: float) -> str:
-    return "none in the grid" if not np.isfinite(x) else f"{x:.3g}"
+    return "not located" if not np.isfinite(x) else f"{x:.3g}"
 
 
 def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05) -> BudgetComparison:
