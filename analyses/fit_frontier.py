@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ihstats import io
@@ -168,7 +169,14 @@ def onset_lines(table, args, out: Path) -> list[str]:
     lines += [f"| {r.term} | {r.median:.3g} | [{r.lo:.3g}, {r.hi:.3g}] | {r.mle:.3g} ({r.mle_se:.2g}) |"
               for r in el.itertuples()]
     diag = res.diagnostics()
-    lines += ["", f"Sampler: {'; '.join(diag) if diag else 'no warnings'}.",
+    runs = res.model.runs
+    cap, f_top = float(runs["time"].max()), float(runs["frequency"].max())
+    r_iso = res.iso_onset(cap, [f_top])["reliability"].iloc[0]
+    lines += ["", f"Median onset reaches the longest run ({cap:,.0f} updates) at f = {f_top:g}, "
+              f"r = {r_iso:.3g}: where the logistic frontier lies near it, that frontier is a line of "
+              "equal onset at the budget." if np.isfinite(r_iso) else
+              f"Median onset does not reach {cap:,.0f} updates inside (0, 1] at f = {f_top:g}.",
+              "", f"Sampler: {'; '.join(diag) if diag else 'no warnings'}.",
               "", f"Which knob moves the onset more: **{res.verdict()}**."]
     if designs is not None:
         ok = designs[designs["enough"]]
