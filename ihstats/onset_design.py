@@ -26,7 +26,8 @@ from ihstats.simulate_frontier import simulate_onsets
 @dataclass
 class CensoredMLE:
     """Maximum-likelihood fit: ``params`` = (a, e_freq, e_rel, log sigma), ``cov`` their
-    covariance (inverse numerical Hessian), ``se`` standard errors, ``converged``."""
+    covariance (inverse numerical Hessian x n_obs / (n_obs - 4), see :func:`fit_mle`), ``se``
+    standard errors, ``converged``."""
 
     params: np.ndarray
     cov: np.ndarray
@@ -83,9 +84,13 @@ def fit_mle(X: np.ndarray, log_time: np.ndarray, censored: np.ndarray) -> Censor
     fun = lambda t: _negloglik(t, X, y, cen)  # noqa: E731
     res = minimize(fun, x0, method="BFGS")
     H = _hessian(fun, res.x)
+    n_obs = int((~cen).sum())
     try:
-        cov = np.linalg.inv(H)
-        if np.any(np.diag(cov) <= 0):
+        # small-sample correction n_obs / (n_obs - 4), as OLS's n / (n - p) but counting onsets
+        # (a censored run carries less): measured 90% Wald coverage of the elasticities on 7 cells,
+        # 46% censored, 150 datasets: 0.84 without it, 0.88-0.90 with it (3 seeds); 0.91 (8 seeds)
+        cov = np.linalg.inv(H) * (n_obs / (n_obs - 4) if n_obs > 4 else np.nan)
+        if not np.all(np.diag(cov) > 0):
             raise np.linalg.LinAlgError
     except np.linalg.LinAlgError:  # flat likelihood (e.g. everything censored at a level)
         cov = np.full((4, 4), np.nan)

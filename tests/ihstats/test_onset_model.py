@@ -97,3 +97,18 @@ def test_bad_tables_are_named():
         prepare_onset_data(table.assign(formed=False))
     with pytest.raises(ValueError, match=r"frequency: values must lie in \(0, 1\]"):
         prepare_onset_data(table.assign(frequency=table["frequency"] * 2))
+
+
+def test_mle_intervals_cover_at_their_level():
+    """The design simulation reads P(|e_freq| > |e_rel|) from the MLE's normal approximation: its
+    90% Wald intervals cover the planted elasticities in about 90% of censored datasets (measured
+    0.88 and 0.90 with the small-sample correction; 0.84 without it)."""
+    hits, n = np.zeros(2), 150
+    for s in range(n):
+        table, truth = simulate_onsets(CELLS, n_seeds=3, seed=100 + s, **TRUTH)
+        m = OnsetSpec().build(table)
+        fit = fit_mle(m.X, m.runs["log_time"].to_numpy(), m.censored)
+        for j, true in enumerate((truth.e_freq, truth.e_rel)):
+            hits[j] += abs(fit.params[1 + j] - true) <= 1.645 * fit.se[1 + j]
+    cover = hits / n
+    assert np.all((cover > 0.84) & (cover < 0.96)), cover
