@@ -199,7 +199,8 @@ def analysis_frontier(inp: Inputs) -> FigureData:
         table, source, simulated = _source(inp.frontier_table, "frontier", "--frontier-table")
     else:
         table, source, simulated = _freqrel_table(_shipped(inp, "freqrel")), "", False
-        source = f"{rel_path(inp.reference / 'freqrel')}/summary.csv (real logs; formed per run)"
+        source = (f"{rel_path(inp.reference / 'freqrel')}/summary.csv (real logs of the freqrel-markov "
+                  "preset; formed per run)")
     b = inp.budget
     res = FrontierSpec().build(table).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)

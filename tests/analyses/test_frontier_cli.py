@@ -44,3 +44,21 @@ def test_bad_table_exits_with_reason(tmp_path, edit, message):
     edit(t).to_csv(path, index=False)
     r = _run("--table", path, "--fast", "--out", tmp_path / "o")
     assert r.returncode == 2 and message in r.stderr
+
+
+@pytest.mark.slow
+def test_grid_reads_two_budgets_and_fits_onsets(tmp_path):
+    """--grid on fake logs (a rate law on two transects): both budgets, the onset model, designs."""
+    sys.path.insert(0, str(ROOT / "tests" / "ihstats"))
+    from helpers_frontier import write_onset_grid
+
+    write_onset_grid(tmp_path / "g")
+    r = _run("--grid", tmp_path / "g", "--fast", "--design-sims", 10, "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "o" / "summary.md").read_text()
+    assert "## Two budgets" in md and "| 3,000 |" in md and "| 9,000 |" in md
+    assert "## Time to onset" in md and "| e_freq |" in md and "Which knob moves the onset more" in md
+    budgets = pd.read_csv(tmp_path / "o" / "budgets.csv")
+    assert budgets["formed_long"].sum() > budgets["formed_short"].sum()
+    el = pd.read_csv(tmp_path / "o" / "onset" / "elasticities.csv").set_index("term")
+    assert el.at["e_freq", "median"] < 0 and el.at["e_rel", "median"] < 0

@@ -49,3 +49,22 @@ def simulate_separated(levels=DEFAULT_LEVELS, n_seeds: int = 4) -> pd.DataFrame:
     f, r, s = np.meshgrid(levels, levels, np.arange(n_seeds), indexing="ij")
     f, r, s = f.ravel(), r.ravel(), s.ravel()
     return pd.DataFrame({"frequency": f, "reliability": r, "seed": s, "formed": f * r > 0.2})
+
+
+def write_onset_grid(grid_dir, law=(600.0, -6.0, -3.0), cap: int = 9000, seeds=(0, 1)) -> list:
+    """A fake grid of semi-natural runs on two transects through f = r = 0.9 whose max-PS curves
+    rise at ``onset = t0 (f / 0.9)^e_f (r / 0.9)^e_r`` (flat when that lies past half the cap):
+    real logs for :mod:`ihstats.budget` and ``analyses/fit_frontier.py --grid``."""
+    from ihstats.simulate import simulate_curve, write_fake_grid
+
+    t0, e_f, e_r = law
+    cells = [(f, 0.9) for f in (0.5, 0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.3, 0.5, 0.7)]
+    runs = []
+    for i, ((f, r), s) in enumerate((c, s) for c in cells for s in seeds):
+        onset = t0 * (f / 0.9) ** e_f * (r / 0.9) ** e_r * (1.0 + 0.1 * s)
+        kw = dict(n=120, last_step=cap, baseline=0.05, noise=0.01, seed=i)
+        curve = (simulate_curve("sigmoid", "mixed", onset=onset, width=0.5, rise=0.6, **kw)
+                 if onset < cap / 2 else simulate_curve("flat", "mixed", **kw))
+        runs.append((curve, {"data.source": "seminatural", "data.seminatural.frequency": f,
+                             "data.seminatural.reliability": r, "seed": s, "train.max_steps": cap}))
+    return write_fake_grid(grid_dir, runs)

@@ -12,7 +12,7 @@ from ihtrain.train import train_run
 CELLS = [
     # preset, factors of the cell, formed?
     ("bxc-markov", {"train.batch_size": 64, "train.context": 16, "size": "d32"}, True),
-    ("freqrel", {"data.markov.frequency": 0.9, "data.markov.reliability": 0.9}, True),
+    ("freqrel-markov", {"data.markov.frequency": 0.9, "data.markov.reliability": 0.9}, True),
     # i.i.d. tokens with the same planted repeats: no head within the cap (12,000 updates)
     ("markov", {"data.markov.marginal": "uniform", "data.markov.dependency": "iid", "regime": "high"}, False),
     # natural text at a fixed budget (4,800 updates at 3 x 12 heads; issue 42: not yet run at this shape)

@@ -1,0 +1,251 @@
+"""Two budgets: read each run as if it had stopped earlier, and ask whether the frontier moves.
+
+A frontier drawn at one budget may be an iso-onset line (heads form everywhere, only later) rather
+than a boundary (below it heads do not form). The test is the budget: read the same runs at the
+cap and at a fraction of it (``1/3`` by default). If cells that had not formed at the short budget
+formed by the long one, the boundary moved, and the report says it is a rate, with the shift.
+
+* :func:`read_at_budget` recomputes each run's verdict from its logs truncated at a budget:
+  the Bayesian onset on the max-PS curve up to that update, formed as
+  :func:`ihstats.emergence.formation` defines it (uncensored onset, max PS at the last
+  evaluation >= 0.3). A run that stopped before the budget (until-emergence stops at 1.3 x the
+  crossing) is read whole, exactly as a run capped at that budget would have stopped too.
+* :func:`compare_budgets` pairs the two readings run by run: ``late`` runs formed only between
+  the budgets, ``lost`` ones formed at the short reading only (a detector's second opinion on
+  a longer curve). The boundary "moves" when late formers outnumber lost ones beyond chance (an
+  exact sign test, one-sided, ``alpha`` 0.05); beside it, the boundary along each knob at the
+  other knob's highest level, from the logistic GLM (:func:`ihstats.frontier_glm.fit_glm`) at
+  each budget, and their ratio (the shift).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binom
+
+from ihstats import io
+from ihstats.emergence import FORMED_MIN_PS, formation
+from ihstats.frontier import KNOBS, FrontierSpec, single_outcome
+from ihstats.frontier_glm import fit_glm
+
+BUDGET_COLUMNS = ("run_id", "budget", "formed", "onset", "onset_lo", "onset_hi", "censored",
+                  "final_max_ps", "last_step")
+
+
+def run_caps(data: io.GridData) -> pd.Series:
+    """Each run's update cap (``train.max_steps`` in its ``config.json``), indexed by run_id."""
+    caps = {}
+    for rid, path in zip(data.runs["run_id"], data.runs["path"]):
+        cfg = json.loads((Path(path) / "config.json").read_text()).get("config", {})
+        cap = cfg.get("train", {}).get("max_steps")
+        if not isinstance(cap, (int, float)) or cap <= 0:
+            raise ValueError(f"{path}/config.json: train.max_steps missing or not positive ({cap!r}); "
+                             "pass the budgets explicitly")
+        caps[rid] = int(cap)
+    return pd.Series(caps, name="cap")
+
+
+def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_PS,
+                   level: float = 0.9) -> pd.DataFrame:
+    """Each run's formed verdict as if it had stopped at update ``budget``.
+
+    Parameters
+    ----------
+    data : ihstats.io.GridData
+        Runs and their tidy metrics (:func:`ihstats.io.load_grid`).
+    budget : float
+        Last update read; evaluations after it are ignored.
+    min_ps, level : float
+        As :func:`ihstats.emergence.formation`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run: the run factors of ``data.runs`` (without ``path``), ``budget``,
+        ``formed``, ``onset``, ``onset_lo``, ``onset_hi``, ``censored``, ``final_max_ps`` and
+        ``last_step`` (the last evaluation read; for a censored run the censoring point).
+    """
+    if not budget > 0:
+        raise ValueError(f"budget: must be > 0 updates, got {budget}")
+    m = data.metrics
+    rows = []
+    for rid, run in m[m["step"] <= budget].groupby("run_id", sort=False):
+        f = formation(run, min_ps=min_ps, level=level)
+        rows.append({"run_id": rid, "budget": float(budget), "last_step": int(run["step"].max()),
+                     **{k: f[k] for k in BUDGET_COLUMNS if k in f}})
+    for rid in sorted(set(data.runs["run_id"]) - set(m.loc[m["step"] <= budget, "run_id"])):
+        rows.append({"run_id": rid, "budget": float(budget), "formed": False, "censored": True,
+                     "last_step": 0})  # no evaluation before the budget: nothing formed yet
+    out = pd.DataFrame(rows, columns=list(BUDGET_COLUMNS))
+    out["censored"] = out["censored"].astype(bool)
+    out["formed"] = out["formed"].astype(bool)
+    runs = data.runs.drop(columns=["path"], errors="ignore")
+    return runs.merge(out, on="run_id", how="right")
+
+
+def boundary_levels(table: pd.DataFrame) -> dict:
+    """The GLM boundary (p = 0.5) along each knob at the other knob's highest level.
+
+    Returns ``{"frequency": f at r = max r, "reliability": r at f = max f}`` in knob units; NaN
+    when the table holds a single outcome (no boundary), the contour leaves (0, 1], or the knobs
+    do not vary apart (a grid that is not a frequency x reliability design, e.g. ``markov``).
+    """
+    out = {k: np.nan for k in KNOBS}
+    try:
+        model = FrontierSpec().build(table)
+        if single_outcome(model.cells) is not None:
+            return out
+        b = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(),
+                    model.terms, separation=model.separation).params
+    except (ValueError, np.linalg.LinAlgError):  # knobs that do not vary, or vary together
+        return out
+    z = {k: (np.log(model.cells[k].max()) - mu) / sd for k, (mu, sd) in model.scale.items()}
+    for i, (k, other) in enumerate(zip(KNOBS, KNOBS[::-1])):
+        slope, slope_other = b[1 + i], b[2 - i]
+        if slope == 0:
+            continue
+        mu, sd = model.scale[k]
+        with np.errstate(over="ignore"):  # a contour far outside the grid: inf, reported as NaN
+            level_ = float(np.exp(mu + sd * (-(b[0] + slope_other * z[other]) / slope)))
+        out[k] = level_ if 0 < level_ <= 1 else np.nan
+    return out
+
+
+@dataclass
+class BudgetComparison:
+    """The same runs read at a short and a long budget (:func:`compare_budgets`)."""
+
+    short: float
+    long: float
+    n_runs: int
+    formed: tuple  # (formed at short, formed at long)
+    late: int  # formed only by the long budget
+    lost: int  # formed at the short reading, not at the long one
+    p_value: float  # exact one-sided sign test of late against lost
+    boundary: pd.DataFrame  # budget, frequency, reliability (GLM boundary levels)
+    alpha: float = 0.05
+
+    @property
+    def moves(self) -> bool:
+        """True when more runs formed between the budgets than chance allows (``p < alpha``)."""
+        return bool(self.p_value < self.alpha)
+
+    def shift(self) -> dict:
+        """Ratio long / short of the boundary level along each knob (NaN where either is)."""
+        b = self.boundary.set_index("budget")
+        return {k: float(b.at[self.long, k] / b.at[self.short, k]) for k in KNOBS}
+
+    def table(self) -> pd.DataFrame:
+        """One row per budget: runs formed and the boundary levels."""
+        return self.boundary.assign(n_runs=self.n_runs, n_formed=list(self.formed))
+
+    def verdict(self) -> str:
+        """One line: a rate (the boundary moved, with the shift), or not shown to move."""
+        b = self.boundary.set_index("budget")
+        where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} -> {_lvl(b.at[self.long, k])}"
+                          for k in KNOBS)
+        counts = (f"{self.late} of {self.n_runs} runs formed only between {self.short:,.0f} and "
+                  f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}")
+        if self.moves:
+            return f"the boundary moves with the budget, so it is a rate, not a boundary ({counts}; {where})"
+        return (f"the boundary is not shown to move between the budgets: late formers within chance "
+                f"({counts}; {where})")
+
+
+def _lvl(x: float) -> str:
+    return "not located" if not np.isfinite(x) else f"{x:.3g}"
+
+
+def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05) -> BudgetComparison:
+    """Compare the same runs read at two budgets (tables of :func:`read_at_budget`).
+
+    Parameters
+    ----------
+    short, long : pandas.DataFrame
+        One row per run with ``run_id``, ``budget``, ``frequency``, ``reliability``, ``formed``;
+        the same run ids in both.
+    alpha : float
+        Level of the sign test below which the boundary is said to move.
+
+    Returns
+    -------
+    BudgetComparison
+    """
+    for name, t in (("short", short), ("long", long)):
+        missing = [c for c in ("run_id", "budget", *KNOBS, "formed") if c not in t]
+        if missing:
+            raise ValueError(f"{name}: missing columns {missing}; read it with read_at_budget")
+        if t["budget"].nunique() != 1:
+            raise ValueError(f"{name}: holds several budgets {sorted(t['budget'].unique())}")
+    if set(short["run_id"]) != set(long["run_id"]):
+        raise ValueError("short, long: not the same runs (pair the readings of one grid)")
+    b_short, b_long = float(short["budget"].iloc[0]), float(long["budget"].iloc[0])
+    if not b_short < b_long:
+        raise ValueError(f"short budget {b_short} must be below the long one {b_long}")
+    pair = short.set_index("run_id")["formed"].astype(bool).to_frame("s").join(
+        long.set_index("run_id")["formed"].astype(bool).rename("l"))
+    late, lost = int((pair["l"] & ~pair["s"]).sum()), int((pair["s"] & ~pair["l"]).sum())
+    p = float(binom.sf(late - 1, late + lost, 0.5)) if late + lost else 1.0
+    bounds = pd.DataFrame([{"budget": b, **boundary_levels(t)} for b, t in ((b_short, short), (b_long, long))])
+    return BudgetComparison(b_short, b_long, len(pair), (int(pair["s"].sum()), int(pair["l"].sum())),
+                            late, lost, p, bounds, alpha)
+
+
+def two_budgets(data: io.GridData, ratio: float = 3.0, cap: float | None = None) -> tuple:
+    """Read a grid at its cap (default: the largest ``train.max_steps`` of its runs) and at
+    ``cap / ratio``; returns ``(long, short, comparison)``."""
+    if not ratio > 1:
+        raise ValueError(f"ratio: the long budget over the short one must be > 1, got {ratio}")
+    cap = float(cap if cap is not None else run_caps(data).max())
+    long, short = read_at_budget(data, cap), read_at_budget(data, cap / ratio)
+    return long, short, compare_budgets(short, long)
+
+
+def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: its factors, ``formed_short``/``formed_long`` and the onsets at both."""
+    keep = [c for c in long.columns if c not in BUDGET_COLUMNS or c == "run_id"]
+    out = long[keep].copy()
+    for name, t in (("short", short), ("long", long)):
+        t = t.set_index("run_id")
+        out[f"formed_{name}"] = out["run_id"].map(t["formed"]).astype(bool)
+        out[f"onset_{name}"] = out["run_id"].map(t["onset"].where(t["formed"]))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ihstats.budget",
+                                 description="Read a grid's runs at the cap and at cap / ratio: formed per run "
+                                             "at both budgets, and whether the boundary moves.")
+    ap.add_argument("grid", help="grid directory (python -m ihtrain.grid --out)")
+    ap.add_argument("--ratio", type=float, default=3.0, help="long budget / short budget (default 3)")
+    ap.add_argument("--cap", type=float, default=None, help="long budget in updates (default: train.max_steps)")
+    ap.add_argument("-o", "--out", default=None, help="CSV of the per-run table (default: print only)")
+    a = ap.parse_args(argv)
+    try:
+        long, short, cmp = two_budgets(io.load_grid(a.grid), a.ratio, a.cap)
+    except (ValueError, OSError) as e:
+        print(f"error: {a.grid}: {e}", file=sys.stderr)
+        return 2
+    table = per_run(long, short)
+    varying = [c for c in table.columns if c == "run_id" or table[c].astype(str).nunique() > 1]
+    print(table[varying].to_string(index=False))  # the factors that vary, formed at both budgets
+    print(cmp.table().to_string(index=False))
+    print(cmp.verdict())
+    if a.out:
+        tmp = Path(f"{a.out}.tmp")  # written whole, then renamed: a reader never sees half a table
+        table.to_csv(tmp, index=False)
+        os.replace(tmp, a.out)
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

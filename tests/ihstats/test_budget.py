@@ -1,0 +1,111 @@
+"""Two budgets: re-reading runs at a shorter budget, and the comparison that flags a boundary that
+moves with the budget (a rate) and not one that holds."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ihstats import io
+from ihstats.budget import compare_budgets, main, read_at_budget, run_caps
+from ihstats.simulate import simulate_curve, write_fake_grid
+from ihstats.simulate_frontier import read_onsets_at, simulate_onsets
+
+sys.path.insert(0, str(Path(__file__).parent))
+from helpers_frontier import write_onset_grid  # noqa: E402
+
+CELLS = [(f, 0.9) for f in (0.6, 0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.3, 0.5, 0.7)]
+CAP = 4500.0
+
+
+def test_a_rate_moves_the_boundary_and_is_flagged():
+    """Onsets finite everywhere, slower at lower knobs: reading at 1/3 of the cap loses the slow
+    cells, so the boundary moves up with the shorter budget."""
+    long, _ = simulate_onsets(CELLS, n_seeds=3, log_t0=6.2, e_freq=-6.0, e_rel=-2.5, sigma=0.3,
+                              cap=CAP, seed=0)
+    short = read_onsets_at(long, CAP / 3)
+    cmp = compare_budgets(short, long)
+    assert cmp.late >= 5 and cmp.lost == 0 and cmp.moves
+    assert cmp.formed[0] < cmp.formed[1]
+    shift = cmp.shift()
+    assert shift["frequency"] < 1 and shift["reliability"] < 1   # the longer budget reaches lower knobs
+    assert cmp.verdict().startswith("the boundary moves with the budget, so it is a rate")
+    assert list(cmp.table()["n_formed"]) == list(cmp.formed)
+
+
+def test_a_boundary_that_holds_is_not_flagged():
+    """Heads form early (before 1/3 of the cap) above a hard line and never below it."""
+    long, _ = simulate_onsets(CELLS, n_seeds=3, log_t0=6.0, e_freq=-1.0, e_rel=-1.0, sigma=0.3,
+                              cap=CAP, seed=1)
+    never = long["frequency"] * long["reliability"] < 0.6
+    long = long.assign(true_onset=np.where(never, np.inf, long["true_onset"]))
+    long = long.assign(formed=~never, censored=never, onset=np.where(never, CAP, long["true_onset"]))
+    assert long.loc[~never, "true_onset"].max() < CAP / 3
+    short = read_onsets_at(long, CAP / 3)
+    cmp = compare_budgets(short, long)
+    assert cmp.late == 0 and not cmp.moves and cmp.p_value == 1.0
+    assert cmp.shift()["frequency"] == pytest.approx(1.0)
+    assert cmp.verdict().startswith("the boundary is not shown to move")
+
+
+def test_a_few_late_formers_are_not_enough():
+    """Two late formers against none is p = 0.25: not called a moving boundary."""
+    long, _ = simulate_onsets(CELLS, n_seeds=3, log_t0=6.0, e_freq=-1.0, e_rel=-1.0, sigma=0.3,
+                              cap=CAP, seed=1)
+    late = long.index[:2]
+    long.loc[late, "true_onset"] = 3000.0
+    cmp = compare_budgets(read_onsets_at(long, CAP / 3), long)
+    assert (cmp.late, cmp.lost) == (2, 0) and cmp.p_value == pytest.approx(0.25) and not cmp.moves
+
+
+def test_compare_checks_its_inputs():
+    long, _ = simulate_onsets(CELLS, cap=CAP, seed=0)
+    short = read_onsets_at(long, CAP / 3)
+    with pytest.raises(ValueError, match="not the same runs"):
+        compare_budgets(short.iloc[1:], long)
+    with pytest.raises(ValueError, match="must be below"):
+        compare_budgets(long, short)
+    with pytest.raises(ValueError, match="short: missing columns"):
+        compare_budgets(short.drop(columns="budget"), long)
+
+
+def test_read_at_budget_truncates_real_logs(tmp_path):
+    """A fake grid: one head rising at update 3,000 (formed at the cap 9,000, not at 1/3 of it),
+    one at 300 (formed at both), one flat (formed at neither)."""
+    curves = [simulate_curve("sigmoid", "mixed", n=200, last_step=9000, onset=3000, width=0.5,
+                             baseline=0.05, rise=0.6, noise=0.01, seed=1),
+              simulate_curve("sigmoid", "mixed", n=200, last_step=9000, onset=300, width=0.5,
+                             baseline=0.05, rise=0.6, noise=0.01, seed=2),
+              simulate_curve("flat", "mixed", n=200, last_step=9000, baseline=0.05, noise=0.01, seed=3)]
+    over = [{"data.source": "seminatural", "data.seminatural.frequency": f,
+             "data.seminatural.reliability": r, "train.max_steps": 9000}
+            for f, r in ((0.7, 0.9), (0.9, 0.9), (0.5, 0.7))]
+    ids = write_fake_grid(tmp_path / "g", list(zip(curves, over)))
+    data = io.load_grid(tmp_path / "g")
+    assert set(run_caps(data).index) == set(ids) and (run_caps(data) == 9000).all()
+    long, short = (read_at_budget(data, b).set_index("run_id") for b in (9000, 3000))
+    assert list(long.loc[ids, "formed"]) == [True, True, False]
+    assert list(short.loc[ids, "formed"]) == [False, True, False]
+    assert short["last_step"].max() <= 3000 and (short["budget"] == 3000).all()
+    assert long.at[ids[0], "onset_lo"] <= 3000 <= long.at[ids[0], "onset_hi"]
+    assert {"frequency", "reliability", "seed"} <= set(long.columns)
+    cmp = compare_budgets(short.reset_index(), long.reset_index())
+    assert (cmp.late, cmp.lost) == (1, 0)
+    with pytest.raises(ValueError, match="budget: must be > 0"):
+        read_at_budget(data, 0)
+
+
+def test_cli_prints_both_budgets_and_the_verdict(tmp_path, capsys):
+    """A rate law on two transects: onsets from 600 to ~3,900 updates; read at 9,000 and 3,000."""
+    write_onset_grid(tmp_path / "g")
+    assert main([str(tmp_path / "g"), "-o", str(tmp_path / "b.csv")]) == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "b.csv")
+    assert {"formed_short", "formed_long", "onset_short", "onset_long", "frequency", "seed"} <= set(table)
+    assert (table["formed_long"] >= table["formed_short"]).all()
+    assert table["formed_long"].sum() > table["formed_short"].sum()
+    assert "9000.0" in out and "3000.0" in out and "the boundary" in out
+    assert main([str(tmp_path / "nowhere")]) == 2
+    assert "error:" in capsys.readouterr().err
