@@ -41,6 +41,7 @@ from ihtrain.fileio import (
 from ihtrain.grid_plan import PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, start_order
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
+    probe_geometry_warning,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
 from ihtrain.presets import GRID_SPEC_DIR
@@ -465,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if geometry := probe_geometry_warning(runs):  # at plan time: before anything trains
+        print(f"warning: {geometry}", file=sys.stderr)
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
