@@ -24,6 +24,7 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.upt_law import UPTLawResults, UPTLawSpec
+from ihstats.upt_results import sigma_draws
 
 PUBLISHED_FORMS = {"aoyama": {"a": 0.37, "b": 0.62}, "tokens": {"a": 0.5, "b": 0.5}}
 TOLERANCE = 0.05
@@ -50,22 +51,37 @@ def _row(variant: str, res: UPTLawResults, hdi_prob: float) -> dict:
            "prior a, b": f"N{res.spec.resolved_priors['a']}, N{res.spec.resolved_priors['b']}"}
     for p in ("a", "b"):
         row.update({p: s.at[p, "mean"], f"{p}_lo": s.at[p, "hdi_lo"], f"{p}_hi": s.at[p, "hdi_hi"]})
-    return {**row, "elpd_loo": elpd, **closeness(res)}
+    return {**row, "sigma": sigma_text(s), "elpd_loo": elpd, **closeness(res)}
+
+
+def sigma_text(summary: pd.DataFrame) -> str:
+    """The seed-level scatter as posterior means: ``0.52`` (shared) or ``16: 0.91, 64: 0.14``
+    (``sigma[level]`` rows of a ``sigma_by`` fit)."""
+    rows = [i for i in summary.index if str(i) == "sigma" or str(i).startswith("sigma[")]
+    return ", ".join((f"{str(i)[6:-1]}: " if str(i) != "sigma" else "") + f"{summary.at[i, 'mean']:.2f}"
+                     for i in rows)
 
 
 def sensitivity_table(table: pd.DataFrame, spec: UPTLawSpec, base: UPTLawResults | None = None,
-                      **fit_kw) -> pd.DataFrame:
-    """The law under the base spec, the other likelihood, and exponent priors centred on the
-    published values (Normal(0.37, 0.1), Normal(0.62, 0.1)); one row each. ``base`` reuses a fit
-    of ``spec`` already made. Compare rows by ``elpd_loo`` (higher is better) only between the two
-    likelihoods; the prior variant shows how much the data, not the prior, decide a and b."""
+                      fits: dict | None = None, **fit_kw) -> pd.DataFrame:
+    """The law under the base spec, the other likelihood, exponent priors centred on the published
+    values (Normal(0.37, 0.1), Normal(0.62, 0.1)) and, when ``spec.sigma_by`` is set, one shared
+    sigma; one row each, with the seed-level scatter (``sigma``: shared, or per level).
+
+    ``base`` reuses a fit of ``spec`` already made, ``fits`` fits of other variants by row name
+    (``"shared sigma"``). Compare rows by ``elpd_loo`` (higher is better) between the likelihoods
+    and between the scatter models (same data, same priors otherwise); the prior variant shows how
+    much the data, not the prior, decide a and b."""
     other = "normal" if spec.likelihood == "student_t" else "student_t"
     centred = {"a": (PUBLISHED_FORMS["aoyama"]["a"], CENTRED_SD), "b": (PUBLISHED_FORMS["aoyama"]["b"], CENTRED_SD)}
     variants = [("base", spec), (f"{other} likelihood", replace(spec, likelihood=other)),
                 ("prior centred on published", replace(spec, priors={**spec.priors, **centred}))]
+    if spec.sigma_by:
+        variants.append(("shared sigma", replace(spec, sigma_by=None)))
+    done = {**(fits or {}), **({"base": base} if base is not None else {})}
     rows = []
     for name, s in variants:
-        res = base if (name == "base" and base is not None) else s.build(table).fit(**fit_kw)
+        res = done.get(name) or s.build(table).fit(**fit_kw)
         rows.append(_row(name, res, spec.hdi_prob))
     return pd.DataFrame(rows)
 
@@ -79,7 +95,7 @@ def influence_table(res: UPTLawResults) -> pd.DataFrame:
         warnings.simplefilter("ignore")
         k = np.asarray(res.loo().pareto_k).ravel()
     mu = res.mu_draws().mean(axis=0)
-    sigma = _bayes.posterior_draws(res.idata, "sigma").mean()
+    sigma = sigma_draws(d, res.idata).mean(axis=0)  # per run (its level's, with sigma_by)
     scale = np.sqrt(sigma**2 + d.me_sd**2)
     resid = np.where(d.censored, np.nan, (d.y - mu) / scale)
     frame = pd.DataFrame({"run_id": d.table["run_id"].astype(str).to_numpy(), "B": d.table["B"].to_numpy(),
