@@ -9,6 +9,8 @@ a Student-t fit discounts it) and with the prior. The report shows both instead 
   each exponent lies within ``TOLERANCE`` of each published form.
 - :func:`influence_table`: per run, the PSIS-LOO Pareto k and the standardised residual, most
   influential first.
+- :func:`circuit_table`, :func:`circuit_warning`: the circuit of each cell's runs (previous-token
+  head or not, :func:`ihstats.emergence.circuit`) and a warning when one law is fitted across both.
 
 Published forms in UPT form ``log UPT = log T - a log B - b log C``: Aoyama et al.
 (a = 0.37, b = 0.62) and the tokens form ``N = T sqrt(B C)`` (a = b = 0.5).
@@ -23,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
 from ihstats.upt_law import UPTLawResults, UPTLawSpec
 from ihstats.upt_results import sigma_draws
 
@@ -102,3 +105,33 @@ def influence_table(res: UPTLawResults) -> pd.DataFrame:
                           "C": d.table["C"].to_numpy(), "censored": d.censored, "pareto_k": k,
                           "std_residual": resid})
     return frame.sort_values("pareto_k", ascending=False, ignore_index=True)
+
+
+def circuit_table(table: pd.DataFrame) -> pd.DataFrame | None:
+    """Runs per circuit in each cell of a fitted table (``res.data.table``): B, C (and N when it
+    varies), then one count column per circuit and ``none`` (max PS never crossed); None when the
+    table has no ``circuit`` column (an emergence CSV written before it)."""
+    if "circuit" not in table.columns:
+        return None
+    keys = ["B", "C"] + (["N"] if "N" in table.columns and table["N"].nunique() > 1 else [])
+    circ = table["circuit"].fillna("").astype(str).replace("", "none")
+    counts = pd.crosstab([table[k] for k in keys], circ).reindex(columns=[*CIRCUITS, "none"], fill_value=0)
+    counts.columns.name = None
+    return counts.reset_index()
+
+
+def circuit_warning(table: pd.DataFrame) -> str | None:
+    """A warning when the fitted runs formed by both circuits (one law across two mechanisms, whose
+    onsets need not follow one power law), naming how many of each and the cells that mix them."""
+    counts = circuit_table(table)
+    if counts is None or not (counts[list(CIRCUITS)].sum() > 0).all():
+        return None
+    n = counts[list(CIRCUITS)].sum()
+    mixed = counts[(counts[list(CIRCUITS)] > 0).all(axis=1)]
+    keys = [k for k in ("B", "C", "N") if k in counts.columns]
+    cells = "; ".join(", ".join(f"{k} {r[k]:g}" for k in keys) for _, r in mixed.iterrows())
+    return (f"the fit mixes circuits: {n[CIRCUITS[0]]} runs crossed with a previous-token head, "
+            f"{n[CIRCUITS[1]]} without one (layer-0 previous-token score < {CIRCUIT_MIN}); "
+            f"{len(mixed)} of {len(counts)} cells hold both" + (f" ({cells})" if len(mixed) else "")
+            + ": fit each circuit alone (filter the emergence table by `circuit`) or use a design "
+              "where every cell forms one way")
