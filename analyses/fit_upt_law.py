@@ -166,7 +166,7 @@ def main(argv=None) -> int:
           f"from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
-    for p in [q for q in res.params if q != "T"]:
+    for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by
         s = summ.loc[p]
         o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
         print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "

@@ -66,3 +66,17 @@ def test_shipped_runs_with_and_without_a_previous_token_head():
     assert rows[NO_PT_RUN]["circuit"] == "no-prev-token" and rows[NO_PT_RUN]["prev_token_l0_end"] < 0.13
     assert rows[PT_RUN]["circuit"] == "prev-token" and rows[PT_RUN]["prev_token_l0_end"] > 0.6
     assert rows[NO_PT_RUN]["formed"] and rows[PT_RUN]["formed"]
+
+
+def test_law_report_counts_circuits_per_cell_and_flags_a_mixed_fit():
+    from ihstats.law_sensitivity import circuit_table, circuit_warning
+
+    t = pd.DataFrame({"B": [16, 16, 16, 32, 32, 32], "C": [16, 16, 16, 64, 64, 64],
+                      "circuit": ["prev-token", "no-prev-token", "", "prev-token", "prev-token", "prev-token"]})
+    counts = circuit_table(t).set_index(["B", "C"])
+    assert counts.loc[(16, 16)].tolist() == [1, 1, 1] and counts.loc[(32, 64)].tolist() == [3, 0, 0]
+    msg = circuit_warning(t)
+    assert msg.startswith("the fit mixes circuits: 4 runs crossed with a previous-token head, 1 without")
+    assert "1 of 2 cells hold both (B 16, C 16)" in msg
+    assert circuit_warning(t[t["C"] == 64]) is None  # one circuit: nothing to flag
+    assert circuit_table(t.drop(columns="circuit")) is None and circuit_warning(t.drop(columns="circuit")) is None
