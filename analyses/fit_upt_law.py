@@ -3,10 +3,12 @@
     python analyses/fit_upt_law.py                         # runs/bxc-markov (the default grid)
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
+    python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
 
 Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them), the fit
 (idata.nc, summary.csv, fit.json, ols.csv), emergence.csv (the table fitted) and,
-when N varies, the LOO comparison with and without the size term (loo_compare.csv).
+when N varies, the LOO comparison with and without the size term (loo_compare.csv); with
+--sigma-by C, the LOO comparison with one shared sigma (loo_sigma.csv).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ import argparse
 import sys
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.law_sensitivity import sensitivity_table
+from ihstats.law_sensitivity import circuit_warning, sensitivity_table
 from ihstats.report import write_upt_report
-from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_size_term
+from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_sigma_by, compare_size_term
 from ihtrain.fileio import UnreadableFile, read_table
 
 DEFAULT_RUNS = "runs/bxc-markov"
@@ -62,6 +65,11 @@ def parse_args(argv=None):
     p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
                    help="a per-cell effect separating the law's residual (cell_sd) from seed-to-seed "
                         "scatter (sigma); auto = on when some cell_id has several seeds")
+    p.add_argument("--sigma-by", default=None, metavar="COLUMN",
+                   help="a seed-level scatter per level of this emergence-table column (C for the "
+                        "context, or any column), partially pooled; compared by LOO with one shared "
+                        "sigma (a second fit, unless --compare off or --fast) and shown in the "
+                        "sensitivity table (default: one shared sigma)")
     p.add_argument("--sensitivity", choices=["auto", "on", "off"], default="auto",
                    help="refit under the other likelihood and under priors centred on the published "
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
@@ -92,6 +100,17 @@ def load_table(args):
     return table, f"{runs} (emergence detected by ihstats.emergence)"
 
 
+def sigma_comparison(args, table, spec, res, fit_kw, out):
+    """With --sigma-by: the LOO comparison with one shared sigma (written to loo_sigma.csv) and
+    the shared fit, reused by the sensitivity table; (None, {}) otherwise."""
+    if not spec.sigma_by or args.compare == "off" or (args.compare == "auto" and args.fast):
+        return None, {}
+    shared = replace(spec, sigma_by=None).build(table).fit(**fit_kw)
+    cmp = compare_sigma_by(table, spec, fits={f"sigma_by_{spec.sigma_by}": res, "shared_sigma": shared})
+    cmp.to_csv(out / "loo_sigma.csv")
+    return cmp, {"shared sigma": shared}
+
+
 def main(argv=None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
@@ -102,7 +121,7 @@ def main(argv=None) -> int:
                             else "out/upt_law"))
 
     spec_kw = dict(likelihood=args.likelihood, measurement_error=not args.no_measurement_error,
-                   metric=args.metric, hdi_prob=args.hdi_prob)
+                   metric=args.metric, hdi_prob=args.hdi_prob, sigma_by=args.sigma_by)
     fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
                   target_accept=args.target_accept)
     has_n = "N" in table.columns and table["N"].nunique() > 1
@@ -129,23 +148,25 @@ def main(argv=None) -> int:
         compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
         compare.to_csv(out / "loo_compare.csv")
 
+    sigma_cmp, shared = sigma_comparison(args, table, spec, res, fit_kw, out)
     sens, sens_note = None, ""
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
         half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
-        sens = sensitivity_table(table, spec, base=res, **half)
+        sens = sensitivity_table(table, spec, base=res, fits=shared, **half)
         sens.to_csv(out / "sensitivity.csv", index=False)
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = res.save(out)
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
-                           runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note)
+                           runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note,
+                           sigma_compare=sigma_cmp)
 
     summ, ols = res.summary(), res.ols()
     print(f"UPT law on {len(res.data.y)} runs ({int(res.data.censored.sum())} censored) "
           f"from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
-    for p in [q for q in res.params if q != "T"]:
+    for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by
         s = summ.loc[p]
         o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
         print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "
@@ -155,10 +176,13 @@ def main(argv=None) -> int:
     if compare is not None:
         print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",
                                                          "weight"]].to_string())
+    if sigma_cmp is not None:
+        print(f"LOO, sigma by {spec.sigma_by} vs one shared sigma:\n"
+              + sigma_cmp[["rank", "elpd_loo", "elpd_diff", "dse", "weight"]].to_string())
     if sens is not None:
-        cols = ["variant", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "elpd_loo"]
+        cols = ["variant", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "sigma", "elpd_loo"]
         print("what the answer depends on:\n" + sens[cols].round(3).to_string(index=False))
-    for w in res.diagnostics():
+    for w in res.diagnostics() + ([mixed] if (mixed := circuit_warning(res.data.table)) else []):
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {rep['markdown']}, {rep['html']}, {paths['idata']}, {paths['fit']} "
           f"and figures in {out / 'figures'} ({time.perf_counter() - t0:.1f} s)")

@@ -129,6 +129,18 @@ def read_status(run_dir: str | Path) -> dict[str, Any] | None:
     return st
 
 
+# ----------------------------------------------------------------------------- the circuit of a run
+#: A run's induction head counts as built on a previous-token head (circuit ``prev-token``) when it
+#: sits above layer 0 and the best layer-0 previous-token score, at the PS crossing or at the last
+#: evaluation, is at least this; else ``no-prev-token``. From bxc-markov's logs (issue 39): runs
+#: without one end at <= 0.15 (uniform causal attention at the probe's queries s in [n, 2n - 1]
+#: alone gives 1/(s+1): 0.06-0.11 at n = 8), runs with one at >= 0.22.
+CIRCUIT_PREV_TOKEN_MIN = 0.2
+CIRCUITS = ("prev-token", "no-prev-token")  # "" when max PS never crossed (or no prev_token log)
+#: the circuit columns of the grid summary and the emergence table (ihstats.emergence.circuit)
+CIRCUIT_COLUMNS = ("ih_head_crossing", "prev_token_l0_crossing", "prev_token_l0_end", "circuit")
+
+
 # ----------------------------------------------------------------------------- max PS and its crossing
 def max_over_heads(metrics: pd.DataFrame, metric: str = "ps") -> pd.Series:
     """The max-over-heads curve of one run's per-head ``metric``: value by step, steps ascending
@@ -179,7 +191,7 @@ def emergence_threshold(meta: dict[str, Any]) -> float:
 
 
 __all__ = [
-    "BIINDUCT_KNOBS", "CONFIG_KEYS", "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
+    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MODEL_LEVEL", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",

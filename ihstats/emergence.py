@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
-from ihstats.contract import max_over_heads
+from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
 # the detectors and their result, re-exported: ihstats.emergence is the public entry point
 from ihstats.changepoint import (METHODS, MIN_POINTS, MIN_RISE_SD, RESULT_COLUMNS,  # noqa: F401
                                  EmergenceResult, check_curve, detect, detect_bayes, detect_pelt,
@@ -98,7 +98,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
         (the curve's value at its last step); for max PS with the Bayesian detector also
-        ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`).
+        ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`); for
+        max PS the circuit columns of :func:`circuit` (crossing at ``FORMED_MIN_PS``).
     """
     if isinstance(data, (str, Path)):
         data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
@@ -134,6 +135,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
     if metric == "ps" and head == "max" and method == "bayes":  # the one meaning of formed (formation)
         table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
+    if metric == "ps" and head == "max":
+        circuits = [{"run_id": rid, **circuit(m)} for rid, m in metrics.groupby("run_id", sort=False)]
+        table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
     return runs.merge(table, on="run_id", how="right")
 
 
@@ -149,14 +153,15 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     ``n_ih_heads`` (heads at the last evaluation whose PS is at least half the top head's, and at
     least ``min_ps / 2``: heads sharing the work), ``ih_head`` ("L.H" of the top head) and
     ``prev_token`` (the best previous-token score of a head in a layer below the top head's;
-    NaN in layer 0), so a head that forms without a previous-token head shows as such.
+    NaN in layer 0), so a head that forms without a previous-token head shows as such; and the
+    circuit columns of :func:`circuit` (crossing at ``min_ps``).
 
     ``metrics``: tidy rows of one run (``step, metric, layer, head, value``).
     """
     ps = metrics.loc[metrics["metric"] == "ps", ["step", "layer", "head", "value"]]
     out: dict[str, Any] = {"formed": False, "onset": np.nan, "onset_lo": np.nan, "onset_hi": np.nan,
                            "censored": True, "final_max_ps": np.nan, "n_ih_heads": 0, "ih_head": "",
-                           "prev_token": np.nan}
+                           "prev_token": np.nan, **circuit(metrics, min_ps)}
     if ps.empty:
         return out
     curve = max_over_heads(metrics, "ps")
@@ -175,6 +180,46 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
         r = detect_bayes(curve.index.to_numpy(), curve.to_numpy(), level=level)
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
+    return out
+
+
+def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS) -> dict[str, Any]:
+    """Which circuit one run's induction head is built on, read from its tidy metrics.
+
+    At the PS crossing (the first evaluation with max PS >= ``threshold``,
+    :func:`ihstats.contract.ps_crossing`): the top PS head, ``ih_head_crossing`` ("L.H"), and the
+    best layer-0 previous-token score, ``prev_token_l0_crossing``; at the last evaluation,
+    ``prev_token_l0_end``. ``circuit`` is ``"prev-token"`` when the head sits above layer 0 and the
+    better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
+    ``"no-prev-token"`` (a head that attends a fixed offset back can pass a short repeat probe
+    without one); ``""`` when max PS never crossed or no previous-token score was logged.
+
+    Parameters
+    ----------
+    metrics : DataFrame
+        Tidy rows of one run (``step, metric, layer, head, value``).
+    threshold : float
+        Max PS that counts as the crossing (a run's ``train.emergence_threshold``).
+
+    Returns
+    -------
+    dict
+        The :data:`ihstats.contract.CIRCUIT_COLUMNS`.
+    """
+    out: dict[str, Any] = {"ih_head_crossing": "", "prev_token_l0_crossing": np.nan,
+                           "prev_token_l0_end": np.nan, "circuit": ""}
+    pt0 = metrics.loc[(metrics["metric"] == "prev_token") & (metrics["layer"] == 0)]
+    pt0 = pt0.groupby("step")["value"].max().sort_index()
+    step = ps_crossing(metrics, threshold)
+    if pt0.empty or step is None:
+        out["prev_token_l0_end"] = float(pt0.iloc[-1]) if len(pt0) else np.nan
+        return out
+    ps = metrics.loc[(metrics["metric"] == "ps") & (metrics["step"] == step)]
+    top = ps.loc[ps["value"].idxmax()]
+    best = pt0.reindex([step, pt0.index[-1]]).to_numpy(dtype=float)
+    built = int(top["layer"]) > 0 and bool(np.any(best >= CIRCUIT_PREV_TOKEN_MIN))
+    out.update(ih_head_crossing=f"{int(top['layer'])}.{int(top['head'])}", prev_token_l0_crossing=best[0],
+               prev_token_l0_end=best[1], circuit="prev-token" if built else "no-prev-token")
     return out
 
 

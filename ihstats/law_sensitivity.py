@@ -9,6 +9,8 @@ a Student-t fit discounts it) and with the prior. The report shows both instead 
   each exponent lies within ``TOLERANCE`` of each published form.
 - :func:`influence_table`: per run, the PSIS-LOO Pareto k and the standardised residual, most
   influential first.
+- :func:`circuit_table`, :func:`circuit_warning`: the circuit of each cell's runs (previous-token
+  head or not, :func:`ihstats.emergence.circuit`) and a warning when one law is fitted across both.
 
 Published forms in UPT form ``log UPT = log T - a log B - b log C``: Aoyama et al.
 (a = 0.37, b = 0.62) and the tokens form ``N = T sqrt(B C)`` (a = b = 0.5).
@@ -23,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
 from ihstats.upt_law import UPTLawResults, UPTLawSpec
+from ihstats.upt_results import sigma_draws
 
 PUBLISHED_FORMS = {"aoyama": {"a": 0.37, "b": 0.62}, "tokens": {"a": 0.5, "b": 0.5}}
 TOLERANCE = 0.05
@@ -50,22 +54,37 @@ def _row(variant: str, res: UPTLawResults, hdi_prob: float) -> dict:
            "prior a, b": f"N{res.spec.resolved_priors['a']}, N{res.spec.resolved_priors['b']}"}
     for p in ("a", "b"):
         row.update({p: s.at[p, "mean"], f"{p}_lo": s.at[p, "hdi_lo"], f"{p}_hi": s.at[p, "hdi_hi"]})
-    return {**row, "elpd_loo": elpd, **closeness(res)}
+    return {**row, "sigma": sigma_text(s), "elpd_loo": elpd, **closeness(res)}
+
+
+def sigma_text(summary: pd.DataFrame) -> str:
+    """The seed-level scatter as posterior means: ``0.52`` (shared) or ``16: 0.91, 64: 0.14``
+    (``sigma[level]`` rows of a ``sigma_by`` fit)."""
+    rows = [i for i in summary.index if str(i) == "sigma" or str(i).startswith("sigma[")]
+    return ", ".join((f"{str(i)[6:-1]}: " if str(i) != "sigma" else "") + f"{summary.at[i, 'mean']:.2f}"
+                     for i in rows)
 
 
 def sensitivity_table(table: pd.DataFrame, spec: UPTLawSpec, base: UPTLawResults | None = None,
-                      **fit_kw) -> pd.DataFrame:
-    """The law under the base spec, the other likelihood, and exponent priors centred on the
-    published values (Normal(0.37, 0.1), Normal(0.62, 0.1)); one row each. ``base`` reuses a fit
-    of ``spec`` already made. Compare rows by ``elpd_loo`` (higher is better) only between the two
-    likelihoods; the prior variant shows how much the data, not the prior, decide a and b."""
+                      fits: dict | None = None, **fit_kw) -> pd.DataFrame:
+    """The law under the base spec, the other likelihood, exponent priors centred on the published
+    values (Normal(0.37, 0.1), Normal(0.62, 0.1)) and, when ``spec.sigma_by`` is set, one shared
+    sigma; one row each, with the seed-level scatter (``sigma``: shared, or per level).
+
+    ``base`` reuses a fit of ``spec`` already made, ``fits`` fits of other variants by row name
+    (``"shared sigma"``). Compare rows by ``elpd_loo`` (higher is better) between the likelihoods
+    and between the scatter models (same data, same priors otherwise); the prior variant shows how
+    much the data, not the prior, decide a and b."""
     other = "normal" if spec.likelihood == "student_t" else "student_t"
     centred = {"a": (PUBLISHED_FORMS["aoyama"]["a"], CENTRED_SD), "b": (PUBLISHED_FORMS["aoyama"]["b"], CENTRED_SD)}
     variants = [("base", spec), (f"{other} likelihood", replace(spec, likelihood=other)),
                 ("prior centred on published", replace(spec, priors={**spec.priors, **centred}))]
+    if spec.sigma_by:
+        variants.append(("shared sigma", replace(spec, sigma_by=None)))
+    done = {**(fits or {}), **({"base": base} if base is not None else {})}
     rows = []
     for name, s in variants:
-        res = base if (name == "base" and base is not None) else s.build(table).fit(**fit_kw)
+        res = done.get(name) or s.build(table).fit(**fit_kw)
         rows.append(_row(name, res, spec.hdi_prob))
     return pd.DataFrame(rows)
 
@@ -79,10 +98,40 @@ def influence_table(res: UPTLawResults) -> pd.DataFrame:
         warnings.simplefilter("ignore")
         k = np.asarray(res.loo().pareto_k).ravel()
     mu = res.mu_draws().mean(axis=0)
-    sigma = _bayes.posterior_draws(res.idata, "sigma").mean()
+    sigma = sigma_draws(d, res.idata).mean(axis=0)  # per run (its level's, with sigma_by)
     scale = np.sqrt(sigma**2 + d.me_sd**2)
     resid = np.where(d.censored, np.nan, (d.y - mu) / scale)
     frame = pd.DataFrame({"run_id": d.table["run_id"].astype(str).to_numpy(), "B": d.table["B"].to_numpy(),
                           "C": d.table["C"].to_numpy(), "censored": d.censored, "pareto_k": k,
                           "std_residual": resid})
     return frame.sort_values("pareto_k", ascending=False, ignore_index=True)
+
+
+def circuit_table(table: pd.DataFrame) -> pd.DataFrame | None:
+    """Runs per circuit in each cell of a fitted table (``res.data.table``): B, C (and N when it
+    varies), then one count column per circuit and ``none`` (max PS never crossed); None when the
+    table has no ``circuit`` column (an emergence CSV written before it)."""
+    if "circuit" not in table.columns:
+        return None
+    keys = ["B", "C"] + (["N"] if "N" in table.columns and table["N"].nunique() > 1 else [])
+    circ = table["circuit"].fillna("").astype(str).replace("", "none")
+    counts = pd.crosstab([table[k] for k in keys], circ).reindex(columns=[*CIRCUITS, "none"], fill_value=0)
+    counts.columns.name = None
+    return counts.reset_index()
+
+
+def circuit_warning(table: pd.DataFrame) -> str | None:
+    """A warning when the fitted runs formed by both circuits (one law across two mechanisms, whose
+    onsets need not follow one power law), naming how many of each and the cells that mix them."""
+    counts = circuit_table(table)
+    if counts is None or not (counts[list(CIRCUITS)].sum() > 0).all():
+        return None
+    n = counts[list(CIRCUITS)].sum()
+    mixed = counts[(counts[list(CIRCUITS)] > 0).all(axis=1)]
+    keys = [k for k in ("B", "C", "N") if k in counts.columns]
+    cells = "; ".join(", ".join(f"{k} {r[k]:g}" for k in keys) for _, r in mixed.iterrows())
+    return (f"the fit mixes circuits: {n[CIRCUITS[0]]} runs crossed with a previous-token head, "
+            f"{n[CIRCUITS[1]]} without one (layer-0 previous-token score < {CIRCUIT_MIN}); "
+            f"{len(mixed)} of {len(counts)} cells hold both" + (f" ({cells})" if len(mixed) else "")
+            + ": fit each circuit alone (filter the emergence table by `circuit`) or use a design "
+              "where every cell forms one way")

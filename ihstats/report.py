@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.law_sensitivity import PUBLISHED_FORMS, closeness, influence_table
+from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN
+from ihstats.law_sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness, influence_table,
+                                     sigma_text)
 from ihstats.plots import plot_obs_vs_pred, plot_posterior, plot_ppc_bands, plot_rank, plot_trace, save_figure
 from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
 
@@ -58,9 +60,10 @@ def _seed_spread_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
 
     def iv(p):
         return f"{summ.at[p, 'mean']:.3f} [{summ.at[p, 'hdi_lo']:.3f}, {summ.at[p, 'hdi_hi']:.3f}]"
+    sigma = iv("sigma") if "sigma" in summ.index else f"{sigma_text(summ)} by {res.spec.sigma_by}"
     return (f"Replicates: a cell effect (`cell_sd * z_cell`, {len(d.cells)} cells) separates the law's "
             f"residual, cell_sd = {iv('cell_sd')}, from the seed-to-seed scatter within a cell, sigma = "
-            f"{iv('sigma')} (log UPT); {seen}. `ihstats.predict` gives intervals for a new cell "
+            f"{sigma} (log UPT); {seen}. `ihstats.predict` gives intervals for a new cell "
             f"(cell_lo/cell_hi) and a new run in it (pred_lo/pred_hi).")
 
 
@@ -87,6 +90,13 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
 
 PUBLISHED_TEXT = ("Aoyama et al.: `ln UPT = 13.26 - 0.37 ln B - 0.62 ln C`; tokens form `N = T sqrt(B C)` "
                   "(T about 10^5.7), a = b = 0.5 in UPT form. Probabilities of each exponent within +-0.05.")
+
+
+CIRCUIT_TEXT = ("Runs per circuit (`ihstats.emergence.circuit`): `prev-token`, the induction head sits above "
+                f"a layer-0 previous-token head (score >= {CIRCUIT_PREV_TOKEN_MIN} at the PS crossing or the "
+                "end); `no-prev-token`, "
+                "without one (at short C a head attending a fixed offset back can pass the repeat probe); "
+                "`none`, max PS never crossed. A law fitted across both circuits is flagged under Diagnostics.")
 
 
 def _bayes_vs_ols(summ: pd.DataFrame, ols: pd.DataFrame) -> pd.DataFrame:
@@ -147,8 +157,11 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
             f"the scale); right-censored runs enter through their log survival at `last_step`.",
             f"Priors (centred log scale): a ~ Normal{pr['a']}, b ~ Normal{pr['b']}"
             + (f", c ~ Normal{pr['c']}" if spec.size_term else "")
-            + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), sigma ~ "
-              f"HalfNormal({pr['sigma']})"
+            + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), "
+            + (f"sigma ~ HalfNormal({pr['sigma']})" if not spec.sigma_by else
+               f"sigma per level of {spec.sigma_by}: log sigma_k = log_sigma_mu + log_sigma_sd z_k, "
+               f"log_sigma_mu ~ Normal{pr['log_sigma_mu']}, log_sigma_sd ~ HalfNormal({pr['log_sigma_sd']}), "
+               f"z_k ~ Normal(0, 1) (partial pooling)")
             + (f", nu ~ Gamma{pr['nu']}" if spec.likelihood == "student_t" else "") + ".",
             *([_seed_spread_text(res, summ)] if spec.cell_effect else []),
             f"Data: {len(d.y)} runs ({int(d.censored.sum())} censored){', from ' + source if source else ''}; "
@@ -160,11 +173,32 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
             + (f"; whole analysis {runtime_s:.1f} s" if runtime_s else "") + "."]
 
 
+def _what_it_depends_on(res: UPTLawResults, sensitivity: pd.DataFrame | None, sensitivity_note: str,
+                        sigma_compare: pd.DataFrame | None) -> list[tuple[str, list[str]]]:
+    """The report's sections on robustness: the sensitivity table, the circuits per cell and, with
+    ``sigma_by``, the LOO comparison of the scatter per level with one shared sigma."""
+    circuits = circuit_table(res.data.table)
+    out = [("What the answer depends on", [
+        _md_table(sensitivity.set_index("variant")) + "\n\nRows: the base fit; the other likelihood (compare `elpd_loo`, "
+        "higher is better); exponent priors centred on the published values (Normal(0.37, 0.1), "
+        "Normal(0.62, 0.1)): where a and b move with the prior, the data do not decide them; with "
+        "a scatter per level (`sigma_by`), one shared sigma (compare `elpd_loo`)."
+        if sensitivity is not None else (sensitivity_note or "Not run.")]),
+        ("Circuits per cell", [_md_table(circuits.set_index(["B", "C"])) + "\n\n" + CIRCUIT_TEXT
+                               if circuits is not None else "No `circuit` column in the table (an emergence "
+                               "table written before issue 39): rerun detection from the run directories."])]
+    if sigma_compare is not None:
+        out.append((f"Scatter by {res.spec.sigma_by} (LOO comparison)", [
+            _md_table(sigma_compare) + "\n\nA scatter per level against one shared sigma; the per-level "
+            "sigmas are in the posterior summary."]))
+    return out
+
+
 def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = None,
                      compare: pd.DataFrame | None = None, compare_note: str = "",
                      title: str = "UPT law: posterior report", source: str = "",
                      runtime_s: float | None = None, sensitivity: pd.DataFrame | None = None,
-                     sensitivity_note: str = "") -> dict:
+                     sensitivity_note: str = "", sigma_compare: pd.DataFrame | None = None) -> dict:
     """Write the Markdown/HTML report and figures for a fitted UPT law.
 
     Parameters
@@ -184,6 +218,9 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     sensitivity : pandas.DataFrame, optional
         ``law_sensitivity.sensitivity_table`` (refits under the other likelihood and centred
         priors); ``sensitivity_note`` is shown instead when it was not run.
+    sigma_compare : pandas.DataFrame, optional
+        LOO comparison of the scatter per ``sigma_by`` level with one shared sigma
+        (``compare_sigma_by``); a section of its own when given.
 
     Returns
     -------
@@ -198,6 +235,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     summ = res.summary(hdi_prob)
     ols = res.ols(hdi_prob)
     diag, loo_tab = _diagnostics(res)
+    diag = diag + [w for w in [circuit_warning(res.data.table)] if w]  # one law across two circuits
     influence = influence_table(res)
     influence.to_csv(out / "influence.csv", index=False)
     heavy = influence.loc[influence["pareto_k"] > 0.7, "run_id"].tolist()
@@ -218,11 +256,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
             f"measurement error: with censored runs the two can differ by design."]),
         ("Figures", [f"![{k}]({v})" for k, v in figs.items()]),
         ("Leave-one-out (PSIS-LOO)", [_md_table(loo_tab)]),
-        ("What the answer depends on", [
-            _md_table(sensitivity.set_index("variant")) + "\n\nRows: the base fit; the other likelihood (compare `elpd_loo`, "
-            "higher is better); exponent priors centred on the published values (Normal(0.37, 0.1), "
-            "Normal(0.62, 0.1)): where a and b move with the prior, the data do not decide them."
-            if sensitivity is not None else (sensitivity_note or "Not run.")]),
+        *_what_it_depends_on(res, sensitivity, sensitivity_note, sigma_compare),
         ("Published forms", [_md_table(near) + "\n\n" + PUBLISHED_TEXT]),
         ("Influence (per run)", [_md_table(influence.head(10).set_index("run_id")) + "\n\n"
                                  + (f"Runs with Pareto k > 0.7 (the fit leans on them): {', '.join(heavy)}."

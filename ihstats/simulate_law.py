@@ -107,6 +107,7 @@ def simulate_emergence_table(
     level: float = 0.9,
     censor_frac: float = 0.15,
     seed: int = 0,
+    sigma_C: dict | None = None,
 ) -> tuple[pd.DataFrame, LawTruth]:
     """Simulate an emergence table from known law parameters.
 
@@ -126,6 +127,9 @@ def simulate_emergence_table(
         ``last_step = budget / (B * C)``; a run is censored when its onset is past its last step.
     seed : int
         Seed of the ``numpy.random.Generator``; equal seeds give equal tables.
+    sigma_C : dict, optional
+        ``{C: sigma}`` for every C value: scatter that depends on the context (replaces
+        ``sigma``; what ``UPTLawSpec(sigma_by="C")`` estimates), recorded in ``truth.extra``.
 
     Returns
     -------
@@ -143,12 +147,16 @@ def simulate_emergence_table(
     B, C, N = _design(B_values, C_values, N_values, n_seeds)
     n = len(B)
     noise = rng.standard_t(nu, size=n) if nu is not None else rng.standard_normal(n)
-    log_upt = log_T - a * np.log(B) - b * np.log(C) - c * np.log(N) + sigma * noise
+    if sigma_C is not None and (set(sigma_C) != set(C_values) or min(sigma_C.values()) <= 0):
+        raise ValueError(f"sigma_C: needs a sigma > 0 for each C in {list(C_values)}, got {sigma_C}")
+    scatter = np.array([sigma_C[c_] for c_ in C]) if sigma_C is not None else sigma
+    log_upt = log_T - a * np.log(B) - b * np.log(C) - c * np.log(N) + scatter * noise
     sd = rng.uniform(me_sd[0], me_sd[1], size=n)
     log_onset = log_upt + sd * rng.standard_normal(n)
     table = _observed_table(B, C, N, log_onset, sd, level, censor_frac, seed)
     truth = LawTruth(log_T=log_T, a=a, b=b, c=c, sigma=sigma, nu=nu,
-                     extra={"seed": seed, "censor_frac": censor_frac, "me_sd": list(me_sd)})
+                     extra={"seed": seed, "censor_frac": censor_frac, "me_sd": list(me_sd),
+                            **({"sigma_C": dict(sigma_C)} if sigma_C is not None else {})})
     return table[EMERGENCE_COLUMNS], truth
 
 

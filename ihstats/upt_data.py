@@ -44,6 +44,8 @@ class LawData:
     centres: dict          # {"B": mean log B, ...}
     cell_idx: np.ndarray | None = None  # run -> index into cells (cell_effect)
     cells: list | None = None           # cell ids in index order
+    sigma_idx: np.ndarray | None = None  # run -> index into sigma_levels (sigma_by)
+    sigma_levels: list | None = None     # the sigma_by column's levels, as strings, in index order
 
     @property
     def x(self) -> dict:
@@ -78,8 +80,10 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
         logs["N"] = np.log(df["N"].to_numpy(dtype=float))
     centres = {k: float(v.mean()) for k, v in logs.items()}
     cell_idx, cells = _cells(df, spec)
+    sigma_idx, sigma_levels = _sigma_levels(df, cens, spec)
     return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
-                   me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells)
+                   me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells,
+                   sigma_idx=sigma_idx, sigma_levels=sigma_levels)
 
 
 def _select_rows(table: pd.DataFrame, spec: UPTLawSpec) -> pd.DataFrame:
@@ -178,6 +182,30 @@ def _cells(df: pd.DataFrame, spec: UPTLawSpec):
         _fail("cell_id: every run is its own cell, so a cell effect cannot be told from the seed "
               "scatter; add seeds (grid --seeds N) or fit without cell_effect / --cell-effect off")
     return codes.astype(int), list(cells)
+
+
+def _sigma_levels(df: pd.DataFrame, cens: np.ndarray, spec: UPTLawSpec):
+    """Run -> level index of the ``sigma_by`` column (None without it). Each level needs two or
+    more uncensored runs: its scatter is estimated from them."""
+    col = spec.sigma_by
+    if not col:
+        return None, None
+    if col not in df.columns:
+        _fail(f"sigma_by: no column {col!r} in the emergence table; columns: {sorted(map(str, df.columns))}")
+    values = df[col]
+    if values.isna().any():
+        _fail(f"{col}: blank in {rows(df, values.isna().to_numpy())}; sigma_by needs a level in every row")
+    levels = sorted(values.unique().tolist(), key=lambda v: (isinstance(v, str), v))
+    if len(levels) < 2:
+        _fail(f"sigma_by {col}: one level ({levels[0]!r}); a scatter per level needs two or more "
+              f"(fit with a shared sigma instead)")
+    idx = np.array([levels.index(v) for v in values], dtype=int)
+    n_obs = np.bincount(idx[~cens], minlength=len(levels))
+    thin = [f"{levels[k]!r} ({n_obs[k]})" for k in range(len(levels)) if n_obs[k] < 2]
+    if thin:
+        _fail(f"sigma_by {col}: level(s) {', '.join(thin)} have fewer than two uncensored runs; a "
+              f"level's scatter needs two or more (add seeds, or fit with a shared sigma)")
+    return idx, [f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v) for v in levels]
 
 
 def _check_intervals(df: pd.DataFrame, onset: np.ndarray) -> None:

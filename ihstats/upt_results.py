@@ -29,10 +29,17 @@ PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
 OBS = "log_upt"
 
 
+def sigma_draws(data: LawData, idata) -> np.ndarray:
+    """Posterior draws of each run's seed-level scatter, shape (S, n_runs) or (S, 1) when shared."""
+    sigma = np.asarray(idata.posterior["sigma"].values, dtype=float)
+    if data.sigma_idx is None:
+        return sigma.reshape(-1, 1)
+    return sigma.reshape(-1, sigma.shape[-1])[:, data.sigma_idx]  # sigma[level of the run]
+
+
 def _scale_nu(data: LawData, idata):
     """Per-draw, per-run likelihood scale (S, n) and dof (S, 1) or None (Gaussian)."""
-    sigma = _bayes.posterior_draws(idata, "sigma")[:, None]
-    scale = np.sqrt(sigma**2 + data.me_sd[None] ** 2)
+    scale = np.sqrt(sigma_draws(data, idata) ** 2 + data.me_sd[None] ** 2)
     nu = _bayes.posterior_draws(idata, "nu")[:, None] if "nu" in idata.posterior else None
     return scale, nu
 
@@ -101,7 +108,8 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         parameter uncertainty), ``cell_lo/cell_hi`` (HDI of a new cell's typical UPT: adds the
         cell-level residual ``cell_sd`` when the fit has a cell effect, else equal to
         ``upt_lo/upt_hi``), ``pred_lo/pred_hi`` (HDI of a new run's UPT in a new cell: adds the
-        run-to-run scatter sigma, excluding measurement error), and ``tokens = upt * B * C``.
+        run-to-run scatter sigma, excluding measurement error; a ``sigma_by`` fit takes the planned
+        run's level, or a new level's, see ``_new_run_sigma``), and ``tokens = upt * B * C``.
     """
     attrs = idata.posterior.attrs
     size_term = bool(int(attrs.get("size_term", 0)))
@@ -110,7 +118,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     B, C = design_values("B", B), design_values("C", C)
     N = design_values("N", N) if N is not None else np.array([np.nan])
     B, C, N = np.broadcast_arrays(B, C, N)
-    draw = {k: _bayes.posterior_draws(idata, k) for k in ("alpha", "a", "b", "sigma")}
+    draw = {k: _bayes.posterior_draws(idata, k) for k in ("alpha", "a", "b")}
     mu = (draw["alpha"][:, None]
           - draw["a"][:, None] * (np.log(B) - attrs["center_logB"])[None]
           - draw["b"][:, None] * (np.log(C) - attrs["center_logC"])[None])  # (S, n)
@@ -124,7 +132,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     cell = mu
     if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
-    new = cell + draw["sigma"][:, None] * eps
+    new = cell + _new_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps
     out = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
@@ -160,6 +168,27 @@ def ols_fit(data: LawData, level: float = 0.9) -> pd.DataFrame:
     return frame
 
 
+def _new_run_sigma(idata, design: dict, rng) -> np.ndarray:
+    """Draws of a planned run's scatter, (S, 1) or (S, n): the shared sigma; with ``sigma_by`` a
+    design factor (B, C, N), the fitted level's sigma where the value is one, else a new level
+    drawn from the hierarchy (``exp(log_sigma_mu + log_sigma_sd * z)``); with ``sigma_by`` another
+    column, always a new level."""
+    post = idata.posterior
+    sigma = np.asarray(post["sigma"].values, dtype=float)
+    if "sigma_level" not in post["sigma"].dims:
+        return sigma.reshape(-1, 1)
+    sigma = sigma.reshape(-1, sigma.shape[-1])
+    new = np.exp(_bayes.posterior_draws(idata, "log_sigma_mu")[:, None]
+                 + _bayes.posterior_draws(idata, "log_sigma_sd")[:, None]
+                 * rng.standard_normal((sigma.shape[0], len(design["B"]))))
+    levels = [str(v) for v in post["sigma_level"].values]
+    by = post.attrs.get("sigma_by", "")
+    for j, v in enumerate(design.get(by, [np.nan] * len(design["B"]))):
+        if np.isfinite(v) and f"{v:g}" in levels:
+            new[:, j] = sigma[:, levels.index(f"{v:g}")]
+    return new
+
+
 @dataclass
 class UPTLawResults:
     """A fitted UPT law: posterior, summaries, checks, predictions, saving.
@@ -192,6 +221,7 @@ class UPTLawResults:
     def params(self) -> list[str]:
         p = ["a", "b", "log_T", "T"] + (["c"] if self.spec.size_term else []) + ["sigma"]
         p += ["cell_sd"] if self.spec.cell_effect else []
+        p += ["log_sigma_mu", "log_sigma_sd"] if self.spec.sigma_by else []
         return p + (["nu"] if self.spec.likelihood == "student_t" else [])
 
     def summary(self, hdi_prob: float | None = None) -> pd.DataFrame:

@@ -144,13 +144,23 @@ EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "ch
                          "divergence_factor", "divergence_window")
 
 
+#: the repeat probe's default half-length cap (Aoyama et al. 2025; used by ihtrain.probes)
+MAX_PROBE_LEN = 50
+
+
+def probe_len_of(metrics_probe_len: int, context: int) -> int:
+    """The repeat probe's half-length n a run is measured with: ``metrics.probe_len``, or
+    ``min(MAX_PROBE_LEN, C // 2)`` when it is 0 (so by default PS is measured differently per C)."""
+    return metrics_probe_len or min(MAX_PROBE_LEN, context // 2)
+
+
 @dataclass
 class MetricsConfig:
     enabled: bool = True
     n_evals: int = 200  # evaluations per run (dense schedule)
     log_fraction: float = 0.5  # share of evaluations log-spaced early; the rest evenly spaced
     probe_seqs: int = 100  # N sequences in the PS/LA/AR probe
-    probe_len: int = 0  # n; 0 -> min(50, C // 2)
+    probe_len: int = 0  # n; 0 -> min(MAX_PROBE_LEN, C // 2) (probe_len_of)
     val_seqs: int = 32  # held-out sequences for val_loss at each evaluation
     include: list[str] = field(default_factory=list)  # empty: all registered metrics
 

@@ -28,8 +28,8 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ihstats.contract import MANIFEST_KEY_COLUMNS, read_crossing, read_status
-from ihstats.emergence import formation
+from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
+from ihstats.emergence import circuit, formation
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
@@ -41,6 +41,7 @@ from ihtrain.fileio import (
 from ihtrain.grid_plan import PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, start_order
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
+    probe_geometry_warning,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
 from ihtrain.presets import GRID_SPEC_DIR
@@ -115,14 +116,14 @@ def write_manifest(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFr
 def _no_results() -> dict[str, Any]:
     return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
             "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
-            "wall_s": float("nan")}
+            **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan")}
 
 
 def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
     """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
     final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
     interval, final max PS, how many heads share the work, the top head, the best previous-token
-    score below it, and the training wall time."""
+    score below it, the run's circuit (:func:`ihstats.emergence.circuit`) and the training wall time."""
     out = _no_results()
     rdir = grid_dir / run.run_id
     remedy = f"delete {rdir} and rerun the same command to train the run again"
@@ -130,7 +131,7 @@ def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
         m = read_parquet(rdir / "metrics.parquet", ["step", "metric", "layer", "head", "value"], "metric log", remedy)
         f = formation(m, min_ps=threshold)
         out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
-                                      "prev_token")}, max_ps=f["final_max_ps"])
+                                      "prev_token", *CIRCUIT_COLUMNS)}, max_ps=f["final_max_ps"])
         if f["censored"]:
             out.update(onset=float("nan"), onset_lo=float("nan"))
     if (rdir / "train.parquet").is_file():
@@ -167,7 +168,7 @@ def round_results(show: pd.DataFrame) -> pd.DataFrame:
     show = show.copy()
     for c in ("onset", "onset_lo", "onset_hi"):
         show[c] = show[c].round(0).astype("Int64")
-    for c in ("max_ps", "prev_token"):
+    for c in ("max_ps", "prev_token", "prev_token_l0_crossing", "prev_token_l0_end"):
         show[c] = show[c].round(3)
     return show
 
@@ -465,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if geometry := probe_geometry_warning(runs):  # at plan time: before anything trains
+        print(f"warning: {geometry}", file=sys.stderr)
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")

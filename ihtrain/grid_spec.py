@@ -57,7 +57,7 @@ from typing import Any
 
 from ihtrain.config import (
     ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset, load_toml,
-    set_field, validate,
+    probe_len_of, set_field, validate,
 )
 from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
 
@@ -434,6 +434,37 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
 
 def load_spec(path: str | Path) -> GridSpec:
     return parse_spec(load_toml(path), source=str(path))
+
+
+def probe_geometry_warning(runs: list[Run]) -> str | None:
+    """A warning when the grid's runs would measure PS on repeat probes of different lengths, or None.
+
+    ``metrics.probe_len = 0`` gives ``min(50, C // 2)``, so a grid across C probes each cell with its
+    own geometry (at C = 16 the repeat comes 8 tokens back, and a head attending a fixed offset
+    scores like an induction head): PS, and the onsets read from it, are then not comparable across
+    cells. The message names the lengths and their cells and how to set one length."""
+    by_len: dict[int, list[Run]] = {}
+    for r in runs:
+        by_len.setdefault(probe_len_of(r.config.metrics.probe_len, r.config.train.context), []).append(r)
+    if len(by_len) < 2:
+        return None
+    shortest = min(r.config.train.context for r in runs)
+    parts = []
+    for n, rs in sorted(by_len.items()):
+        cells = sorted({factor_label(r) for r in rs})
+        contexts = ", ".join(map(str, sorted({r.config.train.context for r in rs})))
+        more = f"; and {len(cells) - 2} more" if len(cells) > 2 else ""
+        parts.append(f"probe_len {n} in {len(cells)} cells at C {contexts} ({'; '.join(cells[:2])}{more})")
+    return (f"the grid's runs measure PS on repeat probes of {len(by_len)} lengths ({'; '.join(parts)}), so "
+            f"onsets are not measured the same way across cells; set one length for every run: "
+            f"metrics.probe_len = N under [base] of the spec ([base.metrics] probe_len = N) or "
+            f"--set metrics.probe_len=N, with 2 * N + 1 <= the shortest context ({shortest}): "
+            f"N <= {(shortest - 1) // 2}")
+
+
+def factor_label(run: Run) -> str:
+    """The run's factors without the seed, ``k=v`` joined by commas (a cell's name in messages)."""
+    return ",".join(f"{k.split('.')[-1]}={v}" for k, v in run.factors.items() if k != "seed")
 
 
 # ------------------------------------------------------------------------------ presets

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-#: the repeat probe's default half-length cap (Aoyama et al. 2025)
-MAX_PROBE_LEN = 50
+from ihtrain.config import MAX_PROBE_LEN, probe_len_of
 
 
 @dataclass
@@ -100,7 +99,7 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
                          f"S SEP S with |S| >= 2), got {context}")
     if n < 0:
         raise ValueError(f"n: must be >= 0 (0: min({MAX_PROBE_LEN}, context // 2)), got {n}")
-    n = n or min(MAX_PROBE_LEN, context // 2)
+    n = probe_len_of(n, context)
     if n < 2 or 2 * n > context:
         raise ValueError(f"n: the repeat probe needs 2 <= n and 2 * n <= context={context}, got n={n}")
     n_copy = min(n, (context - 1) // 2)  # 2 n_copy + 1 <= C: S, SEP and the copy fit the context

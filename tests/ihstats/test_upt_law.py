@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from ihstats import _bayes
+from helpers_law import model_loglik_at
 from ihstats.simulate_law import example_table, simulate_emergence_table
 from ihstats.upt_data import UPTLawError, prepare
 from ihstats.upt_law import UPTLawSpec, student_t_logsf
@@ -108,12 +109,7 @@ def test_numpy_loglik_matches_pymc_model(example, likelihood):
     law = UPTLawSpec(likelihood=likelihood).build(example[0])
     model = law.pymc_model()
     point = {"alpha": 9.5, "a": 0.3, "b": 0.7, "sigma": 0.25, "nu": 4.0}
-    ip = model.initial_point()
-    for v in model.free_RVs:
-        tr = model.rvs_to_transforms.get(v)
-        x = np.asarray(point[v.name])
-        ip[model.rvs_to_values[v].name] = tr.forward(x).eval() if tr is not None else x
-    lik = model.compile_logp(vars=model.observed_RVs + model.potentials, jacobian=False)(ip)
+    lik = model_loglik_at(model, point)
     post = {k: np.full((1, 1), v) for k, v in point.items()
             if likelihood == "student_t" or k != "nu"}
     idata = az.from_dict(posterior=post)
