@@ -47,6 +47,10 @@ METRICS: dict[str, bool] = {
     "copy_bwd_logprob": False, "icl_token_index": False,
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+# Logged only when named in ``metrics.include`` (each costs extra forward passes per evaluation;
+# the Bi-Induct presets name them): the default is every other metric.
+OPT_IN_METRICS: tuple[str, ...] = ("ps_nat", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
+                                   "icl_token_index")
 PER_HEAD: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if per_head)
 MODEL_LEVEL: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if not per_head)
 
@@ -193,7 +197,7 @@ def emergence_threshold(meta: dict[str, Any]) -> float:
 __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
-    "MODEL_LEVEL", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "MODEL_LEVEL", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

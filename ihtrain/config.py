@@ -162,7 +162,7 @@ class MetricsConfig:
     probe_seqs: int = 100  # N sequences in the PS/LA/AR probe
     probe_len: int = 0  # n; 0 -> min(MAX_PROBE_LEN, C // 2) (probe_len_of)
     val_seqs: int = 32  # held-out sequences for val_loss at each evaluation
-    include: list[str] = field(default_factory=list)  # empty: all registered metrics
+    include: list[str] = field(default_factory=list)  # empty: all registered metrics but contract.OPT_IN_METRICS
 
 
 @dataclass

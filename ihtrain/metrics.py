@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
-from ihstats.contract import METRIC_NAMES, METRICS
+from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet, natural_repeat
 
@@ -325,8 +325,8 @@ REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name
 
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
              include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
-    """Compute the metrics in ``include`` (default: all; those in ``NEEDS_VAL`` only when
-    ``val_tokens`` is given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
+    """Compute the metrics in ``include`` (default: all but ``OPT_IN_METRICS``; those in ``NEEDS_VAL``
+    only when ``val_tokens`` is given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
@@ -338,7 +338,7 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
             raise ValueError(f"include: {sorted(set(NEEDS_VAL) & set(include))} need val_tokens")
         names = [m for m in REGISTRY if m in include]
     else:
-        names = [m for m in REGISTRY if m not in NEEDS_VAL or val_tokens is not None]
+        names = [m for m in REGISTRY if m not in OPT_IN_METRICS and (m not in NEEDS_VAL or val_tokens is not None)]
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)))
     was_training = model.training

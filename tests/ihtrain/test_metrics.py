@@ -11,6 +11,7 @@ import torch
 
 from ihstats import contract
 from ihtrain.config import ModelConfig
+from ihstats.contract import OPT_IN_METRICS
 from ihtrain.metrics import (METRIC_NAMES, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
                              to_rows, val_loss)
 from ihtrain.model import GPT
@@ -170,7 +171,9 @@ def test_evaluate_restores_mode_and_shapes(probes):
     val = torch.randint(0, V, (4, C + 1))
     r = evaluate(model, probes, val_tokens=val)
     assert model.training
-    assert list(r) == list(METRIC_NAMES)
+    assert list(r) == [m for m in METRIC_NAMES if m not in OPT_IN_METRICS]  # opt-in ones only by name
+    everything = evaluate(model, probes, val_tokens=val, include=list(METRIC_NAMES))
+    assert list(everything) == list(METRIC_NAMES)
     for name in ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy"):
         assert r[name].shape == (2, 4) and r[name].dtype == np.float64
     for name in ("ar_acc", "ar_rank", "val_loss"):
@@ -198,8 +201,8 @@ def test_evaluate_errors(probes):
 def test_to_rows_tidy(induction):
     rows = to_rows(induction, step=12, tokens=3072)
     assert list(rows.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
-    # no val_tokens: 7 per-head metrics on the 2 x 1 heads, 4 model-level ones (ar_acc, ar_rank, copy log-probs)
-    assert len(rows) == 7 * 2 + 4
+    # no val_tokens, opt-in metrics not named: 7 per-head metrics on the 2 x 1 heads, 2 model-level (ar_acc, ar_rank)
+    assert len(rows) == 7 * 2 + 2
     assert rows["step"].dtype == np.int64 and rows["layer"].dtype == np.int64 and rows["value"].dtype == np.float64
     ps = rows[rows.metric == "ps"].set_index(["layer", "head"])["value"]
     assert ps.loc[(1, 0)] == pytest.approx(1.0, abs=NEAR)

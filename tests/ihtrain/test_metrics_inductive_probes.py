@@ -50,7 +50,7 @@ def test_backward_heads_model(probes, val):
     """Head 0 finds the query's own token in S (duplicate), head 1 the token before it and copies
     it: anti-induction and duplicate attention both 1, and the model predicts the reversed
     continuation (log-prob near 0) but not the forward copy (far below 0)."""
-    r = evaluate(backward_heads_model(V, C, m=probes.n_copy), probes, val_tokens=val)
+    r = evaluate(backward_heads_model(V, C, m=probes.n_copy), probes, val_tokens=val, include=NEW + ["anti_induction"])
     m = probes.n_copy
     # head 1 has no key for the last query (q = 2m, x_0: nothing before it) and spreads uniformly
     # over its 2m + 1 keys there; averaged over the m queries that is 1 / ((2m + 1) m)
@@ -64,7 +64,7 @@ def test_induction_model_new_probes(probes, val):
     """The induction model copies forward: natural PS 1 on its induction head, the natural second
     copy predicted, forward copy log-prob near 0, backward near chance or below, and late tokens
     (second copy) far easier than early ones: token-index ICL score strongly negative."""
-    r = evaluate(induction_model(V, C), probes, val_tokens=val)
+    r = evaluate(induction_model(V, C), probes, val_tokens=val, include=NEW)
     np.testing.assert_allclose(r["ps_nat"], [[0.0], [1.0]], atol=NEAR)
     assert r["repeat_nat_logprob"] > -0.5
     assert r["copy_fwd_logprob"] > -0.5
@@ -79,7 +79,7 @@ def test_blank_model_scores_chance(probes, val):
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
-    r = evaluate(model.eval(), probes, val_tokens=val)
+    r = evaluate(model.eval(), probes, val_tokens=val, include=NEW)
     for name in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob"):
         assert r[name] == pytest.approx(-np.log(V), abs=1e-5)
     assert r["icl_token_index"] == pytest.approx(0.0, abs=1e-5)
@@ -90,4 +90,6 @@ def test_val_metrics_need_val_tokens(probes):
     assert not set(NEEDS_VAL) & set(evaluate(model, probes))
     with pytest.raises(ValueError, match="need val_tokens"):
         evaluate(model, probes, include=["ps_nat"])
-    assert set(NEW) - set(NEEDS_VAL) <= set(evaluate(model, probes))
+    no_val = [m for m in NEW if m not in NEEDS_VAL]
+    assert set(no_val) <= set(evaluate(model, probes, include=no_val))
+    assert set(evaluate(model, probes)) & set(NEW) == {"dup_bwd"}  # the rest are opt-in (OPT_IN_METRICS)
