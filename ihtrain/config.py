@@ -235,6 +235,7 @@ def cell_hash(d: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------ validation
 def validate(cfg: RunConfig) -> RunConfig:
     """Check ranges and cross-field constraints; raise ConfigError naming the field."""
+    _need(is_plain_name(cfg.name), "name", f"must be a plain name (no '/', '\\', '.' or '..'), got {cfg.name!r}")
     _need(cfg.seed >= 0, "seed", f"must be an integer >= 0, got {cfg.seed}")
     _validate_model(cfg.model)
     _validate_train(cfg.train, cfg.model)
@@ -242,11 +243,17 @@ def validate(cfg: RunConfig) -> RunConfig:
     _need(0 <= cfg.metrics.log_fraction <= 1, "metrics.log_fraction", "must be in [0, 1]")
     _need(cfg.metrics.probe_seqs > 0, "metrics.probe_seqs", "must be > 0")
     _need(cfg.metrics.probe_len >= 0, "metrics.probe_len", "must be >= 0")
+    _need(cfg.metrics.val_seqs >= 1, "metrics.val_seqs", f"must be >= 1, got {cfg.metrics.val_seqs}")
     if cfg.metrics.probe_len:
         _need(2 * cfg.metrics.probe_len + 1 <= cfg.train.context, "metrics.probe_len",
               f"2 * probe_len + 1 must fit in train.context={cfg.train.context}")
     _validate_data(cfg.data, cfg.train)
     return cfg
+
+
+def is_plain_name(name: str) -> bool:
+    """A run or grid name is a folder name, never a path (``../x`` would write outside runs/)."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and name.isprintable()
 
 
 def _need(ok: bool, name: str, msg: str) -> None:
@@ -281,6 +288,11 @@ def _validate_train(t: TrainConfig, m: ModelConfig) -> None:
         _need(0 <= getattr(t, name) < 1, f"train.{name}", f"must be in [0, 1), got {getattr(t, name)}")
     _need(0 <= t.weight_decay < math.inf, "train.weight_decay", f"must be a finite number >= 0, got {t.weight_decay}")
     _need(t.warmup_steps >= 0, "train.warmup_steps", f"must be >= 0 (0: use train.warmup_frac), got {t.warmup_steps}")
+    # PS is a fraction: a threshold outside (0, 1] is crossed at once or never
+    _need(0 < t.emergence_threshold <= 1, "train.emergence_threshold", f"must be in (0, 1], got {t.emergence_threshold}")
+    _need(t.threads >= 0, "train.threads", f"must be >= 0 (0: torch's default), got {t.threads}")
+    _need(0 < t.checkpoint_seconds < math.inf, "train.checkpoint_seconds", f"must be a number > 0, got {t.checkpoint_seconds}")
+    _need(all(k >= 0 for k in t.keep_checkpoints), "train.keep_checkpoints", "must be steps >= 0")
     _need(0 <= t.emergence_margin < math.inf, "train.emergence_margin",
           f"must be a finite number >= 0, got {t.emergence_margin}")
     _need(t.checkpoint_every >= 0, "train.checkpoint_every",
@@ -305,11 +317,17 @@ def _validate_data(d: DataConfig, t: TrainConfig) -> None:
           f"must be one of builtin, text:PATH, hf:NAME[:CONFIG][:SPLIT], seminatural, markov; got {d.source!r}")
     sn, mk, bi = d.seminatural, d.markov, d.biinduct
     for name, v in (("data.seminatural.frequency", sn.frequency), ("data.seminatural.reliability", sn.reliability),
-                    ("data.biinduct.mix_start", bi.mix_start)):
+                    ("data.biinduct.mix_start", bi.mix_start), ("data.markov.within_similarity", mk.within_similarity),
+                    ("data.markov.across_similarity", mk.across_similarity)):
         _need(0.0 <= v <= 1.0, name, f"must be a probability in [0, 1], got {v}")
     for name, v in (("data.markov.frequency", mk.frequency), ("data.markov.reliability", mk.reliability)):
         _need(v < 0 or v <= 1.0, name, f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
     _need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
+    _need(d.max_corpus_chars >= 0, "data.max_corpus_chars", f"must be >= 0 (0: whole corpus), got {d.max_corpus_chars}")
+    _need(sn.top_v >= 1, "data.seminatural.top_v", f"must be >= 1, got {sn.top_v}")
+    _need(0 < mk.zipf_alpha < math.inf, "data.markov.zipf_alpha", f"must be a finite number > 0, got {mk.zipf_alpha}")
+    _need(mk.n_groups >= 0, "data.markov.n_groups", f"must be >= 0 (0: no groups), got {mk.n_groups}")
+    _need(0 <= mk.entropy_rate < math.inf, "data.markov.entropy_rate", f"must be >= 0 (0: as built), got {mk.entropy_rate}")
     _need(sn.pool_tokens >= 0 and mk.pool_tokens >= 0, "data.*.pool_tokens", "must be >= 0")
     if bi.mode != "none":
         _need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
@@ -461,11 +479,11 @@ def from_dict(d: dict[str, Any]) -> RunConfig:
 def load_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file {p}: not found")
+        raise ConfigError(f"config file {p}: " + ("is a directory; give the TOML file in it" if p.is_dir() else "not found"))
     try:
-        return tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config file {p}: invalid TOML ({e})") from None
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {p}: invalid TOML ({e}); save it as UTF-8 text") from None
 
 
 def get_preset(name: str) -> RunConfig:
@@ -492,6 +510,6 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "from_dict", "get_field", "get_preset", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

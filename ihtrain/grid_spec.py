@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset, load_toml,
-    set_field, validate,
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset,
+    is_plain_name, load_toml, set_field, validate,
 )
 from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
 
@@ -340,6 +340,12 @@ def _check_top_level(data: dict[str, Any], source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r}; allowed: {', '.join(SPEC_KEYS)} "
                           f"(config fields go under [base])")
+    for table in ("axes", "base"):  # a top-level key written after a [table] header lands in that table
+        sub = data.get(table) if isinstance(data.get(table), dict) else {}
+        late = [k for k in sub if k in SPEC_KEYS and (table, k) != ("base", "name")]
+        if late:
+            raise ConfigError(f"{source}: {table}.{late[0]}: {late[0]!r} is a top-level key but follows the [{table}] "
+                              f"header, so TOML puts it in [{table}]; move it above the first [section]")
 
 
 def resolve_extends(data: dict[str, Any], source: str = "<spec>", seen: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -385,8 +391,9 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
     _check_top_level(data, source)
     data = resolve_extends(data, source)
     name = data.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError(f"{source}: name: a non-empty string without '/' is required, got {name!r}")
+    if not isinstance(name, str) or not is_plain_name(name):
+        raise ConfigError(f"{source}: name: a plain name is required (it names the grid's folder: no '/', '.' "
+                          f"or '..'), got {name!r}")
     desc = data.get("description", "")
     if not isinstance(desc, str):
         raise ConfigError(f"{source}: description: expected a string, got {desc!r}")
