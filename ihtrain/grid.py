@@ -43,6 +43,7 @@ from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
+from ihtrain.run_files import changed_settings, done_run_problem
 from ihtrain.presets import GRID_SPEC_DIR
 
 DEFAULT_PRESET = "bxc-markov"
@@ -55,9 +56,11 @@ def checked_status(run_dir: Path) -> dict[str, Any] | None:
     """A run's status.json; a damaged one reads as ``{"status": "unreadable", "reason": why}``: its
     run is reported, never trained over or rewritten (the run may well be done)."""
     try:
-        return read_status(run_dir)
+        st = read_status(run_dir)
     except UnreadableFile as e:
         return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": ""}
+    why = done_run_problem(run_dir) if st and st["status"] == "done" else None  # done only with its config
+    return {"status": "unreadable", "reason": why, "step": st["step"], "stop_reason": ""} if why else st
 
 
 def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
@@ -291,6 +294,8 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
         if old.get("name") != spec.name:
             raise ConfigError(f"--out {grid_dir}: holds grid {old.get('name')!r}, not {spec.name!r}; "
                               f"choose another directory")
+        if why := changed_settings(old, spec.base_overrides, [r.run_id for r in runs]):
+            raise ConfigError(f"--out {grid_dir}: {why}")
         created = old.get("created", created)
     atomic_write_json(path, {
         "name": spec.name, "description": spec.description, "source": spec.source, "spec": spec.raw,

@@ -194,6 +194,9 @@ class GridSpec:
                 raise ConfigError(f"{r.origin}: duplicate run id {r.run_id} (same resolved config as "
                                   f"{seen[r.run_id].origin} {seen[r.run_id].factors}); remove the duplicate")
             seen[r.run_id] = r
+        if not runs:  # every later step (manifest, summary, emergence) needs at least one run
+            raise ConfigError(f"{self.source}: exclude removes every run of the grid; loosen [[exclude]] or add "
+                              f"an [[include]]")
         return runs
 
     def _include(self, base: RunConfig, group_axes: dict[str, Axis], inc: dict[str, Any], i: int) -> Run:
