@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from ihstats.cli_checks import OutputPathError, check_out_dir
 from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
@@ -481,9 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(to_json(cfg))
         return 0
-    out = Path(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
-    if out.exists() and not out.is_dir():
-        print(f"error: --out {out}: is a file, not a run directory; choose another path", file=sys.stderr)
+    try:  # a file, or a path under one: one line, before anything is written
+        out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
+    except OutputPathError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     try:
         status = train_run(cfg, out, progress=not args.no_progress)
