@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     else:
         key = "with_N" if spec.size_term else "without_N"
         compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-        compare.to_csv(out / "loo_compare.csv")
+        compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
 
     sens, sens_note = None, ""
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):

@@ -34,6 +34,10 @@ FIT_FILES = {"idata": "idata.nc", "summary": "summary.csv", "fit": "fit.json"}
 #: frontier: ``spec.json``): ``load_fit`` falls back to them so earlier outputs keep loading.
 OLD_FIT_FILES = {"idata": ("upt_law.nc",), "fit": ("upt_law_summary.json", "spec.json")}
 
+# PyTensor's "Using NumPy C-API based implementation for BLAS functions" is logged at import on
+# every machine without a linked BLAS: it says nothing about a fit, and printed before every one
+logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
+
 
 @contextmanager
 def quiet_pymc():

@@ -154,5 +154,5 @@ def default_out(kind: str, source: str | Path | None) -> Path:
     return Path("results") / kind / Path(source).stem if source else Path("results") / kind
 
 
-__all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "OutputPathError", "Range", "check_args", "check_out_dir", "default_out",
-           "range_error"]
+__all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "OutputPathError", "Range", "check_args", "check_out_dir",
+           "default_out", "range_error"]

@@ -182,6 +182,22 @@ def test_train_out_under_a_file_is_one_line(tmp_path, capsys):
 
 
 # ----------------------------------------------------------- 3. directories that are not what they claim
+def test_only_selects_by_cell_coordinates_or_says_why_ids_differ():
+    from ihtrain.grid_plan import select_runs
+    runs = parse_spec({"name": "g", "base": {"preset": "cpu-smoke"},
+                       "axes": {"train.batch_size": [8, 16], "seed": [0, 1]}}).expand()
+    picked = select_runs(runs, "train.batch_size=16")
+    assert picked == {r.run_id for r in runs if r.config.train.batch_size == 16} and len(picked) == 2
+    assert select_runs(runs, "train.batch_size=16,seed=1") == {r.run_id for r in runs
+                                                               if r.config.train.batch_size == 16 and r.config.seed == 1}
+    with pytest.raises(ConfigError, match="--only: train.context is not an axis of this grid"):
+        select_runs(runs, "train.context=32")
+    with pytest.raises(ConfigError, match="--only: no run of this grid has train.batch_size=32"):
+        select_runs(runs, "train.batch_size=32")
+    with pytest.raises(ConfigError, match="ids hash the whole config: another --set gives other ids"):
+        select_runs(runs, "2500654b3228")
+
+
 def test_grid_dir_refuses_other_settings(tmp_path):
     spec = parse_spec({"name": "g", "base": {"preset": "cpu-smoke", "train.max_steps": 400},
                        "axes": {"seed": [0, 1]}})
