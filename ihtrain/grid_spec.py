@@ -345,7 +345,8 @@ def _check_top_level(data: dict[str, Any], source: str) -> None:
                           f"(config fields go under [base])")
     for table in ("axes", "base"):  # a top-level key written after a [table] header lands in that table
         sub = data.get(table) if isinstance(data.get(table), dict) else {}
-        late = [k for k in sub if k in SPEC_KEYS and (table, k) != ("base", "name")]
+        late = [k for k in sub if k in SPEC_KEYS and k not in ("include", "exclude")  # those: _parse_axis
+                and (table, k) != ("base", "name")]
         if late:
             raise ConfigError(f"{source}: {table}.{late[0]}: {late[0]!r} is a top-level key but follows the [{table}] "
                               f"header, so TOML puts it in [{table}]; move it above the first [section]")
@@ -395,8 +396,8 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
     data = resolve_extends(data, source)
     name = data.get("name")
     if not isinstance(name, str) or not is_plain_name(name):
-        raise ConfigError(f"{source}: name: a plain name is required (it names the grid's folder: no '/', '.' "
-                          f"or '..'), got {name!r}")
+        raise ConfigError(f"{source}: name: a non-empty string that is a plain name is required (it names the "
+                          f"grid's folder: no '/', '.' or '..'), got {name!r}")
     desc = data.get("description", "")
     if not isinstance(desc, str):
         raise ConfigError(f"{source}: description: expected a string, got {desc!r}")

@@ -137,7 +137,7 @@ def test_a_run_name_is_a_name_not_a_path(name):
 
 @pytest.mark.parametrize("name", ["..", ".", "a/b"])
 def test_a_grid_name_is_a_name_not_a_path(name):
-    with pytest.raises(ConfigError, match=r"name: a plain name is required"):
+    with pytest.raises(ConfigError, match=r"name: a non-empty string that is a plain name is required"):
         parse_spec({"name": name, "base": {"preset": "cpu-smoke"}, "axes": {"seed": [0, 1]}})
 
 
