@@ -252,6 +252,18 @@ def test_resume_with_a_cut_log_is_refused(done_run, tmp_path, smoke_cache):
         train_run(smoke(smoke_cache), run, progress=False, make_figures=False)
 
 
+def test_schema_check_finds_logs_that_lost_their_early_rows(done_run, tmp_path):
+    from ihstats.schema import check_run_dir
+    rid = json.loads((done_run / "config.json").read_text())["run_id"]
+    for log in ("metrics", "train"):
+        run = copy_run(done_run, tmp_path / log / rid)
+        frame = pd.read_parquet(run / f"{log}.parquet")
+        frame[frame["step"] > 20].to_parquet(run / f"{log}.parquet")  # resumed at 20 after the file was deleted
+        assert any(f"{log}.parquet: starts at update" in p and "early rows are missing" in p
+                   for p in check_run_dir(run)), log
+    assert check_run_dir(copy_run(done_run, tmp_path / "whole" / rid)) == []
+
+
 def test_truncated_or_einval_checkpoint_is_a_named_unreadable_file(done_run, tmp_path, monkeypatch):
     from ihtrain import checkpoint
     from ihtrain.fileio import UnreadableFile
