@@ -135,7 +135,8 @@ def _source_line(args, idata) -> str:
     what = idata.posterior.attrs.get("source", "see upt_law_reference.json")
     kind = "SIMULATED data: " if int(idata.posterior.attrs.get("simulated", 1)) else ""
     return (f"shipped reference posterior {REFERENCE_FILE.name} (fitted to {kind}{what}); pass "
-            f"--posterior runs/.../upt_law for your own fit, --law published for the paper's")
+            f"--posterior results/upt_law/<grid> (a fit_upt_law.py output) for your own fit, --law published "
+            f"for the paper's")
 
 
 def main(argv=None) -> int:

@@ -331,7 +331,8 @@ def test_frontier_and_ablation_tests_apply_the_same_rule():
         cells = cell_table(t)
     assert cells["n_formed"].tolist() == [0, 0, 0, 1]  # the uncensored-but-not-formed run is not formed
     bad = t.assign(frequency=["0.5", "high", 0.9, 0.9])
-    with pytest.raises(ValueError, match=r"frequency: not a number in 1 row\(s\) \(table row \[2\]\), values \['high'\]"):
+    with pytest.raises(ValueError, match=r"frequency: not a number in 1 row\(s\) \(table row \[2\]\), values \['high'\]"), \
+            pytest.warns(UserWarning, match="formed = False"):  # the verdict is read before the knobs
         cell_table(bad)
     ab = pd.read_csv(ROOT / "data" / "example_ablation.csv").astype({"value": object})
     ab.loc[3, "value"] = "n/a"
