@@ -416,3 +416,17 @@ def test_ablate_score_names_why_a_listed_metric_cannot_rank_heads(done_run):
         run_head_scores(done_run, "val_loss")
     with pytest.raises(ValueError, match=r"--score 'bogus' is not in .*per-head metrics there: .*ps"):
         run_head_scores(done_run, "bogus")
+
+
+def test_make_check_does_not_name_the_temporary_folder_it_deletes(tmp_path, capsys):
+    import re
+    import tempfile
+
+    from paper_figures import make
+    figs = tmp_path / "figs"
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs)]) == 0
+    capsys.readouterr()
+    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "<temporary folder, deleted after the check>" in out
+    assert not re.search(re.escape(tempfile.gettempdir()) + r"/tmp\w{8}", out)
