@@ -276,7 +276,7 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
         if extra_ref is not None:
             ax.axvline(extra_ref[0], ls=":", color="0.3", lw=1.4, label=extra_ref[1])
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper right", frameon=False)
+            ax.legend(fontsize=7, loc="best", framealpha=0.9)  # a frame: no line runs through the text
     fig.tight_layout()
     return fig
 
