@@ -462,6 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args, CLI_RANGES)
+    out_csv = Path(args.out) if args.out else None
+    if out_csv is not None and (out_csv.is_dir() or any(p.is_file() for p in out_csv.parents)):
+        parser.error(f"--out {out_csv}: give a CSV file path (it is a folder, or lies under a file)")
     try:
         if args.threads > 0:
             torch.set_num_threads(args.threads)

@@ -171,6 +171,16 @@ def test_out_that_is_a_file_or_under_a_file_is_one_line(name, tmp_path, capsys):
         assert e.value.code == 2 and f"--out {out}: {why}" in err and "Traceback" not in err
 
 
+def test_ablate_out_must_be_a_csv_path(tmp_path, capsys):
+    from ihtrain.ablate import main as ablate_main
+    f = tmp_path / "f"
+    f.write_text("x")
+    for out, why in ((tmp_path, "it is a folder"), (f / "a.csv", "lies under a file")):
+        with pytest.raises(SystemExit) as e:
+            ablate_main(["RUN", "--out", str(out)])  # checked before the run is read
+        assert e.value.code == 2 and f"--out {out}: give a CSV file path" in capsys.readouterr().err
+
+
 def test_train_out_under_a_file_is_one_line(tmp_path, capsys):
     f = tmp_path / "f"
     f.write_text("x")
