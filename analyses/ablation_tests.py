@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
 from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
@@ -29,6 +30,8 @@ from ihtrain.fileio import UnreadableFile, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
+RANGES = {"n_resamples": COUNT, "n_boot": COUNT, "n_possible": COUNT, "alpha": PROBABILITY_OPEN,
+          "power_effect": Range(0, lo_open=True), "seed": NONNEG_INT}
 
 
 def parse_args(argv=None):
@@ -53,7 +56,10 @@ def parse_args(argv=None):
     ap.add_argument("--fast", action="store_true", help="999 resamples, 500 bootstrap draws")
     ap.add_argument("--out", type=Path, default=Path("results/ablation"),
                     help="output folder (default results/ablation)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    check_args(ap, args, RANGES)
+    check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
+    return args
 
 
 def _floor_text(tests: pd.DataFrame) -> str:
@@ -154,8 +160,8 @@ def main(argv=None) -> int:
                f"{r['p_holm']:.3g} |" for r in comps.to_dict("records")]
     md += ["", "Figure: `drops.png` / `drops.pdf`; data behind it: `drops.csv`."]
     (out / "summary.md").write_text("\n".join(md) + "\n")
-    print(tests[["condition", "top_drop", "random_drop", "p_random", "p_random_holm"]]
-          .to_string(index=False))
+    cols = ["condition", "metric", "top_drop", "random_drop", "p_random", "p_random_holm"]
+    print(tests[[c for c in cols if c in tests]].to_string(index=False))  # metric: which drop each row tests
     print(f"wrote {out}/ (tests.csv, comparisons.csv, drops.csv, drops.png, drops.pdf, "
           f"summary.md) in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ihstats import io
 from ihstats.budget import per_run, two_budgets
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir
 from ihstats.frontier import FrontierSpec, knob_verdict
 from ihstats.onset_design import resolving_designs
 from ihstats.onset_model import OnsetSpec
@@ -40,6 +41,7 @@ from ihtrain.fileio import read_table as read_checked_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
+RANGES = {"hdi_prob": PROBABILITY_OPEN, "draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
 
 
 def parse_args(argv=None):
@@ -72,7 +74,10 @@ def parse_args(argv=None):
                     help="quick look: 2 chains x 300 draws (300 tuning)")
     ap.add_argument("--out", type=Path, default=Path("results/frontier"),
                     help="output folder (default results/frontier)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    check_args(ap, args, RANGES)
+    check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
+    return args
 
 
 def read_table(path: Path) -> pd.DataFrame:

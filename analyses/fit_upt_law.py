@@ -20,6 +20,7 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.law_sensitivity import circuit_warning, sensitivity_table
@@ -28,6 +29,8 @@ from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_sigma_by, compare_s
 from ihtrain.fileio import UnreadableFile, read_table
 
 DEFAULT_RUNS = "runs/bxc-markov"
+RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
+          "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN}
 
 
 def parse_args(argv=None):
@@ -42,7 +45,8 @@ def parse_args(argv=None):
     src.add_argument("--emergence", default=None,
                      help="emergence table CSV with the docs/DESIGN.md columns (skips detection)")
     p.add_argument("--out", default=None,
-                   help="output directory (default: <runs>/upt_law, or out/upt_law for --emergence)")
+                   help="output directory (default: results/upt_law/<name of the grid or table>; "
+                        "never the input's own folder)")
     p.add_argument("--fast", action="store_true",
                    help="2 chains x 300 draws (300 tune), for tests and a first look")
     p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
@@ -73,7 +77,11 @@ def parse_args(argv=None):
     p.add_argument("--sensitivity", choices=["auto", "on", "off"], default="auto",
                    help="refit under the other likelihood and under priors centred on the published "
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    check_args(p, args, RANGES)
+    src = args.emergence or args.runs or DEFAULT_RUNS
+    args.out = check_out_dir(args.out or default_out("upt_law", src), inputs=[src], parser=p)
+    return args
 
 
 def load_table(args):
@@ -116,9 +124,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.fast:
         args.draws, args.tune, args.chains = 300, 300, 2
+    out = Path(args.out)
     table, source = load_table(args)
-    out = Path(args.out or (Path(args.runs or DEFAULT_RUNS) / "upt_law" if not args.emergence
-                            else "out/upt_law"))
 
     spec_kw = dict(likelihood=args.likelihood, measurement_error=not args.no_measurement_error,
                    metric=args.metric, hdi_prob=args.hdi_prob, sigma_by=args.sigma_by)
@@ -146,7 +153,7 @@ def main(argv=None) -> int:
     else:
         key = "with_N" if spec.size_term else "without_N"
         compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-        compare.to_csv(out / "loo_compare.csv")
+        compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
 
     sigma_cmp, shared = sigma_comparison(args, table, spec, res, fit_kw, out)
     sens, sens_note = None, ""
@@ -171,7 +178,8 @@ def main(argv=None) -> int:
         o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
         print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "
               f"{s.r_hat:6.3f} {s.ess_bulk:8.0f}")
-    print(f"T = exp(log T) = {summ.loc['T', 'mean']:.4g}; r(pred, obs log UPT) = "
+    # the mean of T is not exp(mean of log T): name it for what it is
+    print(f"T (posterior mean of exp(log T)) = {summ.loc['T', 'mean']:.4g}; r(pred, obs log UPT) = "
           f"{res.r_obs_pred:.3f}")
     if compare is not None:
         print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",

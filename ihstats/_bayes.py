@@ -19,6 +19,7 @@ import json
 import logging
 import platform
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +34,13 @@ FIT_FILES = {"idata": "idata.nc", "summary": "summary.csv", "fit": "fit.json"}
 #: Names written before one layout was shared (UPT law: ``upt_law.nc``, ``upt_law_summary.json``;
 #: frontier: ``spec.json``): ``load_fit`` falls back to them so earlier outputs keep loading.
 OLD_FIT_FILES = {"idata": ("upt_law.nc",), "fit": ("upt_law_summary.json", "spec.json")}
+
+# PyTensor's "Using NumPy C-API based implementation for BLAS functions" is logged at import on
+# every machine without a linked BLAS: it says nothing about a fit, and printed before every one
+logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
+# ... and "PyTensor could not link to a BLAS installation" is a UserWarning on every fit of a pip
+# install (the fits are small: they run as well without it); filtered here, for every entry point
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning)
 
 
 @contextmanager

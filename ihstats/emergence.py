@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
+from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
 # the detectors and their result, re-exported: ihstats.emergence is the public entry point
 from ihstats.changepoint import (METHODS, MIN_POINTS, MIN_RISE_SD, RESULT_COLUMNS,  # noqa: F401
@@ -224,6 +225,11 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS) -> dict[str
 
 
 # ----------------------------------------------------------------------------------- CLI
+# a rise must be a rise, an interval a probability, a Bayes factor evidence for the rise
+CLI_RANGES = {"level": PROBABILITY_OPEN, "min_rise": Range(0, lo_open=True), "min_rise_sd": Range(0, lo_open=True),
+              "min_log_bf": Range(0)}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.emergence",
                                 description="Emergence table (onset, interval, midpoint, end, censoring) "
@@ -243,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nonfinite", choices=("error", "drop"), default="error",
                    help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
+    check_args(p, a, CLI_RANGES)
     kw: dict[str, Any] = {"min_rise": a.min_rise}
     if a.method == "bayes":
         kw["min_log_bf"] = a.min_log_bf

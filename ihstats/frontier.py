@@ -27,7 +27,7 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.frontier_glm import GLMFrontier, check_separation, fit_glm
-from ihstats.tables import boolean_column
+from ihstats.tables import formed_column, numeric_column
 
 KNOBS = ("frequency", "reliability")
 
@@ -73,10 +73,9 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
         missing.append("formed (or censored)")
     if missing:
         raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
-    df["formed"] = (boolean_column(df, "formed") if "formed" in df
-                    else ~boolean_column(df, "censored"))
+    df["formed"] = formed_column(df)  # the one rule (docs/DESIGN.md, "What the fits accept")
     for k in KNOBS:
-        v = pd.to_numeric(df[k], errors="coerce")
+        v = pd.Series(numeric_column(df, k), index=df.index)
         bad = v.isna() | (v <= 0) | (v > 1)
         if bad.any():
             raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")

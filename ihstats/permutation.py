@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ihstats.tables import numeric_column, rows
+
 COLUMNS = ("condition", "example", "ablation", "set_id", "value")
 ABLATIONS = ("none", "top", "random")
 ALTERNATIVES = ("greater", "less", "two-sided")
@@ -119,8 +121,10 @@ def check_table(table: pd.DataFrame) -> None:
     bad = set(table["ablation"].unique()) - set(ABLATIONS)
     if bad:
         raise ValueError(f"ablation: unknown values {sorted(map(str, bad))}; allowed {ABLATIONS}")
-    if not np.all(np.isfinite(pd.to_numeric(table["value"], errors="coerce"))):
-        raise ValueError("value: must be finite numbers")
+    value = numeric_column(table, "value")  # text is named as text, not as NaN
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"value: blank or not finite in {rows(table, ~np.isfinite(value))}; every value must "
+                         f"be a finite number")
 
 
 # ---- head sets ---------------------------------------------------------------------------------

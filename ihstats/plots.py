@@ -12,10 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import logging
+
 import matplotlib
 
 matplotlib.use("Agg")
+# "findfont: Font family ... not found" is logged once per missing font on machines without it:
+# the fallback font draws the same figure, so it is noise on every fit's console
+logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ihtrain.fileio import atomic_write  # noqa: E402
@@ -170,6 +176,11 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--", label=glm_label)
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
+    # label the grid's own levels (a log axis under one decade labels every minor tick, and they collide)
+    for axis, levels in ((ax.xaxis, grid.columns), (ax.yaxis, grid.index)):
+        axis.set_minor_formatter(NullFormatter())
+        axis.set_ticks(levels, [f"{v:g}" for v in levels], fontsize=7)
+    plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
     if title:
         ax.set_title(title, fontsize=title_size, wrap=True)
     if fr["reliability_median"].notna().any():  # no legend for lines that are not there
@@ -198,9 +209,13 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
     ax.errorbar(unc.predicted, unc.observed, xerr=xerr,
                 yerr=np.where(np.isfinite(yerr), yerr, 0), fmt="o", ms=4, color="C0", lw=0.8,
                 label="emerged (onset, interval)")
-    if len(cen):
-        ax.scatter(cen.predicted, cen.observed, marker="^", s=40, facecolors="none",
-                   edgecolors="C3", label="censored (UPT > last step)")
+    if len(cen):  # replicates of a cell share predicted and last step: one marker, with their count
+        pts = cen.groupby([cen.predicted.round(6), cen.observed.round(6)]).size().reset_index(name="n")
+        ax.scatter(pts.predicted, pts.observed, marker="^", s=40 * np.sqrt(pts.n), facecolors="none",
+                   edgecolors="C3", label="censored (UPT > last step; xN: runs at one point)")
+        for p in pts[pts.n > 1].itertuples():
+            ax.annotate(f"x{p.n}", (p.predicted, p.observed), xytext=(5, 3), textcoords="offset points",
+                        fontsize=7, color="C3")
     lo = min(frame[["observed", "predicted"]].min()) / 1.5
     hi = max(frame[["observed", "predicted"]].max()) * 1.5
     ax.plot([lo, hi], [lo, hi], ls="--", color="0.5", lw=1, label="y = x")
@@ -224,7 +239,16 @@ def plot_trace(idata: Any, var_names: Any) -> Any:
     """Trace plot (compact) of ``var_names``."""
     import arviz as az
 
-    fig = _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    axes = np.atleast_2d(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    for name, (dens, trace) in zip(var_names, axes):
+        draws = np.asarray(idata.posterior[name]).ravel()
+        lo, hi = np.quantile(draws, [0.005, 0.995])
+        if draws.max() - draws.min() > 3 * (hi - lo):  # one far draw (nu's tail) would squash the rest
+            pad = 0.1 * (hi - lo)
+            dens.set_xlim(lo - pad, hi + pad)
+            trace.set_ylim(lo - pad, hi + pad)
+            dens.set_title(f"{name} (axes: central 99% of draws; max {draws.max():.3g})", fontsize=9)
+    fig = _fig_of(axes)
     fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
     return fig
 
@@ -239,18 +263,21 @@ def plot_rank(idata: Any, var_names: Any) -> Any:
 def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict | None = None,
                    extra_ref: tuple[float, str] | None = None) -> Any:
     """Posterior densities with the HDI at an explicit width, optional reference lines
-    ``ref_val = {name: value}`` and ``extra_ref = (value, label)``, a second reference drawn
-    dotted on every panel (the UPT report: the tokens form's a = b = 0.5)."""
+    ``ref_val = {name: value}`` (solid, "published") and ``extra_ref = (value, label)``, a second
+    reference drawn dotted on every panel (the UPT report: the tokens form's a = b = 0.5). The
+    references are named in each panel's legend, not written over the density."""
     import arviz as az
 
-    ref = {k: [{"ref_val": v}] for k, v in ref_val.items()} if ref_val else None
-    fig = _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob,
-                                    ref_val=ref, point_estimate="mean"))
-    if extra_ref is not None:
-        value, label = extra_ref
-        for ax in fig.axes[:len(var_names)]:
-            ax.axvline(value, ls=":", color="0.3", lw=1.2)
-            ax.text(value, ax.get_ylim()[1] * 0.95, f" {label}", fontsize=7, color="0.3", va="top")
+    fig = _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob, point_estimate="mean",
+                                    textsize=9))
+    for name, ax in zip(var_names, fig.axes):
+        if ref_val and name in ref_val:
+            ax.axvline(ref_val[name], color="C3", lw=1.4, label=f"published {name} = {ref_val[name]:g}")
+        if extra_ref is not None:
+            ax.axvline(extra_ref[0], ls=":", color="0.3", lw=1.4, label=extra_ref[1])
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="best", framealpha=0.9)  # a frame: no line runs through the text
+    fig.tight_layout()
     return fig
 
 

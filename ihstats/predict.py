@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ihstats import _bayes
+from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.upt_data import UPTLawError
@@ -32,6 +33,8 @@ REFERENCE_FILE = REFERENCE_DIR / "upt_law_reference.nc"
 REFERENCE_RUNS = "data/reference_runs/bxc-cpu-h200-bf16"
 # Aoyama et al. (arXiv 2511.16893): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C, point estimates only
 PUBLISHED_LAW = {"log_T": 13.26, "a": 0.37, "b": 0.62}
+# what B, C and N mean: at least one sequence per update, a context of two tokens, one parameter
+RANGES = {"batch_size": Range(1), "context": Range(2), "model_size": Range(1), "hdi_prob": PROBABILITY_OPEN}
 
 
 def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000,
@@ -105,11 +108,16 @@ def _check_usable(row) -> None:
 
 
 def _published_main(args) -> int:
-    for name, v in (("B", args.batch_size), ("C", args.context)):
-        if not (np.isfinite(v) and v > 0):
-            print(f"error: {name}: must be a finite number > 0, got [{v}]", file=sys.stderr)
-            return 2
+    if args.model_size is not None:
+        print("error: --model-size: the published law has no size term (ln UPT depends on B and C "
+              "only); drop --model-size", file=sys.stderr)
+        return 2
     row = predict_published(args.batch_size, args.context)
+    if not 1 <= row["upt"] < np.inf:  # the same check as a fitted law's prediction
+        print(f"error: B = {args.batch_size:g}, C = {args.context:g}: the published law predicts "
+              f"{row['upt']:.3g} updates, not a usable prediction; choose B and C near the published "
+              f"range", file=sys.stderr)
+        return 2
     src = ("published law ln UPT = 13.26 - 0.37 ln B - 0.62 ln C (Aoyama et al., arXiv "
            "2511.16893; point estimate, no interval published)")
     if args.json:
@@ -127,7 +135,8 @@ def _source_line(args, idata) -> str:
     what = idata.posterior.attrs.get("source", "see upt_law_reference.json")
     kind = "SIMULATED data: " if int(idata.posterior.attrs.get("simulated", 1)) else ""
     return (f"shipped reference posterior {REFERENCE_FILE.name} (fitted to {kind}{what}); pass "
-            f"--posterior runs/.../upt_law for your own fit, --law published for the paper's")
+            f"--posterior results/upt_law/<grid> (a fit_upt_law.py output) for your own fit, --law published "
+            f"for the paper's")
 
 
 def main(argv=None) -> int:
@@ -146,6 +155,7 @@ def main(argv=None) -> int:
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = p.parse_args(argv)
+    check_args(p, args, RANGES)  # the same checks for the fitted and the published law
     if args.law == "published":
         if args.posterior:
             print("error: --law published takes no --posterior (it is a fixed point estimate)",
@@ -153,9 +163,11 @@ def main(argv=None) -> int:
             return 2
         return _published_main(args)
     try:
-        if not 0 < args.hdi_prob < 1:
-            raise UPTLawError(f"--hdi-prob: must be in (0, 1), got {args.hdi_prob}")
         idata = load_posterior(args.posterior)
+        if args.model_size is not None and "c" not in idata.posterior:
+            raise UPTLawError("--model-size: this posterior has no size term (fitted without "
+                              "'- c log N'), so N would be ignored; drop --model-size or pass a fit "
+                              "made with --size-term on")
         row = predict_from_posterior(idata, args.batch_size, args.context, args.model_size,
                                      hdi_prob=args.hdi_prob).iloc[0]
         _check_usable(row)
@@ -177,6 +189,8 @@ def main(argv=None) -> int:
     print(f"predicted UPT (law line, posterior median): {row.upt:,.0f} updates "
           f"({row.tokens:,.3g} tokens)")
     print(f"  {q} HDI of the law line:    [{row.upt_lo:,.0f}, {row.upt_hi:,.0f}] updates")
+    print(f"  {q} HDI for a new cell:     [{row.cell_lo:,.0f}, {row.cell_hi:,.0f}] updates "
+          f"(adds the cell-to-cell residual, when fitted)")
     print(f"  {q} HDI for a new run:      [{row.pred_lo:,.0f}, {row.pred_hi:,.0f}] updates "
           f"(adds run-to-run scatter)")
     print(f"using {src}")

@@ -79,7 +79,12 @@ def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
 
 
 def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
-    df = df.reset_index()
+    # a default 0..n-1 index is no data (it printed as a stray "index" column); an unnamed label index
+    # keeps its labels under an empty header
+    if isinstance(df.index, pd.RangeIndex):
+        df = df.reset_index(drop=True)
+    else:
+        df = df.rename_axis(df.index.name or "").reset_index()
     fmt = [[(f"{v:.{digits}g}" if abs(v) >= 1e4 else f"{v:.{digits}f}")
             if isinstance(v, (float, np.floating)) and np.isfinite(v) else str(v) for v in row]
            for row in df.itertuples(index=False)]

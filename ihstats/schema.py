@@ -87,6 +87,17 @@ def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
     last = int(m["step"].max())
     if last != int(status.get("step", -1)):
         problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
+    # a log continued after its early rows were lost starts late: the first evaluation comes before
+    # the first logged update, and that comes at train.log_every at the latest
+    log_every = (cfg.get("config") or {}).get("train", {}).get("log_every")
+    tr = read_parquet(rd / "train.parquet", columns=["step"]) if (rd / "train.parquet").is_file() else None
+    first_train = int(tr["step"].min()) if tr is not None and len(tr) else None
+    if first_train is not None and int(m["step"].min()) > first_train:
+        problems.append(f"{rd}/metrics.parquet: starts at update {int(m['step'].min())}, after train.parquet's "
+                        f"first row ({first_train}): its early rows are missing")
+    if first_train is not None and log_every and first_train > log_every:
+        problems.append(f"{rd}/train.parquet: starts at update {first_train}, after train.log_every = {log_every}: "
+                        f"its early rows are missing")
     if "crossing" in status:
         logged = ps_crossing(m, emergence_threshold(cfg))
         if logged != status["crossing"]:

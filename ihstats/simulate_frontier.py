@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir
 
 DEFAULT_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)  # Aoyama et al.'s {0.1, ..., 0.9}^2 grid
 
@@ -236,7 +237,8 @@ def main(argv=None) -> None:
                     help="folder to write example_frontier.csv and example_ablation.csv into")
     ap.add_argument("--seed", type=int, default=0, help="seed of both simulations (default 0)")
     args = ap.parse_args(argv)
-    out = Path(args.write_examples)
+    check_args(ap, args, {"seed": NONNEG_INT})
+    out = check_out_dir(args.write_examples, flag="--write-examples", parser=ap)
     out.mkdir(parents=True, exist_ok=True)
     frontier, _ = simulate_frontier(seed=args.seed)
     frontier.to_csv(out / "example_frontier.csv", index=False)

@@ -1,7 +1,9 @@
-"""Cell checks shared by the table-reading fits (UPT law, frontier): one home for what a boolean
-column and an offending row look like in an error message."""
+"""Cell checks shared by the table-reading fits (UPT law, frontier, ablation tests): one home for
+what a boolean or numeric column, a formed run and an offending row look like in an error message."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -37,3 +39,43 @@ def boolean_column(df: pd.DataFrame, column: str, error=ValueError) -> np.ndarra
         raise error(f"{column}: not True/False/1/0 in {rows(df, bad)}, values {got}; write each "
                     f"as True or False")
     return parsed.to_numpy(dtype=bool)
+
+
+def numeric_column(df: pd.DataFrame, column: str, error=ValueError) -> np.ndarray:
+    """``df[column]`` as floats; a blank cell is NaN (the caller decides whether it may be), but
+    text that is not a number is refused naming the rows and the text (``pd.to_numeric(...,
+    errors="coerce")`` would turn it into NaN and the message would say "got [nan]")."""
+    raw = df[column]
+    values = pd.to_numeric(raw, errors="coerce")
+    text = (values.isna() & raw.notna() & (raw.astype(str).str.strip() != "")).to_numpy()
+    if text.any():
+        got = sorted(raw[text].astype(str).unique().tolist())[:5]
+        raise error(f"{column}: not a number in {rows(df, text)}, values {got}; write a number")
+    return values.to_numpy(dtype=float)
+
+
+def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
+    """Whether each run formed an induction head: the one rule every fit applies (docs/DESIGN.md,
+    "What the fits accept").
+
+    ``formed`` is the verdict when the table has it (``censored`` alone: formed = not censored).
+    ``formed = True`` on a censored row contradicts itself and is refused. ``formed = False`` on an
+    uncensored row (a rise whose final PS stayed below the formed threshold) is not formed: the
+    frontier counts it so and the law fits it as censored at ``last_step``; a warning names the rows.
+    """
+    if "formed" not in df.columns and "censored" not in df.columns:
+        raise error("formed, censored: the table needs one of them (python -m ihstats.emergence writes both)")
+    if "formed" not in df.columns:
+        return ~boolean_column(df, "censored", error=error)
+    formed = boolean_column(df, "formed", error=error)
+    if "censored" in df.columns:
+        cens = boolean_column(df, "censored", error=error)
+        if (formed & cens).any():
+            raise error(f"formed, censored: formed = True on a censored run in {rows(df, formed & cens)}; a run "
+                        f"that formed has an onset: fix one of the two columns")
+        rise = ~formed & ~cens
+        if rise.any():
+            warnings.warn(f"formed = False with an uncensored onset in {rows(df, rise)}: a rise that did not "
+                          f"reach the formed threshold counts as not formed (the law fits it as censored at "
+                          f"last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
+    return formed

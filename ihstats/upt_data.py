@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ihstats.tables import boolean_column, rows
+from ihstats.tables import formed_column, numeric_column, rows
 
 if TYPE_CHECKING:  # the spec lives with the model, which imports this module
     from ihstats.upt_law import UPTLawSpec
@@ -62,14 +62,15 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     Raises
     ------
     UPTLawError
-        Missing columns, a blank or non-boolean ``censored`` cell, a non-finite or non-positive
+        Missing columns, a blank or non-boolean ``censored``/``formed`` cell, ``formed`` on a
+        censored run, text in ``onset``, a formed run without its interval, a non-finite or non-positive
         UPT (uncensored runs) or last_step, ``onset_lo <= onset <= onset_hi`` broken, a single
         distinct B or C (exponent not identifiable), all runs censored, duplicated run ids; each
         message names the column and the rows (by run_id).
     """
     df = _select_rows(table, spec)
-    cens = boolean_column(df, "censored", error=UPTLawError)
-    onset = pd.to_numeric(df["onset"], errors="coerce").to_numpy(dtype=float)
+    cens = ~formed_column(df, error=UPTLawError)  # not formed = right-censored at last_step
+    onset = numeric_column(df, "onset", error=UPTLawError)
     _check_values(df, cens, onset, spec)
     last = df["last_step"].to_numpy(dtype=float)
     y = np.where(cens, np.log(last), np.log(np.where(cens, 1.0, onset)))
@@ -146,7 +147,7 @@ def _check_values(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray, spec: U
 def _measurement_sd(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray,
                     spec: UPTLawSpec) -> np.ndarray:
     """Each run's measurement sd of log onset from its interval (see the model docstring);
-    censored runs and unusable intervals take the median of the usable ones."""
+    censored runs take the median of the formed runs' (a formed run without an interval is refused)."""
     level = (pd.to_numeric(df["level"], errors="coerce").to_numpy(dtype=float)
              if "level" in df.columns else np.full(len(df), spec.interval_level))
     level = np.where(np.isfinite(level), level, spec.interval_level)
@@ -165,6 +166,11 @@ def _measurement_sd(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray,
             else np.array([""] * len(df)))
     with np.errstate(divide="ignore", invalid="ignore"):
         sd = np.where(kind == "bracketing", (np.log(hi) - np.log(lo)) / np.sqrt(12), sd)
+    gap = ~cens & ~(np.isfinite(lo) & np.isfinite(hi))
+    if gap.any():  # never filled in silently: the interval is the run's measurement error
+        _fail(f"onset_lo, onset_hi: blank or not finite on uncensored {rows(df, gap)}; each formed run "
+              f"needs its interval (python -m ihstats.emergence writes it): fill them, or fit with "
+              f"--no-measurement-error")
     ok = ~cens & np.isfinite(sd) & (sd >= 0)
     fill = float(np.median(sd[ok])) if ok.any() else 0.0
     return np.where(ok, sd, fill)

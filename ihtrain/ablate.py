@@ -61,6 +61,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args
 from ihstats.permutation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
@@ -145,10 +146,12 @@ def run_head_scores(run_dir: str | Path, score: str = "ps", step: int | None = N
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not found (is {run_dir} a run directory?)")
     m = read_parquet(path, what="metric log", remedy=f"the run's logs are damaged: train {run_dir} again")
-    have = sorted(m["metric"].unique())
+    per_head = sorted(m.loc[m["head"] >= 0, "metric"].unique())
+    if score not in per_head:
+        why = ("is a whole-model metric (no per-head values), so it cannot rank heads"
+               if score in set(m["metric"]) else f"is not in {path}")
+        raise ValueError(f"--score {score!r} {why}; per-head metrics there: {', '.join(per_head)}")
     m = m[(m["metric"] == score) & (m["head"] >= 0)]
-    if m.empty:
-        raise ValueError(f"--score: no per-head metric {score!r} in {path}; have {have}")
     step = int(m["step"].max()) if step is None else int(step)
     m = m[m["step"] == step]
     if m.empty:
@@ -411,6 +414,10 @@ def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> pd.DataFram
 
 
 # ------------------------------------------------------------------------------ CLI
+CLI_RANGES = {"top_k": COUNT, "top_frac": Range(0, 1, lo_open=True), "random_sets": COUNT, "examples": COUNT,
+              "shots": COUNT, "seed": NONNEG_INT, "threads": Range(0, integer=True, note="0: torch's default")}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ihtrain.ablate", description="Ablate a run's top-k heads "
                                 "against random head sets (tidy table for analyses/ablation_tests.py), or "
@@ -441,11 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args, CLI_RANGES)
+    out_csv = Path(args.out) if args.out else None
+    if out_csv is not None and (out_csv.is_dir() or any(p.is_file() for p in out_csv.parents)):
+        parser.error(f"--out {out_csv}: give a CSV file path (it is a folder, or lies under a file)")
     try:
-        for name in ("random_sets", "examples"):
-            if getattr(args, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(args, name)}")
         if args.threads > 0:
             torch.set_num_threads(args.threads)
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]

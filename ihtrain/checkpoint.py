@@ -20,6 +20,7 @@ the trainer resolved from the data).
 from __future__ import annotations
 
 import dataclasses
+import errno
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -53,7 +54,8 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
-        if is_os_error(e):
+        # EINVAL: torch seeking past the end of a truncated file, a damaged file rather than a failing disk
+        if is_os_error(e) and e.errno != errno.EINVAL:
             raise
         raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {first_line(e)})",
                              remedy) from None

@@ -18,11 +18,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from ihtrain.config_checks import ConfigError, is_plain_name, validate
 from ihtrain.presets import RUN_PRESETS, preset_names
-
-
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown or out of range (message names the field)."""
 
 
 def flops_per_token(n_matmul_params: int, n_layer: int, d_attn: int, context: int) -> float:
@@ -242,94 +239,6 @@ def cell_hash(d: dict[str, Any]) -> str:
     return config_hash({k: v for k, v in d.items() if k != "seed"})
 
 
-# ------------------------------------------------------------------------------ validation
-def validate(cfg: RunConfig) -> RunConfig:
-    """Check ranges and cross-field constraints; raise ConfigError naming the field."""
-    _need(cfg.seed >= 0, "seed", f"must be an integer >= 0, got {cfg.seed}")
-    _validate_model(cfg.model)
-    _validate_train(cfg.train, cfg.model)
-    _need(cfg.metrics.n_evals >= 2, "metrics.n_evals", f"must be >= 2, got {cfg.metrics.n_evals}")
-    _need(0 <= cfg.metrics.log_fraction <= 1, "metrics.log_fraction", "must be in [0, 1]")
-    _need(cfg.metrics.probe_seqs > 0, "metrics.probe_seqs", "must be > 0")
-    _need(cfg.metrics.probe_len >= 0, "metrics.probe_len", "must be >= 0")
-    if cfg.metrics.probe_len:
-        _need(2 * cfg.metrics.probe_len + 1 <= cfg.train.context, "metrics.probe_len",
-              f"2 * probe_len + 1 must fit in train.context={cfg.train.context}")
-    _validate_data(cfg.data, cfg.train)
-    return cfg
-
-
-def _need(ok: bool, name: str, msg: str) -> None:
-    if not ok:
-        raise ConfigError(f"{name}: {msg}")
-
-
-def _validate_model(m: ModelConfig) -> None:
-    for name in ("n_layer", "n_head", "d_model", "context", "mlp_ratio"):
-        _need(getattr(m, name) > 0, f"model.{name}", f"must be a positive integer, got {getattr(m, name)}")
-    _need(m.d_model % m.n_head == 0, "model.d_model", f"must be divisible by model.n_head={m.n_head}, got {m.d_model}")
-    _need(m.vocab_size >= 0, "model.vocab_size", "must be >= 0 (0: from the data source)")
-    _need(0.0 <= m.dropout < 1.0, "model.dropout", f"must be in [0, 1), got {m.dropout}")
-
-
-def _validate_train(t: TrainConfig, m: ModelConfig) -> None:
-    _need(t.batch_size > 0, "train.batch_size", f"must be a positive integer, got {t.batch_size}")
-    _need(t.micro_batch_size >= 0, "train.micro_batch_size", f"must be >= 0, got {t.micro_batch_size}")
-    if t.micro_batch_size:
-        _need(t.batch_size % t.micro_batch_size == 0, "train.micro_batch_size",
-              f"must divide train.batch_size={t.batch_size}, got {t.micro_batch_size}")
-    _need(t.context > 1, "train.context", f"must be > 1, got {t.context}")
-    _need(t.context <= m.context, "train.context",
-          f"{t.context} is longer than the model's context model.context={m.context}")
-    if t.budget == "tokens":
-        _need(t.max_tokens > 0, "train.max_tokens", "must be > 0 when train.budget='tokens'")
-    else:
-        _need(t.max_steps > 0, "train.max_steps", f"must be > 0 when train.budget='{t.budget}'")
-        _need(t.max_tokens >= 0, "train.max_tokens", f"must be >= 0 (0: no token cap), got {t.max_tokens}")
-    _need(0 < t.lr < math.inf, "train.lr", f"must be a finite number > 0, got {t.lr}")
-    for name in ("beta1", "beta2"):
-        _need(0 <= getattr(t, name) < 1, f"train.{name}", f"must be in [0, 1), got {getattr(t, name)}")
-    _need(0 <= t.weight_decay < math.inf, "train.weight_decay", f"must be a finite number >= 0, got {t.weight_decay}")
-    _need(t.warmup_steps >= 0, "train.warmup_steps", f"must be >= 0 (0: use train.warmup_frac), got {t.warmup_steps}")
-    _need(0 <= t.emergence_margin < math.inf, "train.emergence_margin",
-          f"must be a finite number >= 0, got {t.emergence_margin}")
-    _need(t.checkpoint_every >= 0, "train.checkpoint_every",
-          f"must be >= 0 (0: by train.checkpoint_seconds), got {t.checkpoint_every}")
-    _need(t.log_every >= 1, "train.log_every", f"must be >= 1 (log every N updates), got {t.log_every}")
-    _need(t.divergence_factor == 0 or 1 < t.divergence_factor < math.inf, "train.divergence_factor",
-          f"must be 0 (off) or a finite number > 1, got {t.divergence_factor}")
-    _need(t.divergence_window >= 1, "train.divergence_window", f"must be >= 1, got {t.divergence_window}")
-    _need(0 <= t.warmup_frac < 1, "train.warmup_frac", f"must be in [0, 1), got {t.warmup_frac}")
-    _need(0 <= t.min_lr_frac <= 1, "train.min_lr_frac", f"must be in [0, 1], got {t.min_lr_frac}")
-    _need(0 < t.decay_frac <= 1, "train.decay_frac", f"must be in (0, 1], got {t.decay_frac}")
-    _need(t.grad_clip >= 0, "train.grad_clip", "must be >= 0")
-    _need(t.device == "auto" or t.device == "cpu" or t.device.startswith("cuda") or t.device == "mps",
-          "train.device", f"must be auto, cpu, cuda or cuda:N, got {t.device!r}")
-
-
-def _validate_data(d: DataConfig, t: TrainConfig) -> None:
-    _need(d.vocab_size >= 8, "data.vocab_size", f"must be >= 8, got {d.vocab_size}")
-    _need(0 < d.val_fraction < 0.5, "data.val_fraction", "must be in (0, 0.5)")
-    kinds = ("builtin", "seminatural", "markov")
-    _need(d.source in kinds or d.source.startswith(("text:", "hf:")), "data.source",
-          f"must be one of builtin, text:PATH, hf:NAME[:CONFIG][:SPLIT], seminatural, markov; got {d.source!r}")
-    sn, mk, bi = d.seminatural, d.markov, d.biinduct
-    for name, v in (("data.seminatural.frequency", sn.frequency), ("data.seminatural.reliability", sn.reliability),
-                    ("data.biinduct.mix_start", bi.mix_start)):
-        _need(0.0 <= v <= 1.0, name, f"must be a probability in [0, 1], got {v}")
-    for name, v in (("data.markov.frequency", mk.frequency), ("data.markov.reliability", mk.reliability)):
-        _need(v < 0 or v <= 1.0, name, f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
-    _need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
-    _need(sn.pool_tokens >= 0 and mk.pool_tokens >= 0, "data.*.pool_tokens", "must be >= 0")
-    if bi.mode != "none":
-        _need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
-        _need(2 * bi.span_len + 1 <= t.context + 1, "data.biinduct.span_len",
-              f"a snippet S SEP S has 2 * span_len + 1 = {2 * bi.span_len + 1} tokens, longer than "
-              f"train.context + 1 = {t.context + 1}")
-    _need(d.tokenizer == "bpe" or d.tokenizer.startswith("pretrained:"), "data.tokenizer",
-          f"must be 'bpe' or 'pretrained:NAME_OR_PATH', got {d.tokenizer!r}")
-
-
 # ------------------------------------------------------------------------- overrides
 def _field_type(dc: Any, name: str) -> Any:
     hints = typing.get_type_hints(type(dc))
@@ -471,11 +380,11 @@ def from_dict(d: dict[str, Any]) -> RunConfig:
 def load_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file {p}: not found")
+        raise ConfigError(f"config file {p}: " + ("is a directory; give the TOML file in it" if p.is_dir() else "not found"))
     try:
-        return tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config file {p}: invalid TOML ({e})") from None
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {p}: invalid TOML ({e}); save it as UTF-8 text") from None
 
 
 def get_preset(name: str) -> RunConfig:
@@ -502,6 +411,6 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "from_dict", "get_field", "get_preset", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

@@ -38,12 +38,15 @@ from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
     read_parquet,
 )
-from ihtrain.grid_plan import PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, start_order
+from ihtrain.grid_plan import (
+    PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
+)
 from ihtrain.grid_spec import (
     GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
     probe_geometry_warning,
 )
 from ihtrain.locks import DirLock, DirectoryLocked
+from ihtrain.run_files import changed_settings, done_run_problem
 from ihtrain.presets import GRID_SPEC_DIR
 
 DEFAULT_PRESET = "bxc-markov"
@@ -56,9 +59,11 @@ def checked_status(run_dir: Path) -> dict[str, Any] | None:
     """A run's status.json; a damaged one reads as ``{"status": "unreadable", "reason": why}``: its
     run is reported, never trained over or rewritten (the run may well be done)."""
     try:
-        return read_status(run_dir)
+        st = read_status(run_dir)
     except UnreadableFile as e:
         return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": ""}
+    why = done_run_problem(run_dir) if st and st["status"] == "done" else None  # done only with its config
+    return {"status": "unreadable", "reason": why, "step": st["step"], "stop_reason": ""} if why else st
 
 
 def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
@@ -234,21 +239,6 @@ def list_presets() -> str:
     return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
-def select_runs(runs: list[Run], only: str | None) -> set[str] | None:
-    """``--only``: comma-separated run ids or unique id prefixes -> the selected ids (None: all)."""
-    if only is None:
-        return None
-    chosen = set()
-    for key in (k.strip() for k in only.split(",")):
-        hits = [r.run_id for r in runs if key and r.run_id.startswith(key)]
-        if len(hits) != 1:
-            what = "no run id" if not hits else f"{len(hits)} run ids ({', '.join(hits)})"
-            raise ConfigError(f"--only: {what} of this grid start with {key!r}; its ids: "
-                              + ", ".join(r.run_id for r in runs))
-        chosen.add(hits[0])
-    return chosen
-
-
 def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first",
                   only: set[str] | None = None) -> str:
     states, todo = queue(runs, grid_dir, retry_failed, order, only)
@@ -292,6 +282,8 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
         if old.get("name") != spec.name:
             raise ConfigError(f"--out {grid_dir}: holds grid {old.get('name')!r}, not {spec.name!r}; "
                               f"choose another directory")
+        if why := changed_settings(old, spec.base_overrides, [r.run_id for r in runs]):
+            raise ConfigError(f"--out {grid_dir}: {why}")
         created = old.get("created", created)
     atomic_write_json(path, {
         "name": spec.name, "description": spec.description, "source": spec.source, "spec": spec.raw,
@@ -343,8 +335,8 @@ def _run_tasks(spec: GridSpec, runs: list[Run], grid_dir: Path, n_todo: int, exe
     """Execute the tasks; the manifest is rewritten as each run ends (and on an interrupt), one
     line per run goes to the log, the bar shows the active runs' updates."""
     by_id = {r.run_id: r for r in runs}
-    bar = tqdm(total=len(runs), initial=len(runs) - n_todo, unit="run", desc=spec.name, dynamic_ncols=True,
-               disable=not progress)
+    # the runs this command runs (with --only, not the whole grid); the log's first lines count the rest
+    bar = tqdm(total=n_todo, unit="run", desc=spec.name, dynamic_ncols=True, disable=not progress)
 
     def on_done(o: Outcome) -> None:
         st = o.status
@@ -413,8 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--seeds", type=int, metavar="N", help="replicate every cell at seeds 0..N-1 (replaces the "
                      "spec's seeds; an error if the spec sweeps seed under [axes])")
     src.add_argument("--out", help="grid directory (default: runs/<grid name>)")
-    src.add_argument("--only", metavar="ID[,ID...]", help="run only these runs of the grid (run ids or unique "
-                     "id prefixes); the others are left as they are")
+    src.add_argument("--only", metavar="ID|FIELD=VALUE[,...]", help="run only these runs of the grid: run ids or "
+                     "unique id prefixes (ids hash the whole config, so another --set gives other ids: see "
+                     "--dry-run), or cell coordinates FIELD=VALUE (all given must match, e.g. "
+                     "train.batch_size=16,train.context=32); the others are left as they are")
     src.add_argument("--retry-failed", action="store_true", help="rerun runs recorded as failed")
     src.add_argument("--dry-run", action="store_true", help="print the runs, their ids, budgets and what would "
                      "happen to each, then exit")

@@ -58,6 +58,34 @@ class GridOptions:
                    figures=not args.no_figures)
 
 
+# ------------------------------------------------------------------------------ --only
+def select_runs(runs: list[Run], only: str | None) -> set[str] | None:
+    """``--only``: comma-separated run ids or unique id prefixes, or cell coordinates ``FIELD=VALUE``
+    (a run matches when every coordinate given matches its manifest column) -> the ids (None: all)."""
+    if only is None:
+        return None
+    keys = [k.strip() for k in only.split(",") if k.strip()]
+    coords = dict(k.split("=", 1) for k in keys if "=" in k)
+    chosen = set()
+    if coords:
+        unknown = [f for f in coords if runs and f not in runs[0].factors]
+        if unknown:
+            raise ConfigError(f"--only: {unknown[0]} is not an axis of this grid; its axes: {', '.join(runs[0].factors)}")
+        chosen = {r.run_id for r in runs if all(str(r.factors[f]) == v for f, v in coords.items())}
+        if not chosen:
+            raise ConfigError(f"--only: no run of this grid has {', '.join(f'{f}={v}' for f, v in coords.items())}; "
+                              f"see --dry-run for its cells")
+    for key in (k for k in keys if "=" not in k):
+        hits = [r.run_id for r in runs if r.run_id.startswith(key)]
+        if len(hits) != 1:
+            what = "no run id" if not hits else f"{len(hits)} run ids ({', '.join(hits)})"
+            raise ConfigError(f"--only: {what} of this grid start with {key!r} (ids hash the whole config: another "
+                              f"--set gives other ids; or select by cell, FIELD=VALUE); its ids: "
+                              + ", ".join(r.run_id for r in runs))
+        chosen.add(hits[0])
+    return chosen
+
+
 # ------------------------------------------------------------------------------ order
 def flops_left(run: Run, state: dict[str, Any] | None) -> float:
     """Training FLOPs between a run's checkpoint and its budget's cap (until-emergence: the cap

@@ -56,8 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset, load_toml,
-    probe_len_of, set_field, validate,
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset,
+    is_plain_name, load_toml, probe_len_of, set_field, validate,
 )
 from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
 
@@ -194,6 +194,9 @@ class GridSpec:
                 raise ConfigError(f"{r.origin}: duplicate run id {r.run_id} (same resolved config as "
                                   f"{seen[r.run_id].origin} {seen[r.run_id].factors}); remove the duplicate")
             seen[r.run_id] = r
+        if not runs:  # every later step (manifest, summary, emergence) needs at least one run
+            raise ConfigError(f"{self.source}: exclude removes every run of the grid; loosen [[exclude]] or add "
+                              f"an [[include]]")
         return runs
 
     def _include(self, base: RunConfig, group_axes: dict[str, Axis], inc: dict[str, Any], i: int) -> Run:
@@ -340,6 +343,13 @@ def _check_top_level(data: dict[str, Any], source: str) -> None:
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {unknown[0]!r}; allowed: {', '.join(SPEC_KEYS)} "
                           f"(config fields go under [base])")
+    for table in ("axes", "base"):  # a top-level key written after a [table] header lands in that table
+        sub = data.get(table) if isinstance(data.get(table), dict) else {}
+        late = [k for k in sub if k in SPEC_KEYS and k not in ("include", "exclude")  # those: _parse_axis
+                and (table, k) != ("base", "name")]
+        if late:
+            raise ConfigError(f"{source}: {table}.{late[0]}: {late[0]!r} is a top-level key but follows the [{table}] "
+                              f"header, so TOML puts it in [{table}]; move it above the first [section]")
 
 
 def resolve_extends(data: dict[str, Any], source: str = "<spec>", seen: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -385,8 +395,9 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
     _check_top_level(data, source)
     data = resolve_extends(data, source)
     name = data.get("name")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ConfigError(f"{source}: name: a non-empty string without '/' is required, got {name!r}")
+    if not isinstance(name, str) or not is_plain_name(name):
+        raise ConfigError(f"{source}: name: a non-empty string that is a plain name is required (it names the "
+                          f"grid's folder: no '/', '.' or '..'), got {name!r}")
     desc = data.get("description", "")
     if not isinstance(desc, str):
         raise ConfigError(f"{source}: description: expected a string, got {desc!r}")

@@ -32,8 +32,10 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from ihtrain.checkpoint import LAST, checkpoint_dir
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.locks import run_lock
+from ihtrain.run_files import resume_threads
 from ihtrain.train import Run, _record_exception, read_status, start_or_record
 from ihtrain.update import adamw_step_, clip_grad_norms_
 
@@ -160,7 +162,9 @@ def train_pack(cfgs: list[RunConfig], out_dirs: list[str | Path], should_stop: C
     fails is recorded in its own ``status.json`` and ``error.txt`` and leaves the pack; the others
     go on. Returns each run's final status, in order."""
     dirs = [Path(d) for d in out_dirs]
-    threads = max(c.train.threads for c in cfgs)
+    # resumed members continue with the thread count they recorded (ihtrain.run_files.resume_threads)
+    current = torch.get_num_threads()
+    threads = max(resume_threads(c, d, current, (checkpoint_dir(d) / LAST).is_file()) for c, d in zip(cfgs, dirs))
     if threads > 0:
         torch.set_num_threads(threads)
     with ExitStack() as stack:

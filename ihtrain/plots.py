@@ -15,8 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
+from ihstats.emergence import formation  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
-from ihtrain.fileio import read_parquet  # noqa: E402
+from ihtrain.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
 
 
 def plot_run_curves(run_dir: str | Path) -> list[Path]:
@@ -34,6 +35,11 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
                         ("la", "logit attribution (max)")):
         if name in per_head:
             axes[0].plot(x, per_head[name], label=label)
+    f = formation(m)
+    if f["formed"]:  # the onset the README and the emergence table quote, with its interval
+        axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
+        axes[0].axvline(f["onset"], color="0.3", ls="--", lw=1,
+                        label=f"PS onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}]")
     axes[0].set(xscale="log", xlabel="updates", ylabel="score", ylim=(0, 1.02), title="per-head scores")
     axes[0].legend(fontsize=8)
     if "ar_acc" in model_level:
@@ -43,5 +49,18 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     if "val_loss" in model_level:
         axes[2].plot(model_level.index.to_numpy().clip(min=1), model_level["val_loss"], color="C4")
     axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
-    fig.suptitle(run_dir.name, fontsize=9)
+    fig.suptitle(_title(run_dir), fontsize=9)
     return save_figure(fig, run_dir / "curves", dpi=120, close=True)
+
+
+def _title(run_dir: Path) -> str:
+    """The run's name, id and what it trained on (the folder's name alone may be anything)."""
+    try:
+        rec = read_json(run_dir / "config.json", "run's config")
+    except UnreadableFile:
+        return run_dir.name
+    c = rec.get("config", {})
+    t, mdl = c.get("train", {}), c.get("model", {})
+    return (f"{c.get('name', run_dir.name)} (run {rec.get('run_id', '?')}): {mdl.get('n_layer')}-layer "
+            f"{mdl.get('n_head')}-head GPT, {c.get('data', {}).get('source')} data, B {t.get('batch_size')} x "
+            f"C {t.get('context')}, {t.get('schedule')} schedule")

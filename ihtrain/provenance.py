@@ -33,12 +33,13 @@ def git_commit() -> str | None:
 
 
 def config_record(cfg: RunConfig, *, data_fingerprint: dict[str, Any], vocab_size: int, n_params: int,
-                  n_params_non_embedding: int, device: str) -> dict[str, Any]:
+                  n_params_non_embedding: int, device: str, threads: int) -> dict[str, Any]:
     """``config.json``: the resolved config whole, with what made the run (docs/DESIGN.md, run
-    directory); the key order is the file's."""
+    directory), including the torch thread count a resume must reuse; the key order is the file's."""
     return {
         "run_id": cfg.run_id(), "config": cfg.to_dict(), "seed": cfg.seed, "versions": package_versions(),
         "git_commit": git_commit(), "data_fingerprint": data_fingerprint, "vocab_size": vocab_size,
         "n_params": n_params, "n_params_non_embedding": n_params_non_embedding, "device": device,
+        "threads": threads,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }

@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from ihstats.cli_checks import OutputPathError, check_out_dir
 from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
@@ -35,7 +36,7 @@ from ihtrain.data import build_source
 from ihtrain.divergence import DivergenceWatch, TrainingDiverged  # noqa: F401 - train.TrainingDiverged is documented
 from ihtrain.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, io_error_of,
-    read_json, read_parquet,
+    read_parquet,
 )
 from ihtrain.locks import DirectoryLocked, run_lock
 from ihtrain.metrics import evaluate, to_rows
@@ -43,6 +44,7 @@ from ihtrain.model import GPT
 from ihtrain.presets import describe_presets
 from ihtrain.probes import make_probes
 from ihtrain.provenance import config_record
+from ihtrain.run_files import check_resumed_log, prepare_run_dir, resume_threads
 from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
 from ihtrain.update import adamw_step_, clip_grad_norms_
 
@@ -61,17 +63,20 @@ def resolve_device(name: str) -> torch.device:
 class _Logs:
     """Buffered tidy logs; flushed atomically (with the checkpoint that they agree with)."""
 
-    def __init__(self, run_dir: Path, keep_through: dict[str, int] | None):
-        """keep_through: per kind, the last step whose logged rows the checkpoint agrees with."""
+    def __init__(self, run_dir: Path, keep_through: dict[str, int] | None, first: dict[str, int] | None = None):
+        """keep_through: per kind, the last step whose logged rows the checkpoint agrees with;
+        first: per kind, the step of its first row (a resumed log must start there)."""
         self.run_dir = run_dir
         self.frames: dict[str, list[pd.DataFrame]] = {"metrics": [], "train": []}
         self.pending: dict[str, list] = {"metrics": [], "train": []}
         for kind in self.frames:
-            path = run_dir / f"{kind}.parquet"
+            path, old = run_dir / f"{kind}.parquet", None
             if keep_through is not None and path.is_file():
                 old = read_parquet(path, what=f"{kind} log", remedy=f"a resume needs the logs: delete {run_dir} "
                                    "to train the run again")
                 self.frames[kind].append(old[old["step"] <= keep_through[kind]])
+            if keep_through is not None and first is not None and kind in first:
+                check_resumed_log(path, old, first[kind], keep_through[kind])
 
     def add_metrics(self, frame: pd.DataFrame) -> None:
         self.pending["metrics"].append(frame)
@@ -95,23 +100,12 @@ class _Logs:
                 atomic_write_parquet(self.run_dir / f"{kind}.parquet", frame)
 
 
-def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
-    cfg_path = run_dir / "config.json"
-    if cfg_path.is_file():
-        old = read_json(cfg_path, "run's config", f"if {run_dir} holds this run, delete config.json and rerun the "
-                        f"same command (it is written anew and the run resumes); else choose another --out")
-        if old.get("run_id") != cfg.run_id():
-            raise ConfigError(f"--out {run_dir}: holds a different run (run_id {old.get('run_id')}, this "
-                              f"config is {cfg.run_id()}); choose another directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-
 def start_run_dir(cfg: RunConfig, run_dir: Path) -> bool:
     """Check and create the run directory (it must hold this run or nothing); False if the run is
     done already, else mark it running. A damaged config.json or status.json raises UnreadableFile
     here, before anything is written: the run's state is unknown, so it is neither marked failed nor
     trained over."""
-    _prepare_run_dir(cfg, run_dir)
+    prepare_run_dir(cfg, run_dir)
     status = read_status(run_dir)
     if status and status["status"] == "done":
         return False
@@ -186,8 +180,10 @@ def _record_exception(run_dir: Path, e: BaseException, step_before: int = 0) -> 
 
 
 def _train(cfg: RunConfig, run_dir: Path, progress: bool, should_stop, make_figures: bool) -> dict[str, Any]:
-    if cfg.train.threads > 0:
-        torch.set_num_threads(cfg.train.threads)
+    resuming = (checkpoint.checkpoint_dir(run_dir) / checkpoint.LAST).is_file()
+    threads = resume_threads(cfg, run_dir, torch.get_num_threads(), resuming)
+    if threads > 0:
+        torch.set_num_threads(threads)
     run = Run(cfg, run_dir, progress)
     step_model = torch.compile(run.model) if cfg.train.compile else run.model
     while run.go_on():
@@ -287,7 +283,7 @@ class Run:
         atomic_write_json(self.run_dir / "config.json", config_record(
             self.cfg, data_fingerprint=self.source.fingerprint, vocab_size=self.model_cfg.vocab_size,
             n_params=model.num_params(non_embedding=False), n_params_non_embedding=model.num_params(non_embedding=True),
-            device=str(self.device)))
+            device=str(self.device), threads=torch.get_num_threads()))
 
     def _resume(self) -> None:
         self.step, self.wall_before, self.crossing, self.last_eval = 0, 0.0, None, -1
@@ -315,7 +311,8 @@ class Run:
                 (self.run_dir / f"{kind}.parquet").unlink(missing_ok=True)
         # the global RNG as this run left it (packed runs share the global RNG, so each keeps its own)
         self.torch_rng = torch.get_rng_state()
-        self.logs = _Logs(self.run_dir, keep_through)
+        first = {"train": min(self.cfg.train.log_every, self.total)} | ({"metrics": 0} if self.schedule else {})
+        self.logs = _Logs(self.run_dir, keep_through, first)
         if self.crossing is None and self.logs.frames["metrics"]:  # checkpoints kept it for until-emergence only
             self.crossing = ps_crossing(self.logs.metric_frame(), self.cfg.train.emergence_threshold)
 
@@ -491,9 +488,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(to_json(cfg))
         return 0
-    out = Path(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
-    if out.exists() and not out.is_dir():
-        print(f"error: --out {out}: is a file, not a run directory; choose another path", file=sys.stderr)
+    try:  # a file, or a path under one: one line, before anything is written
+        out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
+    except OutputPathError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     try:
         status = train_run(cfg, out, progress=not args.no_progress)

@@ -21,6 +21,8 @@ A failing figure is reported and the others still run; the exit status is 1 if a
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import shlex
 import sys
 import tempfile
@@ -173,7 +175,10 @@ def check(args: argparse.Namespace) -> int:
         if "--out" in argv:
             i = argv.index("--out")
             del argv[i:i + 2]
-        rc = main([*argv, "--out", tmp])
+        with contextlib.redirect_stdout(io.StringIO()) as log:
+            rc = main([*argv, "--out", tmp])
+        # the regenerated files live in a folder deleted below: never name it as where they are
+        print(log.getvalue().replace(tmp, "<temporary folder, deleted after the check>"), end="")
         made = sorted(Path(tmp).glob("*.csv"))
         problems = [d for p in made for d in csv_differences(p, args.out / p.name)]
     names = {p.name for p in made}

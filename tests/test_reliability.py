@@ -292,15 +292,25 @@ def strict_json(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+def exit_code(main, argv) -> int:
+    """A CLI's exit status, returned or raised (flags outside their range exit through argparse)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
 @pytest.mark.parametrize("batch, message", [
-    ("nan", "B: must be a finite number > 0, got [nan]"), ("inf", "B: must be a finite number > 0, got [inf]"),
-    ("0", "B: must be a finite number > 0, got [0.0]"), ("-4", "B: must be a finite number > 0, got [-4.0]"),
+    ("nan", "--batch-size: must be a finite number >= 1, got nan"),
+    ("inf", "--batch-size: must be a finite number >= 1, got inf"),
+    ("0", "--batch-size: must be a finite number >= 1, got 0.0"),
+    ("-4", "--batch-size: must be a finite number >= 1, got -4.0"),
     ("1e30", "updates, not a usable prediction"),
 ])
 def test_predict_refuses_unusable_inputs_with_exit_2(batch, message, capsys):
     from ihstats.predict import main as predict_main
 
-    assert predict_main([f"--batch-size={batch}", "--context", "64", "--json"]) == 2
+    assert exit_code(predict_main, [f"--batch-size={batch}", "--context", "64", "--json"]) == 2
     out = capsys.readouterr()
     assert message in out.err and out.out == ""
 
@@ -308,10 +318,10 @@ def test_predict_refuses_unusable_inputs_with_exit_2(batch, message, capsys):
 def test_predict_refuses_a_non_finite_context_and_model_size(capsys):
     from ihstats.predict import main as predict_main
 
-    assert predict_main(["--batch-size", "16", "--context", "inf"]) == 2
-    assert predict_main(["--batch-size", "16", "--context", "64", "--model-size", "nan"]) == 2
+    assert exit_code(predict_main, ["--batch-size", "16", "--context", "inf"]) == 2
+    assert exit_code(predict_main, ["--batch-size", "16", "--context", "64", "--model-size", "nan"]) == 2
     err = capsys.readouterr().err
-    assert "C: must be a finite number > 0" in err and "N: must be a finite number > 0" in err
+    assert "--context: must be a finite number >= 2" in err and "--model-size: must be a finite number >= 1" in err
 
 
 def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(capsys):
@@ -491,7 +501,7 @@ def test_cli_out_pointing_at_a_file_is_one_line(tmp_path, smoke_cache, capsys):
     f = tmp_path / "notes.txt"
     f.write_text("mine")
     assert train_main(smoke_cache, "--out", str(f)) == 2
-    assert capsys.readouterr().err == f"error: --out {f}: is a file, not a run directory; choose another path\n"
+    assert capsys.readouterr().err == f"error: --out {f}: is a file; give a folder (it is created when missing)\n"
     assert f.read_text() == "mine"
 
 

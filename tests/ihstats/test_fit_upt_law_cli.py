@@ -91,8 +91,9 @@ def test_predict_published_law(capsys):
     assert row["upt_lo"] is None and "13.26" in row["posterior"]
     assert predict_main(["--batch-size", "64", "--context", "256", "--law", "published",
                          "--posterior", "x.nc"]) == 2
-    assert predict_main(["--batch-size", "0", "--context", "256", "--law", "published"]) == 2
-    assert "B: must be a finite number > 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # the fitted law's range checks, before either law is used
+        predict_main(["--batch-size", "0", "--context", "256", "--law", "published"])
+    assert e.value.code == 2 and "--batch-size: must be a finite number >= 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, msg", [

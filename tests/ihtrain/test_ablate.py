@@ -295,7 +295,7 @@ def test_cli_icl_and_errors(tiny_run, tmp_path, capsys):
     assert main([str(tiny_run), "--top-k", "5"]) == 2
     assert "--top-k: must be in [1, 4]" in capsys.readouterr().err
     assert main([str(tiny_run), "--score", "bogus"]) == 2
-    assert "--score: no per-head metric 'bogus'" in capsys.readouterr().err
+    assert "--score 'bogus' is not in" in capsys.readouterr().err
     assert main([str(tiny_run), "--metrics", "repeat,loss"]) == 2
     assert "--metrics" in capsys.readouterr().err
     with pytest.raises(SystemExit):

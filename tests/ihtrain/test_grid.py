@@ -220,6 +220,8 @@ def test_resume_states(tmp_path):
     run = spec_of(BXC).expand()[0]
     assert run_state(run, tmp_path)[0] == "new"
     (tmp_path / run.run_id).mkdir()
+    # a done run counts as done only with its config.json (issue 38); the others need none
+    (tmp_path / run.run_id / "config.json").write_text(json.dumps({"run_id": run.run_id, "config": run.config.to_dict()}))
     for status, state in (("running", "interrupted"), ("failed", "failed"), ("done", "done")):
         (tmp_path / run.run_id / "status.json").write_text(json.dumps({"status": status, "step": 3}))
         assert run_state(run, tmp_path)[0] == state

@@ -1,0 +1,106 @@
+"""A run directory's files checked against each other before the run counts as done or is resumed
+(issue 38): ``config.json`` is readable and its config hashes to its ``run_id`` (the directory's
+name in a grid), and the logs a resume continues hold every row from the first update on.
+
+Also the run's recorded thread count: a CPU run's float sums depend on how many threads split
+them, so a run resumes with the count it started with (docs/DESIGN.md, "Reproducibility").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import sys
+
+from ihtrain.config import ConfigError, RunConfig, config_hash
+from ihtrain.fileio import UnreadableFile, read_json
+
+
+def read_config_record(run_dir: Path, remedy: str = "") -> dict[str, Any]:
+    """``config.json`` as a dict whose ``config`` hashes to its ``run_id``; else :class:`UnreadableFile`
+    (empty, not JSON, keys missing, or edited by hand after the run was made)."""
+    path = run_dir / "config.json"
+    rec = read_json(path, "run's config", remedy)
+    if not isinstance(rec, dict) or not isinstance(rec.get("config"), dict) or "run_id" not in rec:
+        raise UnreadableFile(path, "has no 'run_id' and 'config' (not a run's config.json)", remedy)
+    if config_hash(rec["config"]) != rec["run_id"]:
+        raise UnreadableFile(path, f"its config hashes to {config_hash(rec['config'])}, not its run_id "
+                             f"{rec['run_id']} (edited after the run was made?)", remedy)
+    return rec
+
+
+def done_run_problem(run_dir: Path) -> str | None:
+    """Why a run whose status says done cannot count as done (None: it can): its config.json must
+    be readable, self-consistent and name the run of its directory."""
+    try:
+        rec = read_config_record(run_dir, f"delete {run_dir} and rerun to train the run again")
+    except UnreadableFile as e:
+        return str(e)
+    if rec["run_id"] != run_dir.name:
+        return f"{run_dir}/config.json: holds run {rec['run_id']}, not {run_dir.name}"
+    return None
+
+
+def prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
+    """Create ``run_dir``, which must hold this run (by its config.json) or nothing."""
+    if (run_dir / "config.json").is_file():
+        old = read_config_record(run_dir, f"if {run_dir} holds this run, delete config.json and rerun the same "
+                                 f"command (it is written anew and the run resumes); else choose another --out")
+        if old["run_id"] != cfg.run_id():
+            raise ConfigError(f"--out {run_dir}: holds a different run (run_id {old.get('run_id')}, this "
+                              f"config is {cfg.run_id()}); choose another directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def recorded_threads(run_dir: Path) -> int | None:
+    """The torch thread count the run's config.json recorded (None: none recorded, or no file)."""
+    try:
+        threads = read_json(run_dir / "config.json", "run's config").get("threads")
+    except (UnreadableFile, AttributeError):
+        return None
+    return int(threads) if isinstance(threads, int) and threads > 0 else None
+
+
+def resume_threads(cfg: RunConfig, run_dir: Path, current: int, resuming: bool) -> int:
+    """The torch threads a run trains with: on resume the count its config.json recorded (a CPU
+    run's float sums depend on it, so another count diverges within tens of updates), else
+    ``train.threads`` (0: leave ``current``, the caller's setting, e.g. a grid worker's).
+    ``resuming``: whether the run has a checkpoint to resume from."""
+    recorded = recorded_threads(run_dir) if resuming else None
+    if recorded and recorded != (cfg.train.threads or current):
+        print(f"note: {run_dir} resumes with the {recorded} torch threads it started with, not "
+              f"{cfg.train.threads or current}, so it computes what it would have", file=sys.stderr)
+    return recorded or cfg.train.threads
+
+
+def check_resumed_log(path: Path, frame: pd.DataFrame | None, first_step: int, through: int) -> None:
+    """A log a resume continues must hold its rows from ``first_step`` on (when the checkpoint at
+    ``through`` lies past it): a deleted or cut log would otherwise be continued with a silent gap."""
+    if through < first_step:
+        return
+    remedy = f"the run's early rows are lost: delete {path.parent} and train the run again"
+    if frame is None:
+        raise UnreadableFile(path, f"missing, but checkpoints/last.pt is at update {through}", remedy)
+    start = int(frame["step"].min()) if len(frame) else None
+    if start != first_step:
+        raise UnreadableFile(path, f"starts at update {start}, not {first_step} (rows before it are missing)",
+                             remedy)
+
+
+def changed_settings(old: dict[str, Any], base_overrides: dict[str, Any], run_ids: list[str]) -> str | None:
+    """Why a grid directory's ``grid.json`` (``old``) was made with other settings than this command's
+    (None: the same runs): a rerun with another ``--set``/``--seeds`` would rewrite the grid's record
+    and mix two configurations in one directory."""
+    before = [r.get("run_id") for r in old.get("runs", [])]
+    if sorted(before) == sorted(run_ids):
+        return None
+    was = (old.get("base") or {}).get("overrides") or {}
+    diff = {k: (was.get(k), base_overrides.get(k)) for k in sorted(set(was) | set(base_overrides))
+            if was.get(k) != base_overrides.get(k)}
+    what = "; ".join(f"{k}: {a!r} then, {b!r} now" for k, (a, b) in diff.items()) or "the runs differ"
+    return (f"was made with other settings ({what}; {len(before)} runs then, {len(run_ids)} now, "
+            f"{len(set(run_ids) - set(before))} of them new); rerun with the settings it was made with, "
+            f"or give another --out")
