@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ihstats import _bayes_compat  # noqa: E402
 from ihtrain.fileio import atomic_write  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
@@ -213,27 +214,17 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
 
 
 # ================================================================== posterior diagnostics (ArviZ)
-# ArviZ is imported inside these three: it takes seconds to import and most figure callers (the
-# emergence and paper figures) never need it. They are the only ArviZ plotting calls, so a port
-# to ArviZ 1 changes this section and ihstats._bayes only.
-def _fig_of(axes: Any) -> Any:
-    return np.asarray(axes).ravel()[0].get_figure()
-
-
+# The only ArviZ plotting calls; what differs between ArviZ 0.x and 1 is in ihstats._bayes_compat.
 def plot_trace(idata: Any, var_names: Any) -> Any:
     """Trace plot (compact) of ``var_names``."""
-    import arviz as az
-
-    fig = _fig_of(az.plot_trace(idata, var_names=list(var_names), compact=True))
+    fig = _bayes_compat.plot_trace(idata, var_names)
     fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
     return fig
 
 
 def plot_rank(idata: Any, var_names: Any) -> Any:
     """Rank plots of ``var_names`` (chains mixing: flat histograms)."""
-    import arviz as az
-
-    return _fig_of(az.plot_rank(idata, var_names=list(var_names)))
+    return _bayes_compat.plot_rank(idata, var_names)
 
 
 def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict | None = None,
@@ -241,11 +232,7 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
     """Posterior densities with the HDI at an explicit width, optional reference lines
     ``ref_val = {name: value}`` and ``extra_ref = (value, label)``, a second reference drawn
     dotted on every panel (the UPT report: the tokens form's a = b = 0.5)."""
-    import arviz as az
-
-    ref = {k: [{"ref_val": v}] for k, v in ref_val.items()} if ref_val else None
-    fig = _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob,
-                                    ref_val=ref, point_estimate="mean"))
+    fig = _bayes_compat.plot_posterior(idata, var_names, hdi_prob=hdi_prob, ref_val=ref_val)
     if extra_ref is not None:
         value, label = extra_ref
         for ax in fig.axes[:len(var_names)]:
