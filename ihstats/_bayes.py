@@ -98,6 +98,12 @@ def add_group(idata, group: str, data_vars: dict, *, coords: dict | None = None,
     return idata
 
 
+def from_draws(posterior: dict):
+    """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}``; for known
+    posteriors (tests, simulations)."""
+    return compat.from_draws(posterior)
+
+
 def groups(idata) -> list[str]:
     """Names of the groups of a fit (``posterior``, ``sample_stats``, ...)."""
     return compat.groups(idata)

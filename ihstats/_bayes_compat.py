@@ -47,6 +47,14 @@ def new_idata(**groups):
     return az.InferenceData(**groups)
 
 
+def from_draws(posterior: dict):
+    """A fit object holding only a posterior given as ``{name: array (chain, draw, ...)}``
+    (known posteriors in tests and simulations)."""
+    import arviz as az
+
+    return az.from_dict({"posterior": posterior}) if ARVIZ_1 else az.from_dict(posterior=posterior)
+
+
 def set_group(idata, group: str, ds) -> None:
     """Add ``group`` to ``idata`` in place, replacing a group of that name."""
     import xarray as xr

@@ -150,7 +150,8 @@ def check(args: argparse.Namespace) -> int:
     if note:
         print(note)
     limits = {"rhat_max": RHAT_MAX if args.full else RHAT_MAX_FAST,
-              "ess_min": ESS_MIN_PER_CHAIN * BUDGET[args.full]["chains"]}
+              "ess_min": ESS_MIN_PER_CHAIN * BUDGET[args.full]["chains"],
+              "n_boot": BUDGET[args.full]["n_boot"]}
     with tempfile.TemporaryDirectory() as tmp:
         argv = [a for a in args.argv if a != "--check"]
         if "--out" in argv:

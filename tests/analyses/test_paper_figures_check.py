@@ -140,3 +140,16 @@ def test_constraints_record_and_version_note(tmp_path):
     note = versions.version_note(tmp_path)
     assert note and f"pymc 0.0.1 -> {now['pymc']}" in note
     assert "missing" in versions.version_note(tmp_path / "nowhere")
+
+
+def test_bootstrap_interval_ends_within_their_monte_carlo_error(tmp_path):
+    """ablation_tests.csv: percentile-bootstrap interval ends move with the last bits of the
+    bootstrap means (an ill-conditioned ratio: 25.0 -> 22.6 from numpy 2.4 to 2.5); the point
+    estimates stay exact."""
+    old = pd.DataFrame({"condition": ["a"], "ratio": [-3.0], "ratio_lo": [-18.75],
+                        "ratio_hi": [25.0]})
+    # 4 * sqrt(2) * 43.75 / sqrt(2000) = 5.5: the bootstrap's own Monte Carlo error
+    assert compare(old.assign(ratio_hi=22.56), old, tmp_path, "ablation_tests.csv") == []
+    assert compare(old.assign(ratio_hi=15.0), old, tmp_path, "ablation_tests.csv")
+    assert compare(old.assign(ratio=-2.9), old, tmp_path, "ablation_tests.csv") == [
+        "ablation_tests.csv: column 'ratio' differs in 1 row(s)"]
