@@ -172,7 +172,10 @@ def plot_rank(idata, var_names):
     """Rank plots of ``var_names`` (ArviZ 1: the rank ECDF form); returns the Figure."""
     import arviz as az
 
-    kw = {"backend": "matplotlib"} if ARVIZ_1 else {}
+    kw = {}
+    if ARVIZ_1:  # ArviZ 1's default multi-chain test needs two chains; one chain: the envelope
+        one = idata.posterior.sizes["chain"] < 2
+        kw = {"backend": "matplotlib", "method": "envelope" if one else "mtc_c"}
     return _figure_of(az.plot_rank(idata, var_names=list(var_names), **kw))
 
 

@@ -121,6 +121,7 @@ def test_diagnostic_plots_return_one_figure():
     from ihstats import plots
 
     idata = posterior()
+    assert plots.plot_rank(posterior(chains=1), ["a"]).axes  # ArviZ 1's default needs 2 chains
     for fig in (plots.plot_trace(idata, ["a"]), plots.plot_rank(idata, ["a"]),
                 plots.plot_posterior(idata, ["a"], hdi_prob=0.9, ref_val={"a": 1.0},
                                      extra_ref=(0.5, "x"))):
