@@ -9,6 +9,11 @@ draws, as make.py samples; a normal and a heavy-tailed Student-t(3) parameter), 
 ``*_params.csv``. Reported: the fraction of pairs the check flags (false alarms; target < 1%),
 and the fraction it flags when the second fit's posterior is shifted by ``--shift`` posterior sd
 (power).
+
+Measured (2026-12-04, Python 3.11 / ArviZ 0.23.4, seed 0, 200 pairs): 4 x 1000 draws, rho 0.5:
+false alarms 0.0%, flagged at a 0.2 sd shift 100%. ``--chains 2 --draws 300 --rho 0.7`` (make.py
+--fast, stickier chains, ESS ~100): false alarms 0.5%, flagged at 0.2 sd 1.5% (the tolerance
+follows the MCSE, about 0.6 sd there: a fast check only catches large changes).
 """
 
 from __future__ import annotations
