@@ -1,8 +1,9 @@
 """Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.plots), and the one layout of a saved fit.
 
-PyMC 6 and ArviZ 1 change defaults (ArviZ 1: 89% ETI intervals, DataTree instead of
-InferenceData). Every call that may change lives here, takes its interval width explicitly and
-returns plain numpy / pandas objects where it can, so a port stays local to this file. Beyond
+Two stacks are supported: PyMC 5 / ArviZ 0.2x (Python 3.11) and PyMC 6 / ArviZ 1 (Python >=
+3.12; 89% ETI intervals by default, ``xarray.DataTree`` instead of ``InferenceData``). Every call
+that may differ lives here or in :mod:`ihstats._bayes_compat` (which holds each difference), takes
+its interval width explicitly and returns plain numpy / pandas objects where it can. Beyond
 one-line wrappers it holds what both fits (``ihstats.upt_law``, ``ihstats.frontier``) share:
 adding a group computed outside PyMC to an ``InferenceData``, thinning a posterior for shipping,
 the sampler checks behind ``diagnostics()``, and ``save_fit`` / ``load_fit``, which write and
@@ -20,6 +21,7 @@ import logging
 import platform
 import time
 import warnings
+from importlib import metadata
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 import ihstats
+from ihstats import _bayes_compat as compat
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -95,33 +98,34 @@ def add_group(idata, group: str, data_vars: dict, *, coords: dict | None = None,
     """Add (or replace) a group of ``idata`` from ``{name: (dims, array)}`` with the posterior's
     chain/draw coordinates; used for quantities computed outside PyMC (log-likelihood, PPC, the
     observed data of a censored likelihood, which replaces the one PyMC recorded)."""
-    import arviz as az
     import xarray as xr
 
     post = idata.posterior
     base = {"chain": post["chain"].values, "draw": post["draw"].values} if sample_dims else {}
-    ds = xr.Dataset(data_vars, coords={**base, **(coords or {})})
-    idata.extend(az.InferenceData(**{group: ds}), join="right")  # "right": ours replaces theirs
+    compat.set_group(idata, group, xr.Dataset(data_vars, coords={**base, **(coords or {})}))
     return idata
 
 
-def summary(idata, var_names, *, hdi_prob: float) -> pd.DataFrame:
-    """ArviZ summary with an explicit HDI width; columns renamed to ``hdi_lo``/``hdi_hi``."""
-    import arviz as az
+def from_draws(posterior: dict):
+    """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}``; for known
+    posteriors (tests, simulations)."""
+    return compat.from_draws(posterior)
 
-    s = az.summary(idata, var_names=list(var_names), hdi_prob=hdi_prob, kind="all",
-                   round_to="none")
-    lo, hi = [c for c in s.columns if c.startswith("hdi_")]
-    return s.rename(columns={lo: "hdi_lo", hi: "hdi_hi"})[
-        ["mean", "sd", "hdi_lo", "hdi_hi", "r_hat", "ess_bulk", "ess_tail", "mcse_mean"]]
+
+def groups(idata) -> list[str]:
+    """Names of the groups of a fit (``posterior``, ``sample_stats``, ...)."""
+    return compat.groups(idata)
+
+
+def summary(idata, var_names, *, hdi_prob: float) -> pd.DataFrame:
+    """ArviZ summary with an explicit HDI width: ``mean, sd, hdi_lo, hdi_hi, r_hat, ess_bulk,
+    ess_tail, mcse_mean``."""
+    return compat.summary(idata, var_names, hdi_prob=hdi_prob)
 
 
 def hdi(x: np.ndarray, *, hdi_prob: float) -> tuple[float, float]:
     """Highest-density interval of a 1-D sample at an explicit width."""
-    import arviz as az
-
-    lo, hi = az.hdi(np.asarray(x, dtype=float).ravel(), hdi_prob=hdi_prob)
-    return float(lo), float(hi)
+    return compat.hdi(x, hdi_prob=hdi_prob)
 
 
 def divergences(idata) -> int:
@@ -133,39 +137,33 @@ def divergences(idata) -> int:
 
 
 def loo(idata, *, var_name: str | None = None):
-    """PSIS-LOO with pointwise values (ArviZ ``ELPDData``)."""
-    import arviz as az
-
-    return az.loo(idata, var_name=var_name, pointwise=True)
+    """PSIS-LOO with pointwise values (the stack's ELPD object: read it with :func:`loo_table`,
+    or ``.pareto_k``)."""
+    return compat.loo(idata, var_name=var_name)
 
 
 def loo_table(elpd) -> pd.DataFrame:
-    """One-row frame from an ``ELPDData``: elpd_loo, se, p_loo, Pareto-k counts."""
-    k = np.asarray(elpd.pareto_k)
-    return pd.DataFrame([{
-        "elpd_loo": float(elpd.elpd_loo), "se": float(elpd.se), "p_loo": float(elpd.p_loo),
-        "n_obs": int(k.size), "pareto_k_gt_0.7": int((k > 0.7).sum()),
-    }])
+    """One-row frame from a :func:`loo` result: elpd_loo, se, p_loo, Pareto-k counts."""
+    n = compat.loo_numbers(elpd)
+    k = n.pop("pareto_k")
+    return pd.DataFrame([{**n, "n_obs": int(k.size), "pareto_k_gt_0.7": int((k > 0.7).sum())}])
 
 
 def compare(idatas: dict, *, var_name: str | None = None) -> pd.DataFrame:
-    """LOO comparison (``az.compare``) of named fits; best model first."""
-    import arviz as az
-
-    return az.compare(idatas, ic="loo", var_name=var_name)
+    """LOO comparison (``az.compare``) of named fits; best model first (columns ``rank,
+    elpd_loo, p_loo, elpd_diff, weight, se, dse, ...`` on both stacks)."""
+    return compat.compare(idatas, var_name=var_name)
 
 
 def to_netcdf(idata, path) -> str:
-    """Write InferenceData to netCDF; returns the path."""
-    idata.to_netcdf(str(path))
-    return str(path)
+    """Write a fit (InferenceData / DataTree) to netCDF; returns the path."""
+    return compat.to_netcdf(idata, path)
 
 
 def from_netcdf(path):
-    """Read InferenceData from netCDF."""
-    import arviz as az
-
-    return az.from_netcdf(str(path))
+    """Read a fit from netCDF, written by either stack (``compat.PosteriorFileError`` when the
+    file holds no posterior)."""
+    return compat.from_netcdf(path)
 
 
 def posterior_draws(idata, name: str) -> np.ndarray:
@@ -174,19 +172,16 @@ def posterior_draws(idata, name: str) -> np.ndarray:
 
 
 def thin_posterior(idata, n_draws: int, *, seed: int = 0):
-    """A new InferenceData with only the posterior group, ``n_draws`` draws picked at random
-    (one chain), attributes kept: small enough to ship."""
-    import arviz as az
-
-    post = idata.posterior.stack(sample=("chain", "draw"))
+    """A new fit with only the posterior group, ``n_draws`` draws picked at random (one chain),
+    attributes kept: small enough to ship."""
+    post = compat.posterior_dataset(idata).stack(sample=("chain", "draw"))
     rng = np.random.default_rng(seed)
     n = post.sizes["sample"]
     idx = np.sort(rng.choice(n, size=min(n_draws, n), replace=False))
     sub = post.isel(sample=idx).drop_vars(["sample", "chain", "draw"])
     sub = sub.rename({"sample": "draw"}).expand_dims("chain").transpose("chain", "draw", ...)
-    new = az.InferenceData(posterior=sub)
-    new.posterior.attrs.update(idata.posterior.attrs)
-    return new
+    sub.attrs.update(idata.posterior.attrs)
+    return compat.new_idata(posterior=sub)
 
 
 def sampler_warnings(idata, summary: pd.DataFrame, *, target_accept: float,
@@ -266,7 +261,10 @@ def versions() -> dict:
     import scipy
     import statsmodels
 
-    return {"python": platform.python_version(), "ihstats": ihstats.__version__,
-            "pymc": pymc.__version__, "pytensor": pytensor.__version__,
-            "arviz": arviz.__version__, "numpy": np.__version__, "pandas": pd.__version__,
-            "scipy": scipy.__version__, "statsmodels": statsmodels.__version__}
+    out = {"python": platform.python_version(), "ihstats": ihstats.__version__,
+           "pymc": pymc.__version__, "pytensor": pytensor.__version__,
+           "arviz": arviz.__version__, "numpy": np.__version__, "pandas": pd.__version__,
+           "scipy": scipy.__version__, "statsmodels": statsmodels.__version__}
+    if compat.ARVIZ_1:  # ArviZ 1 is a meta-package: the code that ran is in its three parts
+        out.update({p: metadata.version(p) for p in ("arviz-base", "arviz-stats", "arviz-plots")})
+    return out

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ihstats import _bayes_compat  # noqa: E402
 from ihtrain.fileio import atomic_write  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
@@ -228,36 +229,26 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
 
 
 # ================================================================== posterior diagnostics (ArviZ)
-# ArviZ is imported inside these three: it takes seconds to import and most figure callers (the
-# emergence and paper figures) never need it. They are the only ArviZ plotting calls, so a port
-# to ArviZ 1 changes this section and ihstats._bayes only.
-def _fig_of(axes: Any) -> Any:
-    return np.asarray(axes).ravel()[0].get_figure()
-
-
+# The only ArviZ plotting calls; what differs between ArviZ 0.x and 1 is in ihstats._bayes_compat.
 def plot_trace(idata: Any, var_names: Any) -> Any:
     """Trace plot (compact) of ``var_names``."""
-    import arviz as az
-
-    axes = np.atleast_2d(az.plot_trace(idata, var_names=list(var_names), compact=True))
-    for name, (dens, trace) in zip(var_names, axes):
-        draws = np.asarray(idata.posterior[name]).ravel()
-        lo, hi = np.quantile(draws, [0.005, 0.995])
-        if draws.max() - draws.min() > 3 * (hi - lo):  # one far draw (nu's tail) would squash the rest
-            pad = 0.1 * (hi - lo)
-            dens.set_xlim(lo - pad, hi + pad)
-            trace.set_ylim(lo - pad, hi + pad)
-            dens.set_title(f"{name} (axes: central 99% of draws; max {draws.max():.3g})", fontsize=9)
-    fig = _fig_of(axes)
+    fig = _bayes_compat.plot_trace(idata, var_names)
+    if len(fig.axes) == 2 * len(var_names):  # rows of (density, trace) per name, on both ArviZ stacks
+        for name, dens, trace in zip(var_names, fig.axes[0::2], fig.axes[1::2]):
+            draws = np.asarray(idata.posterior[name]).ravel()
+            lo, hi = np.quantile(draws, [0.005, 0.995])
+            if draws.max() - draws.min() > 3 * (hi - lo):  # one far draw (nu's tail) would squash the rest
+                pad = 0.1 * (hi - lo)
+                dens.set_xlim(lo - pad, hi + pad)
+                trace.set_ylim(lo - pad, hi + pad)
+                dens.set_title(f"{name} (axes: central 99% of draws; max {draws.max():.3g})", fontsize=9)
     fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
     return fig
 
 
 def plot_rank(idata: Any, var_names: Any) -> Any:
     """Rank plots of ``var_names`` (chains mixing: flat histograms)."""
-    import arviz as az
-
-    return _fig_of(az.plot_rank(idata, var_names=list(var_names)))
+    return _bayes_compat.plot_rank(idata, var_names)
 
 
 def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict | None = None,
@@ -266,10 +257,7 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
     ``ref_val = {name: value}`` (solid, "published") and ``extra_ref = (value, label)``, a second
     reference drawn dotted on every panel (the UPT report: the tokens form's a = b = 0.5). The
     references are named in each panel's legend, not written over the density."""
-    import arviz as az
-
-    fig = _fig_of(az.plot_posterior(idata, var_names=list(var_names), hdi_prob=hdi_prob, point_estimate="mean",
-                                    textsize=9))
+    fig = _bayes_compat.plot_posterior(idata, var_names, hdi_prob=hdi_prob)
     for name, ax in zip(var_names, fig.axes):
         if ref_val and name in ref_val:
             ax.axvline(ref_val[name], color="C3", lw=1.4, label=f"published {name} = {ref_val[name]:g}")

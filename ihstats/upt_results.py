@@ -248,7 +248,7 @@ class UPTLawResults:
         ``log last_step`` exactly as the censored likelihood sees the data. Drawn in numpy
         (the model is simple) to skip a pytensor compile.
         """
-        if "posterior_predictive" not in self.idata.groups():
+        if "posterior_predictive" not in _bayes.groups(self.idata):
             rng = np.random.default_rng(seed)
             mu = self.mu_draws()
             scale, nu = _scale_nu(self.data, self.idata)

@@ -1,15 +1,17 @@
 """Regenerate the paper figures (PNG + PDF + the tidy CSV behind each) from logs in one command.
 
     python paper_figures/make.py                     # every figure, fast, from the shipped real logs
-    python paper_figures/make.py --check             # regenerate to a temp dir, diff the CSVs
+    python paper_figures/make.py --check             # regenerate to a temp dir, compare the CSVs
     python paper_figures/make.py --runs runs/bxc-text --fast    # your own grid, quick sampling
     python paper_figures/make.py --only upt_law --simulated --out /tmp/figs  # simulated example
     python paper_figures/make.py --list
 
 Each figure is an entry of ``builders.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
 built with the package's own ``ihstats`` functions) and its drawing (tidy DataFrame -> matplotlib
-Figure, from ``ihstats.plots_paper``); this file runs them and writes the files, ``INDEX.md`` and
-the ``--check`` report.
+Figure, from ``ihstats.plots_paper``); this file runs them and writes the files, ``INDEX.md``,
+``constraints.txt`` (the package versions they were made with, usable with ``pip install -c``)
+and the ``--check`` report (``check.py``: sampler tables within Monte Carlo tolerance, the rest
+exact); it says when the running versions differ from those recorded.
 By default every figure reads the real logs shipped in ``data/reference_runs/`` (natural text:
 ``bxc-cpu-h200-bf16``; fast regime: ``bxc-markov``; ``freqrel``, ``markov``, ``biinduct``). A
 figure whose set is not shipped is *skipped* with the reason in ``INDEX.md``; the simulated
@@ -40,15 +42,14 @@ if str(ROOT) not in sys.path:  # run as a script, the repository root is not on 
     sys.path.insert(0, str(ROOT))
 
 from ihstats.plots import save_figure  # noqa: E402
-from paper_figures.builders import (EXAMPLES, REFERENCE, REGISTRY, FigureData, Inputs, Skip,  # noqa: E402
-                                    rel_path)
+from paper_figures.builders import (BUDGET, EXAMPLES, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
+                                    Skip, rel_path)
+from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
+from paper_figures.versions import version_note, write_constraints  # noqa: E402
 
 FIGURES = ROOT / "paper_figures" / "figures"
-# --check: CSVs of the samplers (posterior summaries, law bands, frontier) may move with the
-# platform's floating point; they must agree within this fraction of each column's range.
-# Every other CSV (curves, onsets, counts, permutation tests with fixed seeds) must match exactly.
-SAMPLER_CSV = ("upt_law", "frontier")
-SAMPLER_TOL = 0.05
+# --check in fast mode (2 chains x 300 draws) accepts a looser r_hat than paper-quality sampling
+RHAT_MAX_FAST = 1.05
 
 
 def make_figure(name: str, inp: Inputs, out: Path) -> tuple[FigureData, list[Path]]:
@@ -135,7 +136,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="output folder (default paper_figures/figures, the committed figures)")
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary folder and report every CSV that differs "
-                         "from the one in --out (exit 1 if any)")
+                         "from the one in --out: sampler tables beyond Monte Carlo tolerance or "
+                         "with diagnostics past their thresholds, others at all (exit 1 if any)")
     ap.add_argument("--list", action="store_true", help="list the figures and exit")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
@@ -143,33 +145,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def csv_differences(new: Path, old: Path) -> list[str]:
-    """Why CSV ``new`` differs from committed ``old`` (empty when they agree)."""
-    if not old.is_file():
-        return [f"{old.name}: not committed"]
-    a, b = pd.read_csv(new), pd.read_csv(old)
-    if list(a.columns) != list(b.columns) or len(a) != len(b):
-        return [f"{old.name}: shape/columns {a.shape} vs committed {b.shape}"]
-    sampler = old.name.startswith(SAMPLER_CSV)
-    bad = []
-    for c in a.columns:
-        x, y = a[c], b[c]
-        if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
-            x, y = x.to_numpy(float), y.to_numpy(float)
-            span = np.nanmax(np.abs(y)) if len(y) and np.isfinite(y).any() else 0.0
-            if sampler:
-                span = max(np.nanmax(y) - np.nanmin(y), 1e-12) if np.isfinite(y).any() else 0.0
-            tol = (SAMPLER_TOL if sampler else 1e-9) * span + 1e-12
-            same = (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= tol)
-        else:
-            same = (x.astype(str) == y.astype(str)).to_numpy()
-        if not same.all():
-            bad.append(f"{old.name}: column {c!r} differs in {int((~same).sum())} row(s)")
-    return bad
-
-
 def check(args: argparse.Namespace) -> int:
-    """Regenerate into a temporary folder and compare every CSV with the committed ones."""
+    """Regenerate into a temporary folder and compare every CSV with the committed ones
+    (:mod:`paper_figures.check`: sampler tables within Monte Carlo tolerance, others exact)."""
+    note = version_note(args.out)
+    if note:
+        print(note)
+    limits = {"rhat_max": RHAT_MAX if args.full else RHAT_MAX_FAST,
+              "ess_min": ESS_MIN_PER_CHAIN * BUDGET[args.full]["chains"],
+              "n_boot": BUDGET[args.full]["n_boot"]}
     with tempfile.TemporaryDirectory() as tmp:
         argv = [a for a in args.argv if a != "--check"]
         if "--out" in argv:
@@ -180,16 +164,16 @@ def check(args: argparse.Namespace) -> int:
         # the regenerated files live in a folder deleted below: never name it as where they are
         print(log.getvalue().replace(tmp, "<temporary folder, deleted after the check>"), end="")
         made = sorted(Path(tmp).glob("*.csv"))
-        problems = [d for p in made for d in csv_differences(p, args.out / p.name)]
+        problems = [d for p in made for d in csv_differences(p, args.out / p.name, **limits)]
     names = {p.name for p in made}
     wanted = {p.name for p in args.out.glob("*.csv")
               if args.only is None or p.name.split(".")[0].startswith(tuple(args.only))}
     problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
     for line in problems:
         print(f"[differs] {line}")
-    print(f"check: {len(made)} CSV(s) regenerated, {len(problems)} difference(s) "
-          f"(sampler CSVs {', '.join(c + '*' for c in SAMPLER_CSV)}: within {SAMPLER_TOL:.0%} of each column's "
-          f"range; others exact)")
+    print(f"check: {len(made)} CSV(s) regenerated, {len(problems)} difference(s) (sampler "
+          f"tables: posterior means and interval ends within {Z:g} Monte Carlo standard errors, "
+          f"r_hat <= {limits['rhat_max']}, ESS >= {limits['ess_min']}; others exact)")
     return 1 if problems or rc else 0
 
 
@@ -228,6 +212,10 @@ def main(argv=None) -> int:
         r["seconds"] = time.perf_counter() - t0
         results.append(r)
     index = write_index(out, results, args)
+    if (out / "constraints.txt").is_file() and (note := version_note(out)):
+        print(note.replace("sampler tables are compared within Monte Carlo tolerance",
+                           "constraints.txt now records the running ones"))
+    write_constraints(out)
     failed = [r["name"] for r in results if r["status"] == "FAILED"]
     print(f"wrote {out}/ and {index}" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0

@@ -377,13 +377,12 @@ def test_a_single_outcome_frontier_says_so_and_reports_no_contour(tmp_path, form
 
 def fake_frontier(coef):
     """Frontier results with fixed posterior draws ``coef`` (b0, bf, br): no sampling."""
-    import arviz as az
-
+    from ihstats import _bayes
     from ihstats.frontier import FrontierResults, FrontierSpec, fit_glm
 
     model = FrontierSpec().build(pd.read_csv(EXAMPLE_FRONTIER))
     draws = np.tile(np.asarray(coef, float), (40, 1))
-    idata = az.from_dict(posterior={"intercept": draws[None, :, 0], "beta": draws[None, :, 1:]})
+    idata = _bayes.from_draws({"intercept": draws[None, :, 0], "beta": draws[None, :, 1:]})
     glm = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(), model.terms)
     return FrontierResults(model, idata, glm, {})
 
