@@ -80,7 +80,13 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
     grid = load_grid(path, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
-    return emergence_table(grid, metric="ps", head="max", on_error="skip")
+    table = emergence_table(grid, metric="ps", head="max", on_error="skip")
+    if "status" in table.columns:  # a run still training is not censored: it has not ended yet
+        live = table["status"].astype(str).isin(["running", "pending", "interrupted"])
+        for rid in table.loc[live, "run_id"]:
+            print(f"warning: {where}: run {rid} has not finished (left out)", file=sys.stderr)
+        table = table[~live]
+    return table
 
 
 def _spec(args, table: pd.DataFrame) -> ValidationSpec:

@@ -115,7 +115,7 @@ def test_new_cell_intervals_calibrated_and_cell_term_matters(tmp_path):
     assert s.loc[LAW, "mean_lpd"] > s.loc[NO_CELL, "mean_lpd"]
     assert s.loc[LAW, "n_runs"] == len(test) and OLS_BASELINE in s.index
     # the wrong exponents (a = b = 0 when the truth is 0.5 / 0.5) score worse than the law
-    assert s.loc["constant updates a = b = 0", "mean_lpd"] < s.loc[LAW, "mean_lpd"] - 0.5
+    assert s.loc["constant updates a = b = 0", "mean_lpd"] < s.loc[LAW, "mean_lpd"] - 0.2
     assert set(res.runs["region"]) == {"interpolation", "extrapolation"}
     paths = res.save(tmp_path / "v")
     assert paths["figure"].exists() and pd.read_csv(paths["summary"]).shape[0] == len(s)
