@@ -17,9 +17,12 @@ runs. Use (the spec / run / results pattern of the other ihstats fits)::
     res.summary(); res.save("results/validate_law"); res.plot()
 
 Refits: each fold builds and samples a fresh PyMC model (the training rows change, and the law's
-likelihood indexes censored and uncensored rows with constants of the graph). Its graph has the
-same structure in every fold, so pytensor's compile cache serves the C code of the first fold to
-the later ones; the per-fold wall time is in ``meta["fold_s"]``.
+likelihood indexes censored and uncensored rows with constants of the graph, so one compiled
+model cannot be re-pointed at other rows with ``pm.set_data``). Most of the C code the first fold
+compiles is reused from pytensor's compile cache by the later ones (on ``bxc-markov`` with a cold
+cache and a loaded machine: 585 s for the first fold, 50-100 s for the last ones); the ops whose
+constants change with the rows are compiled anew. The per-fold wall time is in
+``meta["fold_s"]``.
 """
 
 from __future__ import annotations
