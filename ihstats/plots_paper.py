@@ -229,3 +229,44 @@ def plot_icl_hits(frame: pd.DataFrame, order: list[str] | None = None) -> Any:
     fig.suptitle(f"ICL probe: {frame['task'].nunique()} tasks{shots}; bars = mean over tasks, dots = tasks",
                  fontsize=9)
     return fig
+
+
+# ================================================================== out-of-sample law validation
+def plot_law_validation(runs: pd.DataFrame, *, title: str = "") -> Any:
+    """Observed vs predicted log UPT with 90% predictive intervals (left; runs inside the interval
+    filled, outside hollow red, censored runs as ^ at their last step) and the PIT histogram
+    (right; flat when calibrated).
+
+    ``runs``: the law's rows of ``ihstats.law_validation.ValidationResults.runs`` (``y, censored,
+    median, lo_90, hi_90, inside_90, pit``, optionally ``region``).
+    """
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 4.0))
+    extra = runs["region"].eq("extrapolation") if "region" in runs else False
+    for inside, style in ((True, dict(mfc="C0", mec="C0")), (False, dict(mfc="none", mec="C3"))):
+        for cens, marker in ((False, "o"), (True, "^")):
+            for ext, ms in ((False, 4), (True, 7)):
+                g = runs[(runs["inside_90"] == inside) & (runs["censored"] == cens) & (extra == ext)]
+                if not len(g):
+                    continue
+                label = (f"{'inside' if inside else 'outside'}{', censored' if cens else ''}"
+                         f"{', extrapolated' if ext else ''} ({len(g)})")
+                ax1.errorbar(g["median"], g["y"], xerr=[g["median"] - g["lo_90"], g["hi_90"] - g["median"]],
+                             fmt=marker, ms=ms, lw=0.7, color=style["mec"], label=label, **style)
+    lo = min(runs["y"].min(), runs["lo_90"].min()) - 0.2
+    hi = max(runs["y"].max(), runs["hi_90"].max()) + 0.2
+    ax1.plot([lo, hi], [lo, hi], "--", color="0.5", lw=1)
+    ax1.set(xlim=(lo, hi), ylim=(lo, hi), xlabel="predicted log UPT (median, 90% interval)",
+            ylabel="observed log UPT (censored: log last step)")
+    ax1.legend(fontsize=6, frameon=False)
+    n = len(runs)
+    bins = 10 if n >= 30 else 5
+    ax2.hist(runs["pit"], bins=bins, range=(0, 1), color="0.6", edgecolor="white")
+    ax2.axhline(n / bins, color="C3", lw=1, ls="--", label="uniform (calibrated)")
+    ax2.set(xlabel="PIT = predictive CDF at the observed log UPT", ylabel="runs")
+    ax2.legend(fontsize=7, frameon=False)
+    cover = runs["inside_90"].mean()
+    fig.suptitle(f"Out-of-sample law: {cover:.0%} of {n} runs inside the 90% interval; "
+                 f"median interval spans {runs['width_90'].median():.1f}x in UPT"
+                 + (f"\n{title}" if title else ""), fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -97,6 +97,40 @@ def load_posterior(path=None):
     return idata
 
 
+def validation_record(path=None) -> dict | None:
+    """The out-of-sample validation ``analyses/validate_law.py`` measured for a posterior, if one
+    was stored beside it: ``validation.json`` in the fit folder (or beside its netCDF), or
+    ``<name>.validation.json`` beside the netCDF (the shipped reference's); ``None`` when none."""
+    p = Path(path) if path else REFERENCE_FILE
+    folder = p if p.is_dir() else p.parent
+    for cand in ([] if p.is_dir() else [p.with_suffix(".validation.json")]) + [folder / "validation.json"]:
+        if cand.is_file():
+            try:
+                rec = json.loads(cand.read_text())
+            except (OSError, ValueError) as e:
+                raise UPTLawError(f"{cand}: not a readable validation record ({e}); rerun "
+                                  f"analyses/validate_law.py or delete it") from None
+            return {**rec, "file": str(cand)}
+    return None
+
+
+def validation_lines(rec: dict | None, **values) -> tuple[str, list[str]]:
+    """What validation says about this posterior's intervals (one line) and a warning per factor
+    (``B=..., C=...``) outside the range the validation covered."""
+    if not rec or "law" not in rec:
+        return ("coverage: not validated out of sample (run analyses/validate_law.py and keep its "
+                "validation.json beside the posterior)"), []
+    law, mode = rec["law"], {"loco": "leave-one-cell-out", "holdout": "held-out runs"}.get(
+        rec.get("mode"), rec.get("mode"))
+    line = (f"coverage measured out of sample ({mode}, {rec.get('source', '?')}): the 90% interval "
+            f"held for {law['cover_90']:.0%} of {int(law['n_runs'])} runs, the 50% for "
+            f"{law['cover_50']:.0%}; median 90% span {law['median_width_90']:.1f}x")
+    warns = [f"{k} = {v:g} lies outside the validated range {lo:g}-{hi:g}: the coverage above was "
+             f"measured inside it" for k, (lo, hi) in rec.get("range", {}).items()
+             if (v := values.get(k)) is not None and not lo <= v <= hi]
+    return line, warns
+
+
 def _check_usable(row) -> None:
     """Finite, valid inputs can still predict nonsense far outside the fit (B = 1e30 gives
     "0 updates"): refuse a prediction under one update or one that overflows."""
@@ -175,13 +209,21 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     warns = extrapolation_warnings(idata, B=args.batch_size, C=args.context, N=args.model_size)
+    try:
+        checked, more = validation_lines(validation_record(args.posterior), B=args.batch_size,
+                                         C=args.context)
+    except UPTLawError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    warns += more
     for w in warns:
         print(f"warning: {w}", file=sys.stderr)
     src = _source_line(args, idata)
     if args.json:
         # null, not NaN: NaN is not JSON (N is NaN when the posterior has no size term).
         vals = {k: float(v) if np.isfinite(v) else None for k, v in row.items()}
-        print(json.dumps({**vals, "posterior": src, "warnings": warns}, allow_nan=False))
+        print(json.dumps({**vals, "posterior": src, "validation": checked, "warnings": warns},
+                         allow_nan=False))
         return 0
     q = f"{args.hdi_prob:.0%}"
     print(f"B = {args.batch_size:g}, C = {args.context:g}"
@@ -193,6 +235,7 @@ def main(argv=None) -> int:
           f"(adds the cell-to-cell residual, when fitted)")
     print(f"  {q} HDI for a new run:      [{row.pred_lo:,.0f}, {row.pred_hi:,.0f}] updates "
           f"(adds run-to-run scatter)")
+    print(f"  {checked}")
     print(f"using {src}")
     return 0
 

@@ -108,6 +108,7 @@ def simulate_emergence_table(
     censor_frac: float = 0.15,
     seed: int = 0,
     sigma_C: dict | None = None,
+    cell_sd: float = 0.0,
 ) -> tuple[pd.DataFrame, LawTruth]:
     """Simulate an emergence table from known law parameters.
 
@@ -130,6 +131,11 @@ def simulate_emergence_table(
     sigma_C : dict, optional
         ``{C: sigma}`` for every C value: scatter that depends on the context (replaces
         ``sigma``; what ``UPTLawSpec(sigma_by="C")`` estimates), recorded in ``truth.extra``.
+    cell_sd : float
+        Sd of a per-cell offset ``cell_sd * z_cell`` on log UPT shared by a cell's seeds (the
+        law's own residual, the cell effect of ``UPTLawSpec(cell_effect=True)``); with
+        ``cell_sd > 0`` the table gets a ``cell_id`` column. 0 (default) leaves the table and
+        its random stream as without it.
 
     Returns
     -------
@@ -153,11 +159,18 @@ def simulate_emergence_table(
     log_upt = log_T - a * np.log(B) - b * np.log(C) - c * np.log(N) + scatter * noise
     sd = rng.uniform(me_sd[0], me_sd[1], size=n)
     log_onset = log_upt + sd * rng.standard_normal(n)
+    cols = list(EMERGENCE_COLUMNS)
+    if cell_sd > 0:  # drawn last, so cell_sd = 0 keeps every earlier table bit for bit
+        cell = np.arange(n) // n_seeds          # _design puts a cell's seeds next to each other
+        log_onset = log_onset + cell_sd * rng.standard_normal(cell.max() + 1)[cell]
+        cols.insert(1, "cell_id")
     table = _observed_table(B, C, N, log_onset, sd, level, censor_frac, seed)
+    if cell_sd > 0:
+        table["cell_id"] = [f"cell{i:03d}" for i in cell]
     truth = LawTruth(log_T=log_T, a=a, b=b, c=c, sigma=sigma, nu=nu,
                      extra={"seed": seed, "censor_frac": censor_frac, "me_sd": list(me_sd),
-                            **({"sigma_C": dict(sigma_C)} if sigma_C is not None else {})})
-    return table[EMERGENCE_COLUMNS], truth
+                            "cell_sd": cell_sd, **({"sigma_C": dict(sigma_C)} if sigma_C is not None else {})})
+    return table[cols], truth
 
 
 #: Settings of the shipped example table (data/example_emergence.csv): 30 runs, 5 x 3 x 2.

@@ -1,0 +1,144 @@
+"""Score the UPT law out of sample: leave-one-cell-out on a grid, or a grid it never saw.
+
+    python analyses/validate_law.py --runs data/reference_runs/bxc-markov --cv cell
+    python analyses/validate_law.py --fit data/reference_runs/bxc-markov \\
+        --test data/reference_runs/bxc-markov-holdout
+    python analyses/validate_law.py --posterior results/fit/idata.nc --test runs/new --no-baselines
+
+Each grid is a grid directory (emergence is detected first) or an emergence table CSV. Scores
+(coverage of the 50% / 90% predictive intervals, mean log predictive density, median |error| of
+the predicted log UPT, median interval span) for the law and the baselines (published exponents,
+tokens form, constant tokens per head, constant updates, OLS ignoring censoring), overall and split
+into interpolation / extrapolation, go to --out (default results/validate_law/<grid>-<mode>):
+summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from ihstats.emergence import emergence_table
+from ihstats.io import load_grid
+from ihstats.law_validation import ValidationSpec, cross_validate, validate_holdout
+from ihstats.predict import load_posterior
+from ihstats.upt_law import UPTLawError, UPTLawSpec
+from ihtrain.fileio import UnreadableFile, read_table
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python analyses/validate_law.py",
+                                description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[1:]))
+    p.add_argument("--runs", help="grid directory or emergence CSV to cross-validate (with --cv)")
+    p.add_argument("--cv", choices=["cell"], default=None,
+                   help="cell: leave one cell (all its seeds) out, refit, predict it")
+    p.add_argument("--fit", help="grid directory or emergence CSV to fit the law on (held-out mode)")
+    p.add_argument("--posterior", help="a saved law posterior (fit folder or idata.nc) instead of "
+                                       "fitting --fit; baselines need --fit as well")
+    p.add_argument("--test", help="held-out grid directory or emergence CSV to predict")
+    p.add_argument("--out", default=None, help="output folder (default results/validate_law/...)")
+    p.add_argument("--fast", action="store_true", help="2 chains x 300 draws (300 tune) per fit")
+    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
+    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    p.add_argument("--chains", type=int, default=2, help="chains per fit (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="sampler and scoring seed (default 0)")
+    p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
+                   help="the law's noise model (default student_t, as analyses/fit_upt_law.py)")
+    p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
+                   help="the law's cell effect; auto = on when some cell has several seeds")
+    p.add_argument("--no-baselines", action="store_true", help="score the law only")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
+    args = p.parse_args(argv)
+    if args.cv and not args.runs:
+        p.error("--cv cell needs --runs GRID")
+    if args.runs and not args.cv:
+        p.error("--runs needs --cv cell (or use --fit GRID_A --test GRID_B)")
+    if not args.runs and not (args.test and (args.fit or args.posterior)):
+        p.error("give --runs GRID --cv cell, or --test GRID_B with --fit GRID_A or --posterior FILE")
+    if args.runs and (args.fit or args.test or args.posterior):
+        p.error("--runs/--cv and --fit/--test/--posterior are two different modes: pick one")
+    return args
+
+
+def load_table(where: str, flag: str) -> pd.DataFrame:
+    """An emergence table from a grid directory (detected here) or an emergence CSV."""
+    path = Path(where)
+    if path.is_file():
+        try:
+            return read_table(path, "emergence table", "write it with python -m ihstats.emergence")
+        except UnreadableFile as e:
+            raise SystemExit(f"error: {flag} {e}") from None
+    if not path.is_dir():
+        raise SystemExit(f"error: {flag}: not found: {path} (a grid directory or emergence CSV)")
+    grid = load_grid(path, on_error="skip")
+    for why in grid.skipped:  # one line per run left out, never a silent loss
+        print(f"warning: {why} (run skipped)", file=sys.stderr)
+    table = emergence_table(grid, metric="ps", head="max", on_error="skip")
+    if "status" in table.columns:  # a run still training is not censored: it has not ended yet
+        live = table["status"].astype(str).isin(["running", "pending", "interrupted"])
+        for rid in table.loc[live, "run_id"]:
+            print(f"warning: {where}: run {rid} has not finished (left out)", file=sys.stderr)
+        table = table[~live]
+    return table
+
+
+def _spec(args, table: pd.DataFrame) -> ValidationSpec:
+    replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
+    cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
+    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell)
+    return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed)
+
+
+def run(args):
+    fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
+    if args.cv:
+        table = load_table(args.runs, "--runs")
+        name = f"{Path(args.runs).stem}-loco"
+        return name, cross_validate(table, _spec(args, table), fit_kw=fit_kw, source=args.runs,
+                                    progress=not args.no_progress)
+    test = load_table(args.test, "--test")
+    train = load_table(args.fit, "--fit") if args.fit else None
+    idata = load_posterior(args.posterior) if args.posterior else None
+    name = f"{Path(args.test).stem}-holdout"
+    src = f"{args.posterior or args.fit} -> {args.test}"
+    return name, validate_holdout(test, _spec(args, train if train is not None else test),
+                                  train_table=train, idata=idata, fit_kw=fit_kw, source=src)
+
+
+def print_tables(res) -> None:
+    cols = ["model", "n_runs", "n_censored", "cover_50", "cover_90", "mean_lpd", "median_abs_err",
+            "median_width_90", "pit_ks_p"]
+    print(res.summary()[cols].round(3).to_string(index=False))
+    by = res.summary(by=("model", "region"))
+    if by["region"].nunique() > 1:
+        print("by region:\n" + by[["model", "region"] + cols[1:]].round(3).to_string(index=False))
+
+
+def main(argv=None) -> int:
+    t0 = time.perf_counter()
+    args = parse_args(argv)
+    if args.fast:
+        args.draws, args.tune, args.chains = 300, 300, 2
+    try:
+        name, res = run(args)
+    except UPTLawError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out or Path("results") / "validate_law" / name)
+    paths = res.save(out)
+    print_tables(res)
+    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']} "
+          f"({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore", message=".*BLAS.*")
+    raise SystemExit(main())

@@ -1,0 +1,276 @@
+"""Out-of-sample validation of the UPT law: leave-one-cell-out and held-out grids.
+
+Two ways to ask how often the law's interval holds for a run it did not see:
+
+- :func:`cross_validate` (leave one cell out): for each cell, refit the law without any of its
+  seeds and predict its runs with the posterior predictive for a *new* cell (the cell offset and
+  the seed scatter both in the interval);
+- :func:`validate_holdout`: fit on one grid (or take a saved posterior) and predict another.
+
+Each prediction is scored by :func:`ihstats.law_scoring.score_runs` (coverage of the 50% and 90%
+intervals, PIT, log predictive density, error of the median; censored runs by their survival
+probability), and so is every baseline of :mod:`ihstats.law_scoring`, fitted on the same training
+runs. Use (the spec / run / results pattern of the other ihstats fits)::
+
+    spec = ValidationSpec(law=UPTLawSpec(cell_effect=True))
+    res = cross_validate(table, spec, fit_kw=dict(draws=300, tune=300, chains=2))
+    res.summary(); res.save("results/validate_law"); res.plot()
+
+Refits: each fold builds and samples a fresh PyMC model (the training rows change, and the law's
+likelihood indexes censored and uncensored rows with constants of the graph, so one compiled
+model cannot be re-pointed at other rows with ``pm.set_data``). Most of the C code the first fold
+compiles is reused from pytensor's compile cache by the later ones (on ``bxc-markov`` with a cold
+cache and a loaded machine: 585 s for the first fold, 50-100 s for the last ones); the ops whose
+constants change with the rows are compiled anew. The per-fold wall time is in
+``meta["fold_s"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ihstats.law_scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
+from ihstats.upt_data import LawData, UPTLawError, prepare
+from ihstats.upt_law import UPTLawSpec
+from ihstats.upt_results import fitted_range
+
+NO_CELL = "law without the new-cell term"
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    """What to validate and how to score it.
+
+    Parameters
+    ----------
+    law : UPTLawSpec
+        The law refitted in every fold (held-out mode: fitted on the training grid).
+    levels : tuple of float
+        Central predictive interval probabilities to score.
+    baselines : bool
+        Score the baselines of :mod:`ihstats.law_scoring` beside the law.
+    n_pred_draws : int
+        Posterior draws per predictive mixture.
+    seed : int
+        Seed of the predictive draws and of the randomised PIT.
+    """
+
+    law: UPTLawSpec = field(default_factory=UPTLawSpec)
+    levels: tuple = (0.5, 0.9)
+    baselines: bool = True
+    n_pred_draws: int = 2000
+    seed: int = 0
+
+    def __post_init__(self):
+        if not all(0 < p < 1 for p in self.levels):
+            raise UPTLawError(f"levels: every level must be in (0, 1), got {list(self.levels)}")
+        if self.n_pred_draws < 10:
+            raise UPTLawError(f"n_pred_draws: need at least 10, got {self.n_pred_draws}")
+
+
+@dataclass
+class ValidationResults:
+    """Per-run scores of the law and the baselines, and what produced them.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per (model, run): ``model, fold, run_id, cell_id, B, C, y, censored, region``
+        (``interpolation`` when B and C lie inside the training range, else ``extrapolation``)
+        and the columns of :func:`ihstats.law_scoring.score_runs`.
+    meta : dict
+        ``mode`` (``loco`` or ``holdout``), ``source``, spec, sampler settings, wall seconds,
+        per-fold seconds, the validated (training) range of B and C.
+    """
+
+    runs: pd.DataFrame
+    meta: dict
+
+    @property
+    def levels(self) -> tuple:
+        return tuple(self.meta["levels"])
+
+    def summary(self, by=("model",)) -> pd.DataFrame:
+        """Scores per model (``by`` adds e.g. ``region``), law first: :func:`summarize_scores`."""
+        return summarize_scores(self.runs, by=by, levels=self.levels)
+
+    def law_scores(self) -> dict:
+        """The law's summary row as a dict (coverage, log score, widths, ...)."""
+        s = self.summary()
+        return {k: (v.item() if hasattr(v, "item") else v)
+                for k, v in s[s["model"] == LAW].iloc[0].items()}
+
+    def record(self) -> dict:
+        """The JSON record ``save`` writes (``ihstats.predict`` reads ``law`` and ``range``)."""
+        return {**self.meta, "law": self.law_scores(),
+                "models": self.summary().to_dict(orient="records"),
+                "by_region": self.summary(by=("model", "region")).to_dict(orient="records")}
+
+    def plot(self):
+        """Observed vs predicted log UPT with the law's 90% intervals, and the PIT histogram."""
+        from ihstats.plots_paper import plot_law_validation  # matplotlib: only when drawing
+
+        return plot_law_validation(self.runs[self.runs["model"] == LAW], title=self.meta["source"])
+
+    def save(self, out_dir) -> dict:
+        """Write ``runs.csv``, ``summary.csv``, ``summary_by_region.csv``, ``validation.json`` and
+        ``figures/validation.png|pdf`` (each file atomically); returns name -> path."""
+        from ihstats.plots import save_figure  # matplotlib: only when drawing
+
+        out = Path(out_dir)
+        paths = {"runs": out / "runs.csv", "summary": out / "summary.csv",
+                 "by_region": out / "summary_by_region.csv", "record": out / "validation.json"}
+        _write_text(paths["runs"], self.runs.to_csv(index=False))
+        _write_text(paths["summary"], self.summary().to_csv(index=False))
+        _write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
+        _write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
+        paths["figure"] = save_figure(self.plot(), out / "figures" / "validation", close=True)[0]
+        return paths
+
+
+def _plain(obj):
+    return obj.item() if isinstance(obj, np.generic) else str(obj)
+
+
+def _write_text(path: Path, text: str) -> None:
+    # temporary file + rename in the same folder: a reader never sees half a table (ihstats takes
+    # no new imports of ihtrain, whose fileio holds the same idea for the trainer's files)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---- scoring one fold ------------------------------------------------------------------------
+
+def subset(data: LawData, mask) -> LawData:
+    """The runs of ``data`` where ``mask`` holds (the arrays a predictive needs; centres kept)."""
+    m = np.asarray(mask, dtype=bool)
+    return LawData(table=data.table[m].reset_index(drop=True), y=data.y[m], upper=data.upper[m],
+                   censored=data.censored[m], me_sd=data.me_sd[m],
+                   logs={k: v[m] for k, v in data.logs.items()}, centres=data.centres)
+
+
+def _region(test: LawData, train_range: dict) -> np.ndarray:
+    outside = np.zeros(len(test.y), dtype=bool)
+    for k, (lo, hi) in train_range.items():
+        if k in test.logs:
+            v = np.exp(test.logs[k])
+            outside |= (v < lo * (1 - 1e-9)) | (v > hi * (1 + 1e-9))
+    return np.where(outside, "extrapolation", "interpolation")
+
+
+def score_fold(spec: ValidationSpec, idata, train: LawData | None, test: LawData,
+               fold: str) -> pd.DataFrame:
+    """Score the law (posterior ``idata``) and, given ``train``, the baselines on ``test``."""
+    preds = {LAW: law_predictive(idata, test, n_draws=spec.n_pred_draws, seed=spec.seed)}
+    if "cell_sd" in idata.posterior:
+        preds[NO_CELL] = law_predictive(idata, test, new_cell=False, n_draws=spec.n_pred_draws,
+                                        seed=spec.seed)
+    if spec.baselines and train is not None:
+        preds.update(baseline_predictives(train, test, seed=spec.seed))
+    t = test.table
+    base = pd.DataFrame({
+        "fold": fold, "run_id": t["run_id"].astype(str).to_numpy(),
+        "cell_id": (t["cell_id"].astype(str).to_numpy() if "cell_id" in t else
+                    t["run_id"].astype(str).to_numpy()),
+        "B": np.exp(test.logs["B"]), "C": np.exp(test.logs["C"]), "y": test.y,
+        "censored": test.censored, "region": _region(test, fitted_range(idata))})
+    frames = [pd.concat([base.assign(model=name),
+                         score_runs(p, test.y, test.censored, levels=spec.levels, seed=spec.seed)],
+                        axis=1)
+              for name, p in preds.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _meta(spec: ValidationSpec, mode: str, source: str, fit_kw: dict, idata) -> dict:
+    return {"mode": mode, "source": source, "levels": list(spec.levels),
+            "law_spec": asdict(spec.law), "fit": dict(fit_kw), "n_pred_draws": spec.n_pred_draws,
+            "range": fitted_range(idata) if idata is not None else {}}
+
+
+# ---- the two modes -------------------------------------------------------------------------
+
+def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
+                   fit_kw: dict | None = None, source: str = "table",
+                   progress: bool = True) -> ValidationResults:
+    """Leave-one-cell-out validation of the law on an emergence table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Emergence table (docs/DESIGN.md columns); ``cell_id`` groups the seeds of a cell (without
+        it every run is its own cell: leave-one-run-out).
+    spec : ValidationSpec, optional
+    fit_kw : dict, optional
+        Passed to ``UPTLawModel.fit`` in every fold (draws, tune, chains, seed, ...).
+    source : str
+        Where the table came from (recorded).
+    progress : bool
+        A progress bar over the refits.
+
+    Returns
+    -------
+    ValidationResults
+        ``meta["range"]`` is the full table's B and C range (every fold's training range lies
+        inside it); ``meta["fold_s"]`` the wall seconds of each refit.
+    """
+    spec, fit_kw = spec or ValidationSpec(), dict(fit_kw or {})
+    full = prepare(table, spec.law)
+    cells = (full.table["cell_id"] if "cell_id" in full.table else full.table["run_id"]).astype(str)
+    if cells.nunique() < 3:
+        raise UPTLawError(f"cell_id: leave-one-cell-out needs at least 3 cells, got {cells.nunique()}")
+    t0, frames, fold_s, idata = time.perf_counter(), [], [], None
+    for cell in tqdm(list(dict.fromkeys(cells)), desc="refits", unit="fold", disable=not progress):
+        t1 = time.perf_counter()
+        keep = (cells != cell).to_numpy()
+        res = spec.law.build(full.table[keep]).fit(**fit_kw)
+        frames.append(score_fold(spec, res.idata, res.data, subset(full, ~keep), fold=cell))
+        fold_s.append(time.perf_counter() - t1)
+    idata = res.idata
+    meta = _meta(spec, "loco", source, fit_kw, idata)
+    meta.update(range={k: [float(np.exp(v.min())), float(np.exp(v.max()))]
+                       for k, v in full.logs.items()},
+                n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0)
+    return ValidationResults(pd.concat(frames, ignore_index=True), meta)
+
+
+def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = None, *,
+                     train_table: pd.DataFrame | None = None, idata=None,
+                     fit_kw: dict | None = None, source: str = "held-out table") -> ValidationResults:
+    """Score the law fitted on ``train_table`` (or the saved posterior ``idata``) on the runs of
+    ``test_table``; the baselines need ``train_table`` (skipped without it).
+
+    Returns
+    -------
+    ValidationResults
+        ``region`` tells runs inside the training range of B and C from extrapolations.
+    """
+    spec, fit_kw = spec or ValidationSpec(), dict(fit_kw or {})
+    if train_table is None and idata is None:
+        raise UPTLawError("validate_holdout: pass train_table (to fit) or idata (a saved posterior)")
+    t0 = time.perf_counter()
+    train = prepare(train_table, spec.law) if train_table is not None else None
+    if idata is None:
+        idata = spec.law.build(train_table).fit(**fit_kw).idata
+    # the test runs are predicted, not fitted: no cell effect or size term to identify in them
+    test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False))
+    runs = score_fold(spec, idata, train, test, fold="held-out")
+    meta = _meta(spec, "holdout", source, fit_kw, idata)
+    meta.update(n_folds=1, wall_s=time.perf_counter() - t0)
+    return ValidationResults(runs, meta)
