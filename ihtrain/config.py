@@ -72,6 +72,7 @@ class MarkovConfig:
     entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
     frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
     reliability: float = -1.0
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 
@@ -310,6 +311,8 @@ def _validate_data(d: DataConfig, t: TrainConfig) -> None:
     for name, v in (("data.markov.frequency", mk.frequency), ("data.markov.reliability", mk.reliability)):
         _need(v < 0 or v <= 1.0, name, f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
     _need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
+    _need(mk.repeat_start == 0 or 2 <= mk.repeat_start <= t.context - 2, "data.markov.repeat_start",
+          f"must be 0 (C // 2) or in [2, train.context - 2] = [2, {t.context - 2}], got {mk.repeat_start}")
     _need(sn.pool_tokens >= 0 and mk.pool_tokens >= 0, "data.*.pool_tokens", "must be >= 0")
     if bi.mode != "none":
         _need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
