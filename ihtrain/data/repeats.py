@@ -10,7 +10,9 @@ no repeats, and a second half ``x[h .. T-1]``. The *decision points* are the pos
 ``a in [h, T-2]`` of the second half that have a next token ``x[a+1]``. ``start`` sets ``h`` to any
 position in ``[2, T-2]`` instead (``None``: ``T // 2``): a short repeat-free prefix puts contexts
 at early positions too, where layer-0 attention is spread over few tokens (used by long contexts,
-where a second half starting at ``T // 2`` leaves only far positions to learn from).
+where a second half starting at ``T // 2`` leaves only far positions to learn from), and lets the
+vocabulary be smaller than ``T``: only the prefix and the breaks draw fresh tokens, about
+``start + (1 - f) (T - start)`` per sequence (a sequence that runs out of unseen tokens raises).
 
 - ``a`` is an **induction context** (``A B ... A``) when ``x[a]`` occurred earlier, at some ``j < a``;
   the *recorded successors* of the context are ``S_a = {x[j+1] : j < a, x[j] = x[a]}``.
@@ -89,8 +91,12 @@ def draw_fresh(rng: np.random.Generator, propose: Callable[[np.ndarray], np.ndar
         out[left[ok]] = tok[ok]
         left = left[~ok]
     if left.size:
-        # uniform over unseen tokens: argmax of noise masked by "unseen" (vocabulary is large enough:
-        # the callers check vocab >= sequence length)
+        # uniform over unseen tokens: argmax of noise masked by "unseen". With the shipped layout the
+        # caller checks vocab >= length, so one is always left; with a short repeat-free prefix only
+        # about start + (1 - f) (T - start) tokens are fresh, and a row that runs out is an error.
+        if seen[rows[left]].all(1).any():
+            raise ValueError(f"vocab: a sequence used all {seen.shape[1]} tokens before its end; "
+                             f"raise the vocabulary or the repeat frequency")
         noise = rng.random((left.size, seen.shape[1]))
         noise[seen[rows[left]]] = -1.0
         out[left] = noise.argmax(1)
@@ -113,13 +119,16 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
     r = check_prob(reliability, "reliability")
     if length < 4:
         raise ValueError(f"length: must be >= 4 for a first and a second half, got {length}")
-    if n_vocab < length:
-        raise ValueError(f"vocab: {n_vocab} tokens are fewer than the sequence needs "
-                         f"(length {length}: up to {length} distinct tokens)")
     h = length // 2 if start is None else int(start)
     if not 2 <= h <= length - 2:
         raise ValueError(f"repeat_start: must be in [2, length - 2] = [2, {length - 2}] (the first "
                          f"decision point needs two earlier tokens and a next token), got {start}")
+    # distinct tokens a sequence may need: all of them in the shipped layout (a repeat-free first
+    # half, then fresh tokens at every break); with a short prefix, the prefix and a margin
+    need = length if start is None else min(length, 2 * h)
+    if n_vocab < need:
+        raise ValueError(f"vocab: {n_vocab} tokens are fewer than the sequence needs "
+                         f"(length {length}, repeats from {h}: up to {need} distinct tokens)")
     q = 1.0 if f * r >= 1.0 else f * (1.0 - r) / (1.0 - f * r)
     x = np.zeros((n_seqs, length), dtype=np.int64)
     seen = np.zeros((n_seqs, n_vocab), dtype=bool)

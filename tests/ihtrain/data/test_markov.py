@@ -88,6 +88,15 @@ def test_repeat_start_moves_the_first_repeat_and_keeps_the_targets():
     # contexts now fill the first half too: about f of its decision points repeat an earlier token
     early = measure_repeats(x[:, :32], start=4)
     assert abs(early["frequency"] - 0.9) <= 0.03
+    # only the prefix and the breaks draw fresh tokens, so a vocabulary smaller than C suffices
+    small, _ = build_chain(64, "markov", "zipf", seed=1)
+    y, _ = generate_markov(small, 200, 256, 0.9, 0.9, seed=5, repeat_start=8)
+    m = measure_repeats(y, start=8)
+    assert y.max() < 64 and abs(m["frequency"] - 0.9) <= 0.02 and abs(m["reliability"] - 0.9) <= 0.02
+    with pytest.raises(ValueError, match="vocab"):  # f = 0.5 needs ~130 fresh tokens per sequence
+        generate_markov(small, 200, 256, 0.5, 0.9, seed=5, repeat_start=8)
+    with pytest.raises(ValueError, match="vocab"):  # the shipped layout still needs V >= C
+        generate_markov(small, 2, 256, 0.9, 0.9)
     for bad in (1, 63):
         with pytest.raises(ValueError, match="repeat_start"):
             generate_markov(ch, 2, 64, 0.5, 0.5, repeat_start=bad)
