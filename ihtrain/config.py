@@ -143,6 +143,9 @@ class TrainConfig:
 # divergence rule only decides whether a broken run fails, never what a healthy run computes.
 EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every",
                          "divergence_factor", "divergence_window")
+# Fields added after runs were shipped, with the default that reproduces those runs: hashed only
+# when set otherwise, so every earlier run (and its config.json) keeps its run_id.
+LATE_FIELDS = {("data", "markov", "repeat_start"): 0}
 
 
 @dataclass
@@ -224,6 +227,12 @@ def config_hash(d: dict[str, Any]) -> str:
     d.pop("name", None)
     for f in EXECUTION_ONLY_FIELDS:
         d.get("train", {}).pop(f, None)
+    for (*path, leaf), default in LATE_FIELDS.items():
+        sect = d
+        for k in path:
+            sect = sect.get(k, {}) if isinstance(sect, dict) else {}
+        if isinstance(sect, dict) and sect.get(leaf, default) == default:
+            sect.pop(leaf, None)
     blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 

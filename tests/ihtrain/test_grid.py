@@ -109,7 +109,7 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
-    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-markov, "),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-law, bxc-markov, "),
     ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
     ('name = "e"\nextends = "bxc-text"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
@@ -496,6 +496,8 @@ def _run_id_before_issue_26(cfg) -> str:
     d.pop("name", None)
     for f in EXECUTION_ONLY_FIELDS:
         d["train"].pop(f, None)
+    if d["data"]["markov"]["repeat_start"] == 0:  # added later (issue 39): absent from older configs
+        del d["data"]["markov"]["repeat_start"]
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
 
 
@@ -509,6 +511,17 @@ def test_shipped_presets_keep_their_run_ids():
             assert r.cell_id == r.config.cell_id() != r.run_id
             other = r.config.to_dict() | {"seed": r.seed + 1}
             assert cell_hash(other) == r.cell_id and config_hash(other) != r.run_id
+
+
+def test_reference_runs_keep_their_ids():
+    """A config field added later (data.markov.repeat_start) leaves the shipped runs' ids alone."""
+    shipped = {p.name for p in (ROOT / "data" / "reference_runs" / "bxc-markov").iterdir() if p.is_dir()}
+    assert {r.run_id for r in load_grid_preset("bxc-markov").expand()} == shipped
+    law = load_grid_preset("bxc-law").expand()
+    assert all(r.config.data.markov.repeat_start == 32 for r in law)
+    moved = law[0].config
+    moved.data.markov.repeat_start = 0
+    assert moved.run_id() != law[0].run_id  # a set value is part of the id
 
 
 def test_cli_seeds_dry_run(tmp_path, capsys):
