@@ -513,15 +513,27 @@ def test_shipped_presets_keep_their_run_ids():
             assert cell_hash(other) == r.cell_id and config_hash(other) != r.run_id
 
 
+def test_law_design_presets():
+    """bxc-law: B spans 8x on B*C diagonals, one probe length and vocabulary; bxc-size: 4x parameters."""
+    law = load_grid_preset("bxc-law").expand()
+    Bs, Cs = ({getattr(r.config.train, f) for r in law} for f in ("batch_size", "context"))
+    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 18 and {r.seed for r in law} == {0, 1, 2}
+    assert len({(r.config.metrics.probe_len, r.config.data.markov.vocab, r.config.train.lr) for r in law}) == 1
+    assert 2 * law[0].config.metrics.probe_len + 1 <= min(Cs)
+    assert len({r.config.train.batch_size * r.config.train.context for r in law}) == 3  # 3 diagonals
+    size = load_grid_preset("bxc-size").expand()
+    widths = {r.config.model.d_model for r in size}
+    assert (max(widths) / min(widths)) ** 2 >= 4  # non-embedding parameters scale with d_model^2
+
+
 def test_reference_runs_keep_their_ids():
     """A config field added later (data.markov.repeat_start) leaves the shipped runs' ids alone."""
     shipped = {p.name for p in (ROOT / "data" / "reference_runs" / "bxc-markov").iterdir() if p.is_dir()}
     assert {r.run_id for r in load_grid_preset("bxc-markov").expand()} == shipped
-    law = load_grid_preset("bxc-law").expand()
-    assert all(r.config.data.markov.repeat_start == 32 for r in law)
-    moved = law[0].config
-    moved.data.markov.repeat_start = 0
-    assert moved.run_id() != law[0].run_id  # a set value is part of the id
+    cfg = load_grid_preset("bxc-markov").expand()[0].config
+    before = cfg.run_id()
+    cfg.data.markov.repeat_start = 8
+    assert cfg.run_id() != before  # a set value is part of the id
 
 
 def test_cli_seeds_dry_run(tmp_path, capsys):
