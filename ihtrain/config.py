@@ -69,6 +69,7 @@ class MarkovConfig:
     entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
     frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
     reliability: float = -1.0
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 
@@ -139,6 +140,9 @@ class TrainConfig:
 # divergence rule only decides whether a broken run fails, never what a healthy run computes.
 EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every",
                          "divergence_factor", "divergence_window")
+# Fields added after runs were shipped, with the default that reproduces those runs: hashed only
+# when set otherwise, so every earlier run (and its config.json) keeps its run_id.
+LATE_FIELDS = {("data", "markov", "repeat_start"): 0}
 
 
 #: the repeat probe's default half-length cap (Aoyama et al. 2025; used by ihtrain.probes)
@@ -230,6 +234,12 @@ def config_hash(d: dict[str, Any]) -> str:
     d.pop("name", None)
     for f in EXECUTION_ONLY_FIELDS:
         d.get("train", {}).pop(f, None)
+    for (*path, leaf), default in LATE_FIELDS.items():
+        sect = d
+        for k in path:
+            sect = sect.get(k, {}) if isinstance(sect, dict) else {}
+        if isinstance(sect, dict) and sect.get(leaf, default) == default:
+            sect.pop(leaf, None)
     blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 

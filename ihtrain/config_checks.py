@@ -108,6 +108,8 @@ def _validate_data(d: DataConfig, t: TrainConfig) -> None:
     for name, v in (("data.markov.frequency", mk.frequency), ("data.markov.reliability", mk.reliability)):
         _need(v < 0 or v <= 1.0, name, f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
     _need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
+    _need(mk.repeat_start == 0 or 2 <= mk.repeat_start <= t.context - 2, "data.markov.repeat_start",
+          f"must be 0 (C // 2) or in [2, train.context - 2] = [2, {t.context - 2}], got {mk.repeat_start}")
     _need(d.max_corpus_chars >= 0, "data.max_corpus_chars", f"must be >= 0 (0: whole corpus), got {d.max_corpus_chars}")
     _need(sn.top_v >= 1, "data.seminatural.top_v", f"must be >= 1, got {sn.top_v}")
     _need(0 < mk.zipf_alpha < math.inf, "data.markov.zipf_alpha", f"must be a finite number > 0, got {mk.zipf_alpha}")

@@ -376,15 +376,18 @@ def mutual_information(tokens: np.ndarray, V: int) -> float:
 
 
 def generate_markov(chain: MarkovChain, n_seqs: int, length: int, frequency: float = -1.0,
-                    reliability: float = -1.0, seed: int | np.random.Generator | None = 0
-                    ) -> tuple[np.ndarray, dict]:
-    """Sequences from ``chain`` (compact ids), with repeats planted when ``frequency >= 0``."""
+                    reliability: float = -1.0, seed: int | np.random.Generator | None = 0,
+                    repeat_start: int = 0) -> tuple[np.ndarray, dict]:
+    """Sequences from ``chain`` (compact ids), with repeats planted when ``frequency >= 0``.
+
+    ``repeat_start``: first position that may be a repeat (0: ``length // 2``, the shipped layout;
+    see :func:`ihtrain.data.repeats.plant_repeats`)."""
     rng = as_rng(seed)
     if frequency is not None and frequency >= 0:
         check_prob(frequency, "data.markov.frequency")
         check_prob(reliability, "data.markov.reliability")
         return plant_repeats(rng, n_seqs, length, chain.V, frequency, reliability,
-                             chain.sample_first, chain.sample_next)
+                             chain.sample_first, chain.sample_next, start=repeat_start or None)
     return chain.sample(rng, n_seqs, length), {}
 
 
@@ -417,7 +420,8 @@ class MarkovSource:
                 "pool_tokens": self.pool_tokens, **t}
 
     def _make(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
-        return generate_markov(self.chain, n_seqs, length, self.cfg.frequency, self.cfg.reliability, rng)
+        return generate_markov(self.chain, n_seqs, length, self.cfg.frequency, self.cfg.reliability, rng,
+                               repeat_start=getattr(self.cfg, "repeat_start", 0))
 
     def sample(self, rng: np.random.Generator, n_seqs: int, length: int, progress: float = 0.0):
         toks, truth = (self._pool.draw(rng, n_seqs, length) if self._pool is not None

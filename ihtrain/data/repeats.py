@@ -7,7 +7,12 @@ Definitions (what the knobs mean, and exactly how the realised values are measur
 -----------------------------------------------------------------------------------
 A sequence ``x[0 .. T-1]`` has a first half ``x[0 .. h-1]``, ``h = T // 2``, of fresh tokens with
 no repeats, and a second half ``x[h .. T-1]``. The *decision points* are the positions
-``a in [h, T-2]`` of the second half that have a next token ``x[a+1]``.
+``a in [h, T-2]`` of the second half that have a next token ``x[a+1]``. ``start`` sets ``h`` to any
+position in ``[2, T-2]`` instead (``None``: ``T // 2``): a short repeat-free prefix puts contexts
+at early positions too, where layer-0 attention is spread over few tokens (used by long contexts,
+where a second half starting at ``T // 2`` leaves only far positions to learn from), and lets the
+vocabulary be smaller than ``T``: only the prefix and the breaks draw fresh tokens, about
+``start + (1 - f) (T - start)`` per sequence (a sequence that runs out of unseen tokens raises).
 
 - ``a`` is an **induction context** (``A B ... A``) when ``x[a]`` occurred earlier, at some ``j < a``;
   the *recorded successors* of the context are ``S_a = {x[j+1] : j < a, x[j] = x[a]}``.
@@ -86,8 +91,12 @@ def draw_fresh(rng: np.random.Generator, propose: Callable[[np.ndarray], np.ndar
         out[left[ok]] = tok[ok]
         left = left[~ok]
     if left.size:
-        # uniform over unseen tokens: argmax of noise masked by "unseen" (vocabulary is large enough:
-        # the callers check vocab >= sequence length)
+        # uniform over unseen tokens: argmax of noise masked by "unseen". With the shipped layout the
+        # caller checks vocab >= length, so one is always left; with a short repeat-free prefix only
+        # about start + (1 - f) (T - start) tokens are fresh, and a row that runs out is an error.
+        if seen[rows[left]].all(1).any():
+            raise ValueError(f"vocab: a sequence used all {seen.shape[1]} tokens before its end; "
+                             f"raise the vocabulary or the repeat frequency")
         noise = rng.random((left.size, seen.shape[1]))
         noise[seen[rows[left]]] = -1.0
         out[left] = noise.argmax(1)
@@ -96,11 +105,13 @@ def draw_fresh(rng: np.random.Generator, propose: Callable[[np.ndarray], np.ndar
 
 def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: int,
                   frequency: float, reliability: float,
-                  first: FirstSampler, next_: NextSampler) -> tuple[np.ndarray, dict]:
+                  first: FirstSampler, next_: NextSampler, start: int | None = None
+                  ) -> tuple[np.ndarray, dict]:
     """Generate ``(n_seqs, length)`` tokens in ``[0, n_vocab)`` with planted repeats.
 
     ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` draws one successor per entry of
     ``prev`` from the fresh-token model (exclusion of seen tokens is done here, by rejection).
+    ``start``: first decision point ``h`` (``None``: ``length // 2``, the shipped layout).
     Returns ``(tokens, truth)``; ``truth`` holds per-sequence counts ``n_decisions``,
     ``n_contexts``, ``n_copies`` and the realised ``frequency`` and ``reliability`` (ratios of sums).
     """
@@ -108,10 +119,16 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
     r = check_prob(reliability, "reliability")
     if length < 4:
         raise ValueError(f"length: must be >= 4 for a first and a second half, got {length}")
-    if n_vocab < length:
+    h = length // 2 if start is None else int(start)
+    if not 2 <= h <= length - 2:
+        raise ValueError(f"repeat_start: must be in [2, length - 2] = [2, {length - 2}] (the first "
+                         f"decision point needs two earlier tokens and a next token), got {start}")
+    # distinct tokens a sequence may need: all of them in the shipped layout (a repeat-free first
+    # half, then fresh tokens at every break); with a short prefix, the prefix and a margin
+    need = length if start is None else min(length, 2 * h)
+    if n_vocab < need:
         raise ValueError(f"vocab: {n_vocab} tokens are fewer than the sequence needs "
-                         f"(length {length}: up to {length} distinct tokens)")
-    h = length // 2
+                         f"(length {length}, repeats from {h}: up to {need} distinct tokens)")
     q = 1.0 if f * r >= 1.0 else f * (1.0 - r) / (1.0 - f * r)
     x = np.zeros((n_seqs, length), dtype=np.int64)
     seen = np.zeros((n_seqs, n_vocab), dtype=bool)
@@ -145,9 +162,12 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
         q_p = f if p == h else q
         k = 0 if p == length - 1 else _stochastic_round(rng, q_p * free.size)
         plant_mask = _choose(rng, free, k)
+        if plant_mask.any():
+            rows = free[plant_mask]
+            tok, ok = _draw_plants(rng, x, rows, p, np.isin(rows, broken))
+            col[rows[ok]] = tok[ok]
+            plant_mask[np.flatnonzero(plant_mask)[~ok]] = False  # nothing to plant: a fresh token
         plant = free[plant_mask]
-        if plant.size:
-            col[plant] = _draw_plants(rng, x, plant, p, np.isin(plant, broken))
         fresh = free[~plant_mask]
         if fresh.size:
             col[fresh] = draw_fresh(rng, lambda left: next_(rng, prev[fresh[left]]), fresh, seen)
@@ -166,14 +186,20 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
 
 
 def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: int,
-                 after_break: np.ndarray) -> np.ndarray:
-    """Token of a random earlier position ``j <= p-2``: not ``x[p-1]``; not in ``S`` after a break."""
+                 after_break: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Token of a random earlier position ``j <= p-2``: not ``x[p-1]``; not in ``S`` after a break.
+
+    Returns ``(tokens, ok)``; ``ok`` is False for a row with no such position (possible only a few
+    tokens after a short ``start``: e.g. ``a b a`` leaves nothing after a break), which the caller
+    fills with a fresh token instead.
+    """
     prev = x[rows, p - 1]
     out = np.empty(rows.size, dtype=np.int64)
+    ok_all = np.ones(rows.size, dtype=bool)
     left = np.arange(rows.size)
     for _ in range(12):  # rejection: nearly every position qualifies
         if left.size == 0:
-            return out
+            return out, ok_all
         rr = rows[left]
         j = rng.integers(0, p - 1, size=left.size)
         tok = x[rr, j]
@@ -195,9 +221,10 @@ def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: i
             succ = x[row, 1:p][x[row, : p - 1] == pv]
             valid &= ~np.isin(cand, succ)
         if not valid.any():
-            raise ValueError(f"length: sequence of length {x.shape[1]} is too short to plant repeats")
+            ok_all[i] = False
+            continue
         out[i] = rng.choice(cand[valid])
-    return out
+    return out, ok_all
 
 
 def summarise(n_dec: np.ndarray, n_ctx: np.ndarray, n_copy: np.ndarray) -> dict[str, float]:

@@ -109,7 +109,7 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
-    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-markov, "),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-law, bxc-markov, "),
     ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
     ('name = "e"\nextends = "bxc-text"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
@@ -498,6 +498,8 @@ def _run_id_before_issue_26(cfg) -> str:
     d.pop("name", None)
     for f in EXECUTION_ONLY_FIELDS:
         d["train"].pop(f, None)
+    if d["data"]["markov"]["repeat_start"] == 0:  # added later (issue 39): absent from older configs
+        del d["data"]["markov"]["repeat_start"]
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
 
 
@@ -511,6 +513,29 @@ def test_shipped_presets_keep_their_run_ids():
             assert r.cell_id == r.config.cell_id() != r.run_id
             other = r.config.to_dict() | {"seed": r.seed + 1}
             assert cell_hash(other) == r.cell_id and config_hash(other) != r.run_id
+
+
+def test_law_design_presets():
+    """bxc-law: B spans 8x, C >= 64, one probe length and vocabulary; bxc-size: 4x parameters."""
+    law = load_grid_preset("bxc-law").expand()
+    Bs, Cs = ({getattr(r.config.train, f) for r in law} for f in ("batch_size", "context"))
+    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 21 and {r.seed for r in law} == {0, 1, 2}
+    assert len({(r.config.metrics.probe_len, r.config.data.markov.vocab, r.config.train.lr) for r in law}) == 1
+    assert 2 * law[0].config.metrics.probe_len + 1 <= min(Cs)
+    assert all(r.config.data.markov.vocab >= r.config.train.context for r in law)  # the shipped layout
+    size = load_grid_preset("bxc-size").expand()
+    widths = {r.config.model.d_model for r in size}
+    assert (max(widths) / min(widths)) ** 2 >= 4  # non-embedding parameters scale with d_model^2
+
+
+def test_reference_runs_keep_their_ids():
+    """A config field added later (data.markov.repeat_start) leaves the shipped runs' ids alone."""
+    shipped = {p.name for p in (ROOT / "data" / "reference_runs" / "bxc-markov").iterdir() if p.is_dir()}
+    assert {r.run_id for r in load_grid_preset("bxc-markov").expand()} == shipped
+    cfg = load_grid_preset("bxc-markov").expand()[0].config
+    before = cfg.run_id()
+    cfg.data.markov.repeat_start = 8
+    assert cfg.run_id() != before  # a set value is part of the id
 
 
 def test_cli_seeds_dry_run(tmp_path, capsys):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ihtrain.config import MarkovConfig
+from ihtrain.config import MarkovConfig, RunConfig, validate
 from ihtrain.data.markov import (TOL_H, TOL_SIM, MarkovSource, build_chain, generate_markov, marginal,
                                  mutual_information)
 from ihtrain.data.repeats import measure_repeats
@@ -74,6 +74,34 @@ def test_frequency_reliability_imposed():
         np.testing.assert_array_equal(m["n_copies"], truth["n_copies"])
 
 
+def test_repeat_start_moves_the_first_repeat_and_keeps_the_targets():
+    ch, _ = build_chain(300, "markov", "zipf", entropy_rate=5.0, seed=0)
+    shipped, _ = generate_markov(ch, 200, 64, 0.9, 0.9, seed=7)
+    half, _ = generate_markov(ch, 200, 64, 0.9, 0.9, seed=7, repeat_start=32)
+    assert shipped.tobytes() == half.tobytes()  # 0 is the shipped layout (C // 2), bit for bit
+    x, truth = generate_markov(ch, 1600, 64, 0.9, 0.7, seed=4, repeat_start=4)
+    m = measure_repeats(x, start=4)
+    assert abs(m["frequency"] - 0.9) <= 0.02 and abs(m["reliability"] - 0.7) <= 0.02
+    np.testing.assert_array_equal(m["n_copies"], truth["n_copies"])
+    assert (truth["n_decisions"] == 64 - 1 - 4).all()
+    assert all(len(set(row[:4])) == 4 for row in x)  # the prefix stays repeat-free
+    # contexts now fill the first half too: about f of its decision points repeat an earlier token
+    early = measure_repeats(x[:, :32], start=4)
+    assert abs(early["frequency"] - 0.9) <= 0.03
+    # only the prefix and the breaks draw fresh tokens, so a vocabulary smaller than C suffices
+    small, _ = build_chain(64, "markov", "zipf", seed=1)
+    y, _ = generate_markov(small, 200, 256, 0.9, 0.9, seed=5, repeat_start=8)
+    m = measure_repeats(y, start=8)
+    assert y.max() < 64 and abs(m["frequency"] - 0.9) <= 0.02 and abs(m["reliability"] - 0.9) <= 0.02
+    with pytest.raises(ValueError, match="vocab"):  # f = 0.5 needs ~130 fresh tokens per sequence
+        generate_markov(small, 200, 256, 0.5, 0.9, seed=5, repeat_start=8)
+    with pytest.raises(ValueError, match="vocab"):  # the shipped layout still needs V >= C
+        generate_markov(small, 2, 256, 0.9, 0.9)
+    for bad in (1, 63):
+        with pytest.raises(ValueError, match="repeat_start"):
+            generate_markov(ch, 2, 64, 0.5, 0.5, repeat_start=bad)
+
+
 def test_source_and_determinism():
     cfg = MarkovConfig(vocab=300, marginal="zipf", entropy_rate=4.0, frequency=0.3, reliability=0.7)
     a = MarkovSource(cfg, seed=3, pool_tokens=20_000)
@@ -100,6 +128,10 @@ def test_errors():
         build_chain(100, "markov", "zipf", entropy_rate=9.0)
     with pytest.raises(ValueError, match="frequency"):
         MarkovSource(MarkovConfig(vocab=100, frequency=1.5))
+    with pytest.raises(ValueError, match="data.markov.repeat_start"):
+        cfg = RunConfig()
+        cfg.data.source, cfg.data.markov.repeat_start = "markov", 300
+        validate(cfg)
     with pytest.raises(ValueError, match="vocab"):
         ch, _ = build_chain(20, "markov", "uniform")
         generate_markov(ch, 2, 64, 0.5, 0.5)
