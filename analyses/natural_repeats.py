@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
 
@@ -89,8 +90,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="window seed (default 0)")
     p.add_argument("--k-range", type=float, nargs=2, default=[128, 512], metavar=("LO", "HI"),
                    help="also fit k over LO <= C <= HI (default 128 512: the shipped bxc-cpu-h200 runs' C)")
-    p.add_argument("--out", default="out/natural_repeats", help="output directory")
-    return p.parse_args(argv)
+    p.add_argument("--out", default="results/natural_repeats", help="output directory (default results/natural_repeats)")
+    args = p.parse_args(argv)
+    check_args(p, args, {"windows": Range(2, integer=True), "seed": NONNEG_INT})
+    check_out_dir(args.out, parser=p)
+    return args
 
 
 def main(argv=None) -> int:

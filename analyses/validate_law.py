@@ -27,6 +27,7 @@ from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.law_validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.predict import load_posterior
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihstats.upt_law import UPTLawError, UPTLawSpec
 from ihtrain.fileio import UnreadableFile, read_table
 
@@ -56,6 +57,9 @@ def parse_args(argv=None):
     p.add_argument("--no-baselines", action="store_true", help="score the law only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
     args = p.parse_args(argv)
+    check_args(p, args, {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT})
+    if args.out is not None:  # never over what it reads (a grid's summary.csv, a posterior)
+        check_out_dir(args.out, inputs=[x for x in (args.runs, args.fit, args.test, args.posterior) if x], parser=p)
     if args.cv and not args.runs:
         p.error("--cv cell needs --runs GRID")
     if args.runs and not args.cv:

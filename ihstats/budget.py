@@ -32,6 +32,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from ihstats import io
+from ihstats.cli_checks import Range, check_args
 from ihstats.emergence import FORMED_MIN_PS, formation
 from ihstats.frontier import KNOBS, FrontierSpec, single_outcome
 from ihstats.frontier_glm import fit_glm
@@ -229,6 +230,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cap", type=float, default=None, help="long budget in updates (default: train.max_steps)")
     ap.add_argument("-o", "--out", default=None, help="CSV of the per-run table (default: print only)")
     a = ap.parse_args(argv)
+    check_args(ap, a, {"ratio": Range(1, lo_open=True), "cap": Range(1)})  # a ratio <= 1 has no short budget
     try:
         long, short, cmp = two_budgets(io.load_grid(a.grid), a.ratio, a.cap)
     except (ValueError, OSError) as e:

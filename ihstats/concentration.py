@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ihstats.cli_checks import Range, check_args, check_out_dir
 from ihstats.contract import SchemaError, max_over_heads
 from ihstats.io import load_grid
 
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                    "(default 0.02: the paper's top 2%%, one head below 75 heads per layer)")
     p.add_argument("--out", required=True, help="folder for concentration.csv and concentration_at_level.csv")
     args = p.parse_args(argv)
+    check_args(p, args, {"level": Range(0, 1, lo_open=True), "frac": Range(0, 1, lo_open=True)})
+    check_out_dir(args.out, inputs=[args.grid], parser=p)
     try:
         over, at = grid_concentration(args.grid, args.metric, args.level, args.frac)
     except (FileNotFoundError, ValueError, SchemaError) as e:

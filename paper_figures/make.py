@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, the repository root is not on the path
     sys.path.insert(0, str(ROOT))
 
+from ihstats.cli_checks import NONNEG_INT, check_args  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from paper_figures.builders import (BUDGET, EXAMPLES, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
                                     Skip, rel_path)
@@ -140,6 +141,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "with diagnostics past their thresholds, others at all (exit 1 if any)")
     ap.add_argument("--list", action="store_true", help="list the figures and exit")
     args = ap.parse_args(argv)
+    check_args(ap, args, {"seed": NONNEG_INT})
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.full = not args.fast
     return args

@@ -93,6 +93,9 @@ def test_until_emergence_with_negative_threshold_never_starts(tmp_path, capsys):
     ("ablation_tests", ["--alpha", "1.2"], "--alpha: must be a finite number in (0, 1)"),
     ("ablation_tests", ["--n-boot", "0"], "--n-boot: must be an integer >= 1"),
     ("ablation_tests", ["--power-effect", "-0.2"], "--power-effect: must be a finite number > 0"),
+    ("validate_law", ["--runs", "G", "--cv", "cell", "--draws", "0"], "--draws: must be an integer >= 1, got 0"),
+    ("validate_law", ["--runs", "G", "--cv", "cell", "--chains", "-1"], "--chains: must be an integer >= 1"),
+    ("natural_repeats", ["--windows", "1"], "--windows: must be an integer >= 2, got 1"),
 ])
 def test_analysis_flag_outside_its_range_stops_before_work(name, argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as e:
@@ -112,6 +115,10 @@ def test_analysis_flag_outside_its_range_stops_before_work(name, argv, message, 
     ("ihtrain.ablate", ["RUN", "--top-frac", "1.5"], "--top-frac: must be a finite number in (0, 1]"),
     ("ihtrain.ablate", ["RUN", "--shots", "0"], "--shots: must be an integer >= 1"),
     ("ihtrain.ablate", ["RUN", "--threads", "-1"], "--threads: must be an integer >= 0 (0: torch's default)"),
+    ("ihstats.budget", ["GRID", "--ratio", "1"], "--ratio: must be a finite number > 1, got 1.0"),
+    ("ihstats.budget", ["GRID", "--cap", "nan"], "--cap: must be a finite number >= 1, got nan"),
+    ("ihstats.concentration", ["GRID", "--level", "0", "--out", "O"], "--level: must be a finite number in (0, 1]"),
+    ("ihstats.concentration", ["GRID", "--frac", "2", "--out", "O"], "--frac: must be a finite number in (0, 1]"),
 ])
 def test_module_cli_flag_outside_its_range_stops_before_reading(module, argv, message, capsys):
     main = importlib.import_module(module).main

@@ -51,5 +51,7 @@ def test_cli_on_the_shipped_biinduct_grid(tmp_path, capsys):
     assert sorted(at["biinduct"].unique()) == ["backward", "balanced", "forward", "none"]
     assert len(at) == 4 * 2 and at["n_eff"].between(1, 4).all() and at["top_share"].between(0.25, 1).all()
     assert set(over["layer"]) == {0, 1} and over.groupby("run_id")["step"].nunique().min() > 10
-    assert main([str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+    assert main([str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2  # a missing grid: one line
+    with pytest.raises(SystemExit):  # an --out that holds the grid it reads is refused before reading
+        main([str(tmp_path / "nope"), "--out", str(tmp_path)])
     assert "error" in capsys.readouterr().err
