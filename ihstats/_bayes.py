@@ -106,10 +106,10 @@ def add_group(idata, group: str, data_vars: dict, *, coords: dict | None = None,
     return idata
 
 
-def from_draws(posterior: dict):
-    """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}``; for known
-    posteriors (tests, simulations)."""
-    return compat.from_draws(posterior)
+def from_draws(posterior: dict, dims: dict | None = None, coords: dict | None = None):
+    """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}`` (optional ArviZ
+    ``dims`` / ``coords``); for known posteriors (tests, simulations)."""
+    return compat.from_draws(posterior, dims=dims, coords=coords)
 
 
 def groups(idata) -> list[str]:

@@ -47,12 +47,14 @@ def new_idata(**groups):
     return az.InferenceData(**groups)
 
 
-def from_draws(posterior: dict):
+def from_draws(posterior: dict, dims: dict | None = None, coords: dict | None = None):
     """A fit object holding only a posterior given as ``{name: array (chain, draw, ...)}``
-    (known posteriors in tests and simulations)."""
+    (known posteriors in tests and simulations), with optional ``dims`` / ``coords`` as in ArviZ."""
     import arviz as az
 
-    return az.from_dict({"posterior": posterior}) if ARVIZ_1 else az.from_dict(posterior=posterior)
+    if ARVIZ_1:
+        return az.from_dict({"posterior": posterior}, dims=dims, coords=coords)
+    return az.from_dict(posterior=posterior, dims=dims, coords=coords)
 
 
 def set_group(idata, group: str, ds) -> None:

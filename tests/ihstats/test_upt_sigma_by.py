@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+from ihstats import _bayes
 from ihstats.law_sensitivity import influence_table, sensitivity_table
 from helpers_law import model_loglik_at
 from ihstats.simulate_law import simulate_emergence_table
@@ -35,8 +36,6 @@ def fitted(table):
 def test_numpy_loglik_uses_each_runs_level_like_the_model(table):
     """Fast check of the wiring: the LOO log-likelihood (numpy) equals the PyMC model's terms with
     a different sigma per C level."""
-    import arviz as az
-
     law = SPEC.build(table)
     model = law.pymc_model()
     z, mu_ls, sd_ls = np.array([0.9, -0.2, -1.1]), -1.0, 0.8
@@ -44,10 +43,9 @@ def test_numpy_loglik_uses_each_runs_level_like_the_model(table):
     lik = model_loglik_at(model, point)
     sigma = np.exp(mu_ls + sd_ls * z)
     post = {k: np.full((1, 1), point[k]) for k in ("alpha", "a", "b")} | {"sigma": sigma[None, None]}
-    idata = az.from_dict(posterior=post, dims={"sigma": ["sigma_level"]},
-                         coords={"sigma_level": law.data.sigma_levels})
+    idata = _bayes.from_draws(post, dims={"sigma": ["sigma_level"]}, coords={"sigma_level": law.data.sigma_levels})
     assert loglik(law.data, idata).sum() == pytest.approx(float(lik), rel=1e-7)
-    shared = az.from_dict(posterior={**post, "sigma": np.full((1, 1), sigma.mean())})
+    shared = _bayes.from_draws({**post, "sigma": np.full((1, 1), sigma.mean())})
     assert loglik(UPTLawSpec(likelihood="normal").build(table).data, shared).sum() != pytest.approx(float(lik))
 
 
