@@ -299,6 +299,9 @@ def _student_t_logsf_op():
         def grad(self, inputs, g):
             return [grad_not_implemented(self, i, inputs[i]) for i in range(2)]
 
+        def pullback(self, inputs, outputs, cotangents):  # pytensor >= 3's name for grad (PyMC 6)
+            return self.grad(inputs, cotangents)
+
     class StudentTLogSF(Op):
         __props__ = ()
 
@@ -315,6 +318,9 @@ def _student_t_logsf_op():
                       - (nu + 1) / 2 * pt.log1p(z**2 / nu))
             dz = -pt.exp(logpdf - self(z, nu))
             return [g[0] * dz, pt.sum(g[0] * StudentTLogSFdNu()(z, nu))]
+
+        def pullback(self, inputs, outputs, cotangents):  # pytensor >= 3 calls this, not grad
+            return self.grad(inputs, cotangents)
 
     return StudentTLogSF()
 
