@@ -22,6 +22,7 @@ import torch
 
 from ihtrain.config import ModelConfig
 from ihtrain.model import GPT
+from ihtrain.probes import make_probes
 
 LN_EPS = 1e-5
 
@@ -142,3 +143,11 @@ def backward_heads_model(V: int = 20, P: int = 16, m: int = 7, d: int = 256, alp
         _pos_attention(model, 0, 1, V, P, {p: 2 * m - 1 - p for p in range(m - 1)}, lam=3.0)
         _copy_ov(model, 0, 1, V, alpha)
     return model.eval()
+
+
+def small_probes(V: int = 20, C: int = 16):
+    """The probe set the hand-wired metric tests read: V tokens (0 the separator), context C,
+    30 sequences; at V 20, C 16 the repeat half is n = 8 and the copy span m = 7."""
+    p = make_probes(vocab_size=V, context=C, seed=0, ordinary_range=(1, V), sep_token=0, n_seqs=30)
+    assert (V, C) != (20, 16) or (p.n, p.n_copy) == (8, 7)
+    return p

@@ -21,7 +21,7 @@ from ihtrain.probes import make_probes
 torch.set_num_threads(1)
 
 sys.path.insert(0, str(Path(__file__).parent))
-from handwired import induction_model, positional_heads_model  # noqa: E402
+from handwired import induction_model, positional_heads_model, small_probes  # noqa: E402
 
 V, C = 20, 16
 NEAR = 1e-6  # attention in the hand-wired models is one-hot to ~1e-10 per key
@@ -29,9 +29,7 @@ NEAR = 1e-6  # attention in the hand-wired models is one-hot to ~1e-10 per key
 
 @pytest.fixture(scope="module")
 def probes():
-    p = make_probes(vocab_size=V, context=C, seed=0, ordinary_range=(1, V), sep_token=0, n_seqs=30)
-    assert (p.n, p.n_copy) == (8, 7)
-    return p
+    return small_probes(V, C)
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ import torch
 from ihtrain.config import ModelConfig
 from ihtrain.metrics import NEEDS_VAL, evaluate
 from ihtrain.model import GPT
-from ihtrain.probes import make_probes, natural_repeat
+from ihtrain.probes import natural_repeat
 
 torch.set_num_threads(1)
 sys.path.insert(0, str(Path(__file__).parent))
-from handwired import backward_heads_model, induction_model  # noqa: E402
+from handwired import backward_heads_model, induction_model, small_probes  # noqa: E402
 
 V, C = 20, 16
 NEAR = 1e-6
@@ -24,9 +24,7 @@ NEW = ["dup_bwd", "ps_nat", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_
 
 @pytest.fixture(scope="module")
 def probes():
-    p = make_probes(vocab_size=V, context=C, seed=0, ordinary_range=(1, V), sep_token=0, n_seqs=30)
-    assert (p.n, p.n_copy) == (8, 7)
-    return p
+    return small_probes(V, C)
 
 
 @pytest.fixture(scope="module")
