@@ -54,6 +54,9 @@ def parse_args(argv=None):
                    help="the law's noise model (default student_t, as analyses/fit_upt_law.py)")
     p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
                    help="the law's cell effect; auto = on when some cell has several seeds")
+    p.add_argument("--sigma-by", default=None, metavar="COLUMN",
+                   help="one seed-level sigma per level of this emergence-table column (e.g. C), "
+                        "as analyses/fit_upt_law.py --sigma-by (default: one shared sigma)")
     p.add_argument("--no-baselines", action="store_true", help="score the law only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
     args = p.parse_args(argv)
@@ -96,7 +99,7 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
 def _spec(args, table: pd.DataFrame) -> ValidationSpec:
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
-    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell)
+    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by)
     return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed)
 
 

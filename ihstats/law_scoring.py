@@ -34,6 +34,7 @@ from scipy import optimize, special, stats
 
 from ihstats import _bayes
 from ihstats.upt_data import COEF, LawData
+from ihstats.upt_results import planned_run_sigma
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {
@@ -181,7 +182,10 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
             loc -= draws(COEF[k]) * (v - attrs[f"center_log{k}"])[None]
     if new_cell and "cell_sd" in post:
         loc += draws("cell_sd") * rng.standard_normal(loc.shape)
-    scale = np.sqrt(draws("sigma") ** 2 + data.me_sd[None] ** 2)
+    # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)
+    design = {k: np.exp(v) for k, v in data.logs.items()}
+    sigma = planned_run_sigma(idata, design, rng)[pick]
+    scale = np.sqrt(sigma ** 2 + data.me_sd[None] ** 2)
     nu = draws("nu") if "nu" in post else None
     return Predictive(loc, scale, nu)
 

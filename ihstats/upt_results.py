@@ -109,7 +109,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         cell-level residual ``cell_sd`` when the fit has a cell effect, else equal to
         ``upt_lo/upt_hi``), ``pred_lo/pred_hi`` (HDI of a new run's UPT in a new cell: adds the
         run-to-run scatter sigma, excluding measurement error; a ``sigma_by`` fit takes the planned
-        run's level, or a new level's, see ``_new_run_sigma``), and ``tokens = upt * B * C``.
+        run's level, or a new level's, see ``planned_run_sigma``), and ``tokens = upt * B * C``.
     """
     attrs = idata.posterior.attrs
     size_term = bool(int(attrs.get("size_term", 0)))
@@ -132,7 +132,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     cell = mu
     if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
-    new = cell + _new_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps
+    new = cell + planned_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps
     out = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
@@ -168,7 +168,7 @@ def ols_fit(data: LawData, level: float = 0.9) -> pd.DataFrame:
     return frame
 
 
-def _new_run_sigma(idata, design: dict, rng) -> np.ndarray:
+def planned_run_sigma(idata, design: dict, rng) -> np.ndarray:
     """Draws of a planned run's scatter, (S, 1) or (S, n): the shared sigma; with ``sigma_by`` a
     design factor (B, C, N), the fitted level's sigma where the value is one, else a new level
     drawn from the hierarchy (``exp(log_sigma_mu + log_sigma_sd * z)``); with ``sigma_by`` another

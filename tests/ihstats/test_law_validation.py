@@ -174,3 +174,23 @@ def test_predict_prints_the_validated_coverage_and_warns_outside_its_range(tmp_p
     (tmp_path / "upt_law_simulated.validation.json").write_text("{not json")
     assert predict_main(["--batch-size", "32", "--context", "64", "--posterior", str(post)]) == 2
     assert "not a readable validation record" in capsys.readouterr().err
+
+
+def test_sigma_by_predictive_uses_each_runs_level_and_a_new_level_for_an_unseen_one():
+    """With ``sigma_by="C"`` each held-out run is scored with its C level's scatter (0.8 at C 16
+    is far wider than 0.1 at C 256), and a C the fit never saw gets a scale drawn from the
+    hierarchy: before, every run got the flattened (draws x levels) sigma, a silent wrong scale."""
+    from ihstats.law_scoring import law_predictive
+    table, _ = simulate_emergence_table(B_values=(4, 8, 16, 32), C_values=(16, 64, 256), n_seeds=3,
+                                        sigma_C={16: 0.8, 64: 0.3, 256: 0.1}, censor_frac=0.0,
+                                        cell_sd=0.0, seed=5)
+    spec = UPTLawSpec(cell_effect=False, sigma_by="C")
+    res = spec.build(table).fit(draws=150, tune=200, chains=1, seed=0)
+    pred = law_predictive(res.idata, res.data, n_draws=100, seed=0)
+    assert pred.scale.shape == (100, len(table))
+    med = pd.Series(np.median(pred.scale, axis=0), index=table["C"].to_numpy()).groupby(level=0).mean()
+    assert med[16] > 2 * med[64] > 2 * med[256] > 0
+
+    new = pd.concat([table[table["C"] == 16], table[table["C"] == 64].assign(C=128.0)])  # 128: unseen
+    pred_new = law_predictive(res.idata, prepare(new, spec), n_draws=100, seed=0)
+    assert np.isfinite(pred_new.scale).all() and pred_new.scale.shape == (100, len(new))
