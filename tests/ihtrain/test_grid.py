@@ -519,7 +519,7 @@ def test_law_design_presets():
     """bxc-law: B spans 8x, C >= 64, one probe length and vocabulary; bxc-size: 4x parameters."""
     law = load_grid_preset("bxc-law").expand()
     Bs, Cs = ({getattr(r.config.train, f) for r in law} for f in ("batch_size", "context"))
-    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 21 and {r.seed for r in law} == {0, 1, 2}
+    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 18 and {r.seed for r in law} == {0, 1, 2}
     assert len({(r.config.metrics.probe_len, r.config.data.markov.vocab, r.config.train.lr) for r in law}) == 1
     assert 2 * law[0].config.metrics.probe_len + 1 <= min(Cs)
     assert all(r.config.data.markov.vocab >= r.config.train.context for r in law)  # the shipped layout
