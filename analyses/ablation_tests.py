@@ -26,7 +26,7 @@ from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check
 from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
-from ihtrain.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"

@@ -36,8 +36,8 @@ from ihstats.frontier import FrontierSpec, knob_verdict
 from ihstats.onset_design import resolving_designs
 from ihstats.onset_model import OnsetSpec
 from ihstats.plots import plot_frontier
-from ihtrain.fileio import UnreadableFile
-from ihtrain.fileio import read_table as read_checked_table
+from ihstats.fileio import UnreadableFile
+from ihstats.fileio import read_table as read_checked_table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"

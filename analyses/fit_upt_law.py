@@ -26,7 +26,7 @@ from ihstats.io import load_grid
 from ihstats.law_sensitivity import circuit_warning, sensitivity_table
 from ihstats.report import write_upt_report
 from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_sigma_by, compare_size_term
-from ihtrain.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, read_table
 
 DEFAULT_RUNS = "runs/bxc-markov"
 RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,

@@ -29,7 +29,7 @@ from ihstats.law_validation import ValidationSpec, cross_validate, validate_hold
 from ihstats.predict import load_posterior
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihstats.upt_law import UPTLawError, UPTLawSpec
-from ihtrain.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, read_table
 
 
 def parse_args(argv=None):

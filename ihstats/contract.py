@@ -11,7 +11,7 @@ Both halves import it: the trainer (``ihtrain.train``, ``ihtrain.metrics``, ``ih
 - the short factor names the statistics give config fields,
 - the status values and the one reader / writer of ``status.json``,
 - the max-over-heads curve and its threshold crossing (:func:`max_over_heads`,
-  :func:`ps_crossing`, :func:`run_crossing`),
+  :func:`ps_crossing`, :func:`run_crossing`) and the default threshold (:data:`EMERGENCE_THRESHOLD`),
 - :class:`SchemaError`, raised by every reader when a file breaks the contract.
 
 Names and values here are fixed strings: add new ones, never rename (old run directories must
@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# both stdlib-only at import (fileio imports torch inside its checkpoint functions only)
-from ihtrain.config import TrainConfig
-from ihtrain.fileio import UnreadableFile, atomic_write_json, read_json, read_parquet
+from ihstats.fileio import UnreadableFile, atomic_write_json, read_json, read_parquet
 
 
 class SchemaError(ValueError):
@@ -187,15 +185,21 @@ def read_crossing(run_dir: str | Path, threshold: float) -> int | None:
     return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold)
 
 
+#: max PS over heads at which a run's induction head counts as formed (``train.emergence_threshold``'s
+#: default, and the threshold of runs whose config predates the field)
+EMERGENCE_THRESHOLD = 0.3
+
+
 def emergence_threshold(meta: dict[str, Any]) -> float:
-    """A run's ``train.emergence_threshold`` from its ``config.json`` dict (the config default when
-    the config predates the field)."""
+    """A run's ``train.emergence_threshold`` from its ``config.json`` dict (:data:`EMERGENCE_THRESHOLD`
+    when the config predates the field)."""
     value = meta.get("config", {}).get("train", {}).get("emergence_threshold")
-    return float(TrainConfig.emergence_threshold if value is None else value)
+    return float(EMERGENCE_THRESHOLD if value is None else value)
 
 
 __all__ = [
-    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
+    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
+    "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MODEL_LEVEL", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",

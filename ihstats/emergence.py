@@ -36,7 +36,7 @@ from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_h
 from ihstats.changepoint import (METHODS, MIN_POINTS, MIN_RISE_SD, RESULT_COLUMNS,  # noqa: F401
                                  EmergenceResult, check_curve, detect, detect_bayes, detect_pelt,
                                  detect_threshold, pelt_breakpoints, pelt_penalty, robust_noise)
-from ihtrain.fileio import atomic_write_text, describe_os_error
+from ihstats.fileio import atomic_write_text, describe_os_error
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats.contract import (
-    BIINDUCT_KNOBS, FACTOR_FIELDS, MARKOV_KNOBS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
+    BIINDUCT_KNOBS, FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
     UNKNOWN_STATUS, SchemaError, emergence_threshold, run_crossing,
 )
-from ihtrain.config import cell_hash  # the trainer's hash rule (stdlib only: no torch)
-from ihtrain.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.ids import cell_hash
+from ihstats.sources import source_factors
 
 KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.contract), under the name io always used
 
@@ -142,27 +143,20 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     ``cell_id`` (the run_id hash of the config without its seed, as ``RunConfig.cell_id``: shared by
     the seed replicates of a grid cell), ``seed``, ``B`` (train.batch_size), ``C`` (train.context),
     ``N`` (n_params_non_embedding), ``n_params``, ``n_layer``, ``n_head``, ``d_model``, ``lr``,
-    ``source``; ``frequency`` and ``reliability`` from the active source (``data.seminatural.*`` for
-    ``seminatural``, ``data.markov.*`` for ``markov`` when imposed, i.e. >= 0); Markov knobs by leaf
-    name when ``data.source == 'markov'``; ``biinduct`` (the mode) and its knobs when the mode is
-    not ``none``. Inactive knobs are missing (NaN in frames).
+    ``source``; ``frequency``, ``reliability`` and the active source's knobs by leaf name
+    (:func:`ihstats.sources.source_factors`: ``data.seminatural.*`` for ``seminatural``,
+    ``data.markov.*`` for ``markov``, frequency and reliability there only when imposed, i.e. >= 0);
+    ``biinduct`` (the mode) and its knobs when the mode is not ``none``. Inactive knobs are missing
+    (NaN in frames).
     """
     cfg = meta.get("config", {})
     out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": meta.get("seed", _get(cfg, "seed"))}
     out.update({k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()})
     out["N"] = meta.get("n_params_non_embedding")
     out["n_params"] = meta.get("n_params")
-    source = _get(cfg, "data.source")
-    out["source"] = source
+    out["source"] = _get(cfg, "data.source")
     out["frequency"] = out["reliability"] = None
-    if source == "seminatural":
-        out["frequency"] = _get(cfg, "data.seminatural.frequency")
-        out["reliability"] = _get(cfg, "data.seminatural.reliability")
-    elif source == "markov":
-        for k in ("frequency", "reliability"):
-            v = _get(cfg, f"data.markov.{k}")
-            out[k] = v if v is not None and v >= 0 else None
-        out.update({k: _get(cfg, f"data.markov.{k}") for k in MARKOV_KNOBS})
+    out.update(source_factors(_get(cfg, "data", {})))
     mode = _get(cfg, "data.biinduct.mode", "none")
     out["biinduct"] = mode
     if mode != "none":
@@ -175,7 +169,7 @@ SKIP_HINT = "pass --skip-bad (on_error='skip') to leave the run out"
 
 
 def _checked(read: Any, path: Path, **kw: Any) -> Any:
-    """A checked read (:mod:`ihtrain.fileio`) whose damaged file raises :class:`SchemaError`,
+    """A checked read (:mod:`ihstats.fileio`) whose damaged file raises :class:`SchemaError`,
     naming the file and what is wrong."""
     try:
         return read(path, **kw, remedy=SKIP_HINT)

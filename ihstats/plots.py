@@ -25,7 +25,7 @@ from matplotlib.ticker import NullFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ihstats import _bayes_compat  # noqa: E402
-from ihtrain.fileio import atomic_write  # noqa: E402
+from ihstats.fileio import atomic_write  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
 

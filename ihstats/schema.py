@@ -8,8 +8,6 @@ or fail; ``assert_grid_dir`` raises. No torch import.
 
     python -m ihstats.schema runs/bxc-text
     python -m ihstats.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
-
-(``python -m ihtrain.schema`` is the same command.)
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from ihstats.contract import (
     CONFIG_KEYS, MANIFEST_COLUMNS, MANIFEST_KEY_COLUMNS, METRICS_COLUMNS, METRICS_KEY, MODEL_LEVEL, PER_HEAD,
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_threshold, ps_crossing,
 )
-from ihtrain.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.fileio import UnreadableFile, read_json, read_parquet
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:

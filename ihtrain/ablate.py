@@ -66,7 +66,7 @@ from ihstats.permutation import DEFAULT_RANDOM_SETS, choose_head_sets, count_hea
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
-from ihtrain.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT, HookFn

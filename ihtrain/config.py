@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
 import math
 import tomllib
@@ -18,7 +17,11 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from ihtrain.config_checks import ConfigError, is_plain_name, validate
+from ihstats.contract import EMERGENCE_THRESHOLD
+from ihstats.ids import cell_hash, config_hash
+from ihtrain.config_checks import is_plain_name, validate
+from ihtrain.data.registry import registered_section
+from ihtrain.errors import ConfigError
 from ihtrain.presets import RUN_PRESETS, preset_names
 
 
@@ -88,8 +91,9 @@ class BiInductConfig:
 class DataConfig:
     """Where tokens come from.
 
-    ``source`` is one of ``builtin`` (offline English corpus from installed docstrings and docs),
-    ``text:PATH_OR_GLOB``, ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural`` or ``markov``.
+    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin`` (offline
+    English corpus from installed docstrings and docs), ``text:PATH_OR_GLOB``,
+    ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``, ``markov``, or one a module registers.
     ``biinduct`` wraps any natural source.
     """
 
@@ -102,6 +106,17 @@ class DataConfig:
     seminatural: SeminaturalConfig = field(default_factory=SeminaturalConfig)
     markov: MarkovConfig = field(default_factory=MarkovConfig)
     biinduct: BiInductConfig = field(default_factory=BiInductConfig)
+    # the sections of sources registered beyond the shipped ones (ihtrain.data.registry), by name:
+    # ``data.NAME`` reads them, config.json holds them beside the others, and only those set or
+    # selected are there, so a registered source changes no other run's config.json or run_id
+    sections: dict[str, Any] = field(default_factory=dict, metadata={"registry": True})
+
+    def __getattr__(self, name: str) -> Any:  # only for names that are not fields: a registered section
+        sections = self.__dict__.get("sections")
+        src = registered_section(name) if sections is not None and not name.startswith("__") else None
+        if src is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return sections.setdefault(name, src.config())
 
 
 @dataclass
@@ -112,7 +127,7 @@ class TrainConfig:
     budget: Literal["steps", "tokens", "until-emergence"] = "steps"
     max_steps: int = 2000  # used by budget=steps, and as the cap for until-emergence
     max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
-    emergence_threshold: float = 0.3  # until-emergence: max PS that starts the margin; "formed" needs it at the end too
+    emergence_threshold: float = EMERGENCE_THRESHOLD  # until-emergence: max PS that starts the margin; "formed" needs it at the end too
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
     lr: float = 3e-3
     schedule: Literal["cosine", "constant", "wsd"] = "cosine"  # wsd: warmup, stable, linear decay
@@ -134,15 +149,6 @@ class TrainConfig:
     log_every: int = 10
     divergence_factor: float = 5.0  # fail the run when the loss stays above factor x its first value; 0: off
     divergence_window: int = 5  # ... at this many logged steps in a row (or at the last one)
-
-
-# Fields that change how a run executes but not what it computes (left out of run_id). The
-# divergence rule only decides whether a broken run fails, never what a healthy run computes.
-EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every",
-                         "divergence_factor", "divergence_window")
-# Fields added after runs were shipped, with the default that reproduces those runs: hashed only
-# when set otherwise, so every earlier run (and its config.json) keeps its run_id.
-LATE_FIELDS = {("data", "markov", "repeat_start"): 0}
 
 
 #: the repeat probe's default half-length cap (Aoyama et al. 2025; used by ihtrain.probes)
@@ -211,10 +217,15 @@ class RunConfig:
         return "max_tokens" if by_tokens else "max_steps"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The whole config as nested dicts (config.json's ``config``), a registered source's
+        section beside the shipped ones (recorded at its defaults when it is the source)."""
+        getattr(self.data, self.data.source, None)  # a registered source's own section, made when selected
+        d = asdict(self)
+        d["data"].update(d["data"].pop("sections"))
+        return d
 
     def run_id(self) -> str:
-        """Stable short hash of the resolved config (:func:`config_hash`).
+        """Stable short hash of the resolved config (:func:`ihstats.ids.config_hash`).
 
         Excluded: ``name`` (a label) and execution-only fields that do not change the trajectory
         (device placement, threads, compile, checkpoint and log cadence), so a run keeps its id
@@ -225,28 +236,6 @@ class RunConfig:
     def cell_id(self) -> str:
         """The :meth:`run_id` rule without ``seed``: replicates of one grid cell share it."""
         return cell_hash(self.to_dict())
-
-
-def config_hash(d: dict[str, Any]) -> str:
-    """The run_id rule on a ``RunConfig.to_dict()`` dict (also the ``config`` of a config.json),
-    so readers without the dataclass (``ihstats.io``) hash exactly as the trainer does."""
-    d = copy.deepcopy(d)
-    d.pop("name", None)
-    for f in EXECUTION_ONLY_FIELDS:
-        d.get("train", {}).pop(f, None)
-    for (*path, leaf), default in LATE_FIELDS.items():
-        sect = d
-        for k in path:
-            sect = sect.get(k, {}) if isinstance(sect, dict) else {}
-        if isinstance(sect, dict) and sect.get(leaf, default) == default:
-            sect.pop(leaf, None)
-    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()[:12]
-
-
-def cell_hash(d: dict[str, Any]) -> str:
-    """``cell_id``: :func:`config_hash` of the config with ``seed`` removed."""
-    return config_hash({k: v for k, v in d.items() if k != "seed"})
 
 
 # ------------------------------------------------------------------------- overrides
@@ -311,7 +300,9 @@ def field_names(dc: Any = None, prefix: str = "") -> list[str]:
     out = []
     for f in fields(dc):
         v = getattr(dc, f.name)
-        if is_dataclass(v):
+        if f.metadata.get("registry"):  # DataConfig.sections: listed as the sections they are
+            out += [n for name, sect in v.items() for n in field_names(sect, f"{prefix}{name}.")]
+        elif is_dataclass(v):
             out += field_names(v, f"{prefix}{f.name}.")
         else:
             out.append(f"{prefix}{f.name}")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from ihstats.contract import read_status, status_record, write_status
 from ihtrain.config import RunConfig
-from ihtrain.fileio import UnreadableFile, io_error_of
+from ihstats.fileio import UnreadableFile, io_error_of
 from ihtrain.locks import run_lock
 
 

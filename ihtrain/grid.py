@@ -34,7 +34,7 @@ from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
 from ihtrain.executors import Outcome, Task
-from ihtrain.fileio import (
+from ihstats.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
     read_parquet,
 )

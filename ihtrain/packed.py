@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from ihtrain.checkpoint import LAST, checkpoint_dir
 from ihtrain.config import ModelConfig, RunConfig
+from ihtrain.data.registry import find
 from ihtrain.locks import run_lock
 from ihtrain.run_files import resume_threads
 from ihtrain.train import Run, _record_exception, read_status, start_or_record
@@ -99,9 +100,10 @@ def pack_key(cfg: RunConfig) -> tuple | None:
     t = cfg.train
     if cfg.model.dropout > 0 or t.compile:
         return None
-    d = cfg.data  # a vocabulary of 0 comes from the data: the fields that set it
-    vocab = (d.source, d.tokenizer, d.vocab_size, d.markov.vocab, d.seminatural.top_v) if not cfg.model.vocab_size \
-        else ()
+    d = cfg.data  # a vocabulary of 0 comes from the data: the fields that set it (the source's, by the registry)
+    src = find(d.source)
+    own = tuple(getattr(getattr(d, src.section), f) for f in src.vocab_fields) if src is not None else ()
+    vocab = (d.source, d.tokenizer, d.vocab_size, *own) if not cfg.model.vocab_size else ()
     return (tuple(sorted(dataclasses.asdict(cfg.model).items())), vocab, t.batch_size, cfg.micro_batch, t.context,
             t.dtype, t.device)
 

@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
 from ihstats.emergence import formation  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
-from ihtrain.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
+from ihstats.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
 
 
 def plot_run_curves(run_dir: str | Path) -> list[Path]:

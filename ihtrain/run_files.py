@@ -15,8 +15,9 @@ import pandas as pd
 
 import sys
 
-from ihtrain.config import ConfigError, RunConfig, config_hash
-from ihtrain.fileio import UnreadableFile, read_json
+from ihstats.fileio import UnreadableFile, read_json
+from ihstats.ids import config_hash
+from ihtrain.config import ConfigError, RunConfig
 
 
 def read_config_record(run_dir: Path, remedy: str = "") -> dict[str, Any]:

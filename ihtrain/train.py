@@ -34,7 +34,7 @@ from ihtrain import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.data import build_source
 from ihtrain.divergence import DivergenceWatch, TrainingDiverged  # noqa: F401 - train.TrainingDiverged is documented
-from ihtrain.fileio import (
+from ihstats.fileio import (
     UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, io_error_of,
     read_parquet,
 )

@@ -14,7 +14,7 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-from ihtrain.fileio import atomic_write_text
+from ihstats.fileio import atomic_write_text
 
 FILE = "constraints.txt"
 #: What shapes the figures' numbers and drawings (sampler, summaries, tables, plots).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,9 @@ def _module_name(path: Path) -> str:
 
 
 @functools.lru_cache(maxsize=None)  # the chain walks revisit modules: parse each file once
-def _imports(path: Path) -> frozenset[str]:
-    """Every module ``path`` imports, at any depth (a function-local import is still a dependency)."""
+def _imports(path: Path, type_checking: bool = False) -> frozenset[str]:
+    """Every module ``path`` imports, at any depth (a function-local import is still a dependency);
+    with ``type_checking``, also those under ``if TYPE_CHECKING:``."""
     tree = ast.parse(path.read_text())
     is_pkg = path.name == "__init__.py"
     here = _module_name(path).split(".")
@@ -39,7 +41,7 @@ def _imports(path: Path) -> frozenset[str]:
     typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
                    and "TYPE_CHECKING" in ast.unparse(block.test) for s in block.body for n in ast.walk(s)}
     for node in ast.walk(tree):
-        if id(node) in typing_only:
+        if id(node) in typing_only and not type_checking:
             continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
@@ -56,11 +58,11 @@ def _imports(path: Path) -> frozenset[str]:
     return frozenset(out)
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
     files = {_module_name(p): p for p in _sources(PACKAGES)}
     graph = {}
     for name, path in files.items():
-        deps = {d for d in _imports(path) if d in files and d != name}
+        deps = {d for d in _imports(path, type_checking) if d in files and d != name}
         graph[name] = deps
     return graph
 
@@ -105,11 +107,55 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_import_graph_has_no_cycle():
-    graph = import_graph()
+def _package_cycles(type_checking: bool = False) -> list[list[str]]:
     # a package __init__ that re-exports its submodules is not a dependency cycle of theirs
-    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
-    assert _cycles(graph) == []
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in import_graph(type_checking).items()}
+    return _cycles(graph)
+
+
+def test_import_graph_has_no_cycle():
+    assert _package_cycles() == []
+
+
+#: the one cycle left under TYPE_CHECKING: the law's spec lives in its model file (issue 43 item 2
+#: moves it to the bottom of the law's module group; then this list empties and the xfail goes)
+LAW_CYCLE = ["ihstats.upt_data", "ihstats.upt_law", "ihstats.upt_results"]
+
+
+@pytest.mark.xfail(strict=True, reason=f"the law's TYPE_CHECKING cycle {LAW_CYCLE} (issue 43 item 2)")
+def test_import_graph_has_no_cycle_counting_type_checking_imports():
+    """An import under ``if TYPE_CHECKING:`` never runs, but it is still a dependency a reader
+    follows: two modules that name each other's types are one module split in two."""
+    assert _package_cycles(type_checking=True) == []
+
+
+def test_no_type_checking_cycle_but_the_laws():
+    assert [c for c in _package_cycles(type_checking=True) if c != LAW_CYCLE] == []
+
+
+def _reachable(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """Every package module importing ``module`` imports, through any chain."""
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += graph[m]
+    return seen - {module}
+
+
+def test_ihstats_never_imports_ihtrain():
+    """ihstats is the ground floor: no module of it imports ihtrain, directly or through a chain,
+    at the top, inside a function or under TYPE_CHECKING (ihtrain stands on ihstats, never back)."""
+    graph = import_graph(type_checking=True)
+    outside = {p for p in _sources(("ihstats",)) for m in _imports(p, True) if m.split(".")[0] == "ihtrain"}
+    assert sorted(str(p.relative_to(ROOT)) for p in outside) == []
+    bad = {m: sorted(d for d in _reachable(m, graph) if d.startswith("ihtrain")) for m in graph if m.startswith("ihstats")}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_chain_walk_finds_an_indirect_import():
+    assert _reachable("a", {"a": {"b"}, "b": {"c"}, "c": set()}) == {"b", "c"}
 
 
 def _imports_torch(module: str, graph: dict[str, set[str]], files: dict[str, Path]) -> bool:
@@ -199,3 +245,91 @@ def test_function_local_imports_are_heavy_or_explained():
     """A dependency is visible at the top of its module unless importing it costs real time (a
     heavy library, or a module that imports one) and a comment says so."""
     assert [f for p in _sources() for f in _unexplained_local_imports(p)] == []
+
+
+# ---------------------------------------------------------------------------- registries, not if/elif
+# Where a source name may be compared: its own module. Exceptions, each a different thing that
+# shares a name with a source: (file, name) -> why.
+SOURCE_NAME_EXCEPTIONS = {
+    ("ihtrain/data/biinduct.py", "natural"): "data.biinduct.span_source = 'natural' (copy the stream's own "
+                                             "tokens), not the natural source",
+}
+
+
+def _source_modules() -> dict[str, str]:
+    """Source name -> the module that owns it: every registered source, and the Bi-Induct wrapper."""
+    from ihtrain.data import registry
+
+    owner = {s.name: sys.modules[s.build.__module__].__file__ for s in registry.sources()}
+    owner["natural"] = owner["builtin"]
+    owner["biinduct"] = str(ROOT / "ihtrain" / "data" / "biinduct.py")
+    return {name: str(Path(f).resolve().relative_to(ROOT)) for name, f in owner.items()}
+
+
+def _strings(node: ast.AST) -> set[str]:
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def _names_compared(path: Path, names: set[str]) -> set[str]:
+    """Source names ``path`` tests in a condition (``if``/``elif``/``while``/``x if c else y``/
+    ``match``/a comprehension's ``if``): compared (``==``, ``in``) or matched as a prefix
+    (``.startswith``), alone, in a tuple, or in a tuple the module binds to a name first
+    (``kinds = ("builtin", "markov")`` ... ``if source in kinds``)."""
+    tree = ast.parse(path.read_text())
+    bound: dict[str, set[str]] = {}  # name -> the strings of the literals assigned to it
+    tests: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Tuple, ast.List, ast.Set, ast.Constant)):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, set()).update(_strings(node.value))
+        elif isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            tests.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            tests += node.ifs
+        elif isinstance(node, ast.Match):
+            tests += [c.pattern for c in node.cases]
+    found: set[str] = set()
+    for test in tests:
+        for n in ast.walk(test):
+            is_prefix = isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "startswith"
+            if isinstance(n, (ast.Compare, ast.MatchValue)) or is_prefix:
+                found |= _strings(n) & names
+                found |= {v for m in ast.walk(n) if isinstance(m, ast.Name) for v in bound.get(m.id, ())} & names
+    return found
+
+
+def _sections_read(path: Path, sections: set[str]) -> set[str]:
+    """Registered sources' config sections ``path`` reads as attributes (``cfg.data.markov``)."""
+    return {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)} & sections
+
+
+def test_no_source_name_in_a_condition_outside_its_module():
+    """Data sources are chosen through the registry (ihtrain.data.registry): no module but a
+    source's own compares its name in an if/elif, or reads its config section (a new source then
+    touches its module only). ihtrain/config.py declares the shipped sections."""
+    from ihtrain.data import registry
+
+    owner = _source_modules()
+    sections = {s.section: owner[s.name] for s in registry.sources() if s.section}
+    bad = []
+    for path in _sources():
+        rel = str(path.relative_to(ROOT))
+        for name in sorted(_names_compared(path, set(owner))):
+            if owner[name] != rel and (rel, name) not in SOURCE_NAME_EXCEPTIONS:
+                bad.append(f"{rel} compares data source {name!r} (owned by {owner[name]})")
+        for name in sorted(_sections_read(path, set(sections))):
+            if rel not in (sections[name], "ihtrain/config.py"):
+                bad.append(f"{rel} reads config section data.{name} (owned by {sections[name]})")
+    assert bad == []
+
+
+def test_the_source_name_rule_sees_a_chain(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def f(s):\n    if s == 'markov':\n        return 1\n    elif s.startswith(('text:', 'hf:')):\n"
+                 "        return 2\n    return 3 if s in ('seminatural',) else 4\n")
+    assert _names_compared(f, {"markov", "text:", "hf:", "seminatural", "natural"}) == \
+        {"markov", "text:", "hf:", "seminatural"}
+    f.write_text("KINDS = ('builtin', 'markov')\ndef g(d):\n    return d.markov.vocab if d.source in KINDS else 0\n")
+    assert _names_compared(f, {"builtin", "markov"}) == {"builtin", "markov"}
+    assert _sections_read(f, {"markov", "seminatural"}) == {"markov"}

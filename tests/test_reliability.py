@@ -416,7 +416,7 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
 
 # ------------------------------------------------------------------------- corrupt files: one checked path
 from ihtrain.checkpoint import load_checkpoint  # noqa: E402
-from ihtrain.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
+from ihstats.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
 
 
 @pytest.mark.parametrize("text, match", [
@@ -526,7 +526,7 @@ def test_a_corrupt_last_checkpoint_is_named_when_resuming(tmp_path, smoke_cache)
 def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache, capsys, monkeypatch):
     """ENOSPC (simulated by the IHLAW_FAULT_ENOSPC hook) at the second metrics flush: before, error.txt
     was left empty and the run failed; now it stays resumable, and the same command finishes it."""
-    from ihtrain import fileio
+    from ihstats import fileio
 
     out = tmp_path / "r"
     args = ("--set", "train.checkpoint_every=5", "--out", str(out))
@@ -551,7 +551,7 @@ def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_c
 def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_cache, monkeypatch, packed):
     """ENOSPC at the first status.json write (the run's start, before any training): the run is left
     ``running`` with ``io_error`` (a plain rerun resumes it), alone or as a member of a pack."""
-    from ihtrain import fileio
+    from ihstats import fileio
     from ihtrain.packed import train_pack
     from ihtrain.train import train_run
 

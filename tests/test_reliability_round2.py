@@ -264,7 +264,7 @@ def test_resume_with_a_cut_log_is_refused(done_run, tmp_path, smoke_cache):
     run = copy_run(done_run, tmp_path / "r", status="running")
     m = pd.read_parquet(run / "metrics.parquet")
     m[m["step"] > 0].to_parquet(run / "metrics.parquet")  # the first evaluation's rows lost
-    from ihtrain.fileio import UnreadableFile
+    from ihstats.fileio import UnreadableFile
     with pytest.raises(UnreadableFile, match=r"metrics.parquet: starts at update \d+, not 0"):
         train_run(smoke(smoke_cache), run, progress=False, make_figures=False)
 
@@ -283,7 +283,7 @@ def test_schema_check_finds_logs_that_lost_their_early_rows(done_run, tmp_path):
 
 def test_truncated_or_einval_checkpoint_is_a_named_unreadable_file(done_run, tmp_path, monkeypatch):
     from ihtrain import checkpoint
-    from ihtrain.fileio import UnreadableFile
+    from ihstats.fileio import UnreadableFile
     last = copy_run(done_run, tmp_path / "r") / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])
     with pytest.raises(UnreadableFile, match="last.pt: not a readable PyTorch checkpoint"):

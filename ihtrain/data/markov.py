@@ -38,11 +38,15 @@ semi-natural data (:mod:`ihtrain.data.repeats`) with fresh tokens drawn from the
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ihtrain.config import MarkovConfig
+from ihtrain.config_checks import need
+from ihtrain.data.registry import DataSource, register
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
 
 N_SPECIAL = 2
@@ -434,3 +438,29 @@ class MarkovSource:
 
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         return self._make(np.random.default_rng([self.seed, 0x7A1, length]), n_seqs, length)[0] + N_SPECIAL
+
+
+# ---------------------------------------------------------------------------- the registry's entry
+def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> MarkovSource:
+    return MarkovSource(data_cfg.markov, seed=seed)
+
+
+def _check_section(mk: MarkovConfig, cfg: Any) -> None:
+    for name in ("within_similarity", "across_similarity"):
+        v = getattr(mk, name)
+        need(0.0 <= v <= 1.0, f"data.markov.{name}", f"must be a probability in [0, 1], got {v}")
+    for name in ("frequency", "reliability"):
+        v = getattr(mk, name)
+        need(v < 0 or v <= 1.0, f"data.markov.{name}",
+             f"must be a probability in [0, 1] (or < 0: not imposed), got {v}")
+    need(mk.vocab >= 4, "data.markov.vocab", f"must be >= 4, got {mk.vocab}")
+    C = cfg.train.context
+    need(mk.repeat_start == 0 or 2 <= mk.repeat_start <= C - 2, "data.markov.repeat_start",
+         f"must be 0 (C // 2) or in [2, train.context - 2] = [2, {C - 2}], got {mk.repeat_start}")
+    need(0 < mk.zipf_alpha < math.inf, "data.markov.zipf_alpha", f"must be a finite number > 0, got {mk.zipf_alpha}")
+    need(mk.n_groups >= 0, "data.markov.n_groups", f"must be >= 0 (0: no groups), got {mk.n_groups}")
+    need(0 <= mk.entropy_rate < math.inf, "data.markov.entropy_rate", f"must be >= 0 (0: as built), got {mk.entropy_rate}")
+    need(mk.pool_tokens >= 0, "data.markov.pool_tokens", "must be >= 0")
+
+
+register(DataSource("markov", _build_source, section="markov", config=MarkovConfig, vocab_fields=("vocab",), check=_check_section))

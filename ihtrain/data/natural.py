@@ -48,9 +48,10 @@ from urllib.parse import urlparse
 import numpy as np
 from tqdm.auto import tqdm
 
+from ihtrain.data.registry import DataSource, register
 from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
-from ihtrain.fileio import atomic_write, atomic_write_json, atomic_write_text
+from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)
@@ -483,3 +484,12 @@ class NaturalSource:
         fp = self.fingerprint
         return (f"NaturalSource({fp.get('source', fp.get('kind'))!r}, vocab_size={self.vocab_size}, "
                 f"train={fp.get('n_train')}, val={fp.get('n_val')})")
+
+
+# ---------------------------------------------------------------------------- the registry's entries
+def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> NaturalSource:
+    return NaturalSource(load_stream(data_cfg, progress=progress))
+
+
+for _name, _usage in (("builtin", "builtin"), ("text:", "text:PATH_OR_GLOB"), ("hf:", "hf:NAME[:CONFIG][:SPLIT]")):
+    register(DataSource(_name, _build_source, stream=lambda data_cfg: data_cfg, usage=_usage))  # the stream is the source

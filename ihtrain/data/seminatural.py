@@ -23,10 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from ihtrain.config import DataConfig
+from ihtrain.config import DataConfig, SeminaturalConfig
+from ihtrain.config_checks import need
 from ihtrain.data.natural import load_stream
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
-from ihtrain.data.source import cached_stream_config
+from ihtrain.data.registry import DataSource, register
+from ihtrain.data.source import cached_stream_config, resolve_cache_dir
 
 N_SPECIAL = 2  # eos = 0, sep = 1 are reserved; ordinary tokens are 2 .. V + 1
 
@@ -224,3 +226,26 @@ class SeminaturalSource:
 def _stats(truth: dict) -> dict[str, float]:
     d, c, k = (float(np.sum(truth[n])) for n in ("n_decisions", "n_contexts", "n_copies"))
     return {"realised_frequency": c / d if d else 0.0, "realised_reliability": k / c if c else 0.0}
+
+
+# ---------------------------------------------------------------------------- the registry's entry
+def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> SeminaturalSource:
+    cache_dir = str(resolve_cache_dir(data_cfg.cache_dir))
+    return SeminaturalSource(data_cfg.seminatural, seed=seed, cache_dir=cache_dir, data_cfg=data_cfg)
+
+
+def _base_stream(data_cfg: Any) -> Any:
+    """Its bigram statistics come from this corpus (SeminaturalSource reads it here)."""
+    return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
+
+
+def _check_section(sn: SeminaturalConfig, cfg: Any) -> None:
+    for name in ("frequency", "reliability"):
+        v = getattr(sn, name)
+        need(0.0 <= v <= 1.0, f"data.seminatural.{name}", f"must be a probability in [0, 1], got {v}")
+    need(sn.top_v >= 1, "data.seminatural.top_v", f"must be >= 1, got {sn.top_v}")
+    need(sn.pool_tokens >= 0, "data.seminatural.pool_tokens", "must be >= 0")
+
+
+register(DataSource("seminatural", _build_source, section="seminatural", config=SeminaturalConfig, vocab_fields=("top_v",),
+                    stream=_base_stream, check=_check_section))

@@ -15,14 +15,14 @@ The protocol is structural (``typing.Protocol``): sources need not inherit from 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ihtrain.config import ConfigError
+from ihtrain.errors import ConfigError
+from ihtrain.data.registry import find
 
 EOS, SEP = 0, 1  # special tokens take the lowest ids; ordinary tokens are 2 .. vocab_size - 1
 SPECIAL_TOKENS = {"eos": EOS, "sep": SEP}
@@ -76,12 +76,8 @@ def check_sample_args(n_seqs: int, length: int) -> None:
 
 def cached_stream_config(data_cfg: Any) -> Any | None:
     """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
-    disk) that ``build_source(data_cfg)`` reads: the source itself, or a semi-natural source's base
-    corpus; None for a source built only in memory (markov). Bi-Induct wraps its base source, so
-    the base decides."""
-    src = data_cfg.source
-    if src == "builtin" or src.startswith(("text:", "hf:")):
-        return data_cfg
-    if src == "seminatural":  # its bigram statistics come from this corpus (SeminaturalSource reads it here)
-        return dataclasses.replace(data_cfg, source=data_cfg.seminatural.base_source)
-    return None
+    disk) that ``build_source(data_cfg)`` reads: the source's ``stream`` in the registry (a natural
+    source itself, a semi-natural source's base corpus); None for a source built only in memory
+    (markov). Bi-Induct wraps its base source, so the base decides."""
+    src = find(data_cfg.source)
+    return src.stream(data_cfg) if src is not None else None

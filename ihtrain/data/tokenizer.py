@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ihtrain.data.source import EOS, SEP, SPECIAL_TOKENS, DataError
-from ihtrain.fileio import atomic_write_text
+from ihstats.fileio import atomic_write_text
 
 EOS_TEXT, SEP_TEXT = "<|endoftext|>", "<|sep|>"
 N_BYTES = 256

@@ -14,7 +14,7 @@ from ihstats.contract import (
     max_over_heads, ps_crossing, read_crossing, read_status, run_crossing, status_record, write_status,
 )
 from ihstats.simulate import simulate_curve, write_fake_run
-from ihtrain.fileio import UnreadableFile
+from ihstats.fileio import UnreadableFile
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "data" / "reference_runs"
@@ -143,9 +143,9 @@ def test_contract_and_readers_import_no_torch():
 
 def test_one_schema_error_and_one_status_reader():
     import ihstats.schema
-    import ihtrain.fileio
+    import ihstats.fileio
 
     assert io.SchemaError is contract.SchemaError is ihstats.schema.SchemaError
-    assert not hasattr(ihtrain.fileio, "read_status") and not hasattr(ihtrain.fileio, "write_status")
+    assert not hasattr(ihstats.fileio, "read_status") and not hasattr(ihstats.fileio, "write_status")
     assert set(contract.PER_HEAD) | set(contract.MODEL_LEVEL) == set(contract.METRIC_NAMES)
     assert set(contract.METRICS_COLUMNS) >= set(contract.METRICS_KEY) and "value" in contract.METRICS_COLUMNS

@@ -42,7 +42,7 @@ def test_markov_and_biinduct_knobs_by_leaf_name(tmp_path, curve):
 def test_config_fields_used_by_io_exist_in_runconfig():
     config = pytest.importorskip("ihtrain.config")
     names = set(config.field_names())
-    used = set(io.FACTOR_FIELDS.values()) | {f"data.markov.{k}" for k in io.MARKOV_KNOBS} | \
+    used = set(io.FACTOR_FIELDS.values()) | {f"data.markov.{k}" for k in contract.MARKOV_KNOBS} | \
         {f"data.biinduct.{k}" for k in io.BIINDUCT_KNOBS} | {"data.seminatural.frequency", "data.source"}
     assert used <= names, used - names
 

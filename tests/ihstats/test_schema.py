@@ -63,10 +63,10 @@ def test_a_broken_run_is_caught(run_dir, breakage, message):
     assert any(message in p for p in problems), problems
 
 
-def test_cli_old_and_new_names(run_dir, capsys):
+def test_cli(run_dir, capsys):
     assert main([str(run_dir), "--logs-only"]) == 0 and capsys.readouterr().out.strip().endswith(": ok")
     _edit_json(run_dir / "status.json", status="emerged")
-    r = subprocess.run([sys.executable, "-m", "ihtrain.schema", "--logs-only", str(run_dir)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "ihstats.schema", "--logs-only", str(run_dir)], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 1 and "status must be one of" in r.stdout and "1 problem(s)" in r.stdout
 

@@ -8,7 +8,7 @@ import torch
 
 from ihtrain.checkpoint import FINAL, LAST, SIDECAR, checkpoint_dir, load_model, read_model_config
 from ihtrain.config import resolve
-from ihtrain.fileio import UnreadableFile
+from ihstats.fileio import UnreadableFile
 from ihtrain.train import Run, solo_update
 
 # the documented file formats (docs/DESIGN.md, run directory): resume and readers depend on them

@@ -492,7 +492,7 @@ def _run_id_before_issue_26(cfg) -> str:
     """RunConfig.run_id as written before cell_id existed, frozen here: the rule must not move."""
     import hashlib
 
-    from ihtrain.config import EXECUTION_ONLY_FIELDS
+    from ihstats.ids import EXECUTION_ONLY_FIELDS
 
     d = cfg.to_dict()
     d.pop("name", None)
@@ -505,7 +505,7 @@ def _run_id_before_issue_26(cfg) -> str:
 
 def test_shipped_presets_keep_their_run_ids():
     """Every run of every shipped grid preset keeps its id; cell_id is the same rule without seed."""
-    from ihtrain.config import cell_hash, config_hash
+    from ihstats.ids import cell_hash, config_hash
 
     for name in grid_preset_paths():
         for r in load_grid_preset(name).expand():

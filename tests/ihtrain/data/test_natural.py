@@ -206,21 +206,17 @@ def test_build_source_rejects_unknown(tmp_path):
 
 
 def test_build_source_dispatch(tmp_path, monkeypatch):
-    """Generators and Bi-Induct are imported lazily, built with the documented arguments."""
-    import sys
-    import types
+    """Generators and Bi-Induct are built through the registry with the documented arguments."""
+    import importlib
 
     calls = {}
 
     def fake(module, cls):
-        mod = types.ModuleType(f"ihtrain.data.{module}")
-
         class Fake:
             def __init__(self, *args, **kw):
                 calls[cls] = (args, kw)
 
-        setattr(mod, cls, Fake)
-        monkeypatch.setitem(sys.modules, f"ihtrain.data.{module}", mod)
+        monkeypatch.setattr(importlib.import_module(f"ihtrain.data.{module}"), cls, Fake)
         return Fake
 
     Semi, Markov, Bi = (fake("seminatural", "SeminaturalSource"), fake("markov", "MarkovSource"),

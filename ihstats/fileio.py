@@ -4,8 +4,8 @@ reads (a damaged file gives :class:`UnreadableFile` naming it, what is wrong and
 Fault injection (tests only): ``IHLAW_FAULT_ENOSPC=NAME:N`` makes the N-th atomic write of a file
 named NAME in each process raise ``OSError(ENOSPC)``, as a full disk would; unset, it costs nothing.
 
-Torch is imported only inside the checkpoint functions, so the statistics side
-(``ihstats.contract``, which reads and writes ``status.json`` through this module) stays torch-free.
+Torch-free and stdlib + pandas only: both halves read and write through it (the trainer's
+checkpoints, which need torch, are :mod:`ihtrain.checkpoint`'s).
 """
 
 from __future__ import annotations

@@ -1,0 +1,66 @@
+"""What the statistics read from a data source's config section: its grid factors, by source name.
+
+A run's ``config.json`` names its source (``data.source``) and holds the source's knobs in a
+section under ``data``. :func:`source_factors` turns them into factor columns (``ihstats.io``'s
+``config_factors``, the grid summary). A source with no rule here gives every scalar field of the
+section named like it (``data.<source>``) as a factor, so a new source needs no entry here; the
+trainer's data-source registry (``ihtrain.data.registry``) adds a rule when a source registers
+one. The shipped sources' rules are written out below because their factor columns are part of the
+data contract (``contract.FACTORS``, the summary.csv of shipped grids): they leave out the knobs
+that are not grid factors (``vocab``, ``pool_tokens``, ``repeat_start``, ``top_v``).
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ihstats.contract import MARKOV_KNOBS
+
+
+@dataclass(frozen=True)
+class SourceFactors:
+    """The factors a source contributes, read from ``config["data"][section]``.
+
+    ``imposed``: fields reported only when >= 0 (a negative value means "not imposed": missing);
+    ``knobs``: fields reported as they are. ``knobs = None``: every scalar field of the section.
+    """
+
+    section: str
+    knobs: tuple[str, ...] | None = None
+    imposed: tuple[str, ...] = ()
+
+    def read(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``{factor: value}`` from the ``data`` part of a config dict (a missing field: None)."""
+        sect = data.get(self.section)
+        sect = sect if isinstance(sect, dict) else {}
+        out = {k: (v if v is not None and v >= 0 else None) for k in self.imposed for v in [sect.get(k)]}
+        scalars = [k for k, v in sect.items() if not isinstance(v, (dict, list))]
+        knobs = self.knobs if self.knobs is not None else scalars
+        out.update({k: sect.get(k) for k in knobs})
+        return out
+
+
+_RULES: dict[str, SourceFactors] = {
+    "seminatural": SourceFactors("seminatural", knobs=("frequency", "reliability")),
+    "markov": SourceFactors("markov", knobs=MARKOV_KNOBS, imposed=("frequency", "reliability")),
+}
+
+
+def register_factors(name: str, rule: SourceFactors) -> None:
+    """Read source ``name``'s factors with ``rule`` (called by ``ihtrain.data.registry.register``)."""
+    _RULES[name] = rule
+
+
+def source_factors(data: dict[str, Any]) -> dict[str, Any]:
+    """The factors of the source a run's ``config["data"]`` names: its rule's, else every scalar
+    field of ``data[<source>]`` (none when there is no such section, as for the natural sources)."""
+    name = data.get("source") if isinstance(data, dict) else None
+    if not isinstance(name, str):
+        return {}
+    return _RULES.get(name, SourceFactors(name)).read(data)
+
+
+__all__ = ["SourceFactors", "register_factors", "source_factors"]

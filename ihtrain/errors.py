@@ -1,0 +1,10 @@
+"""The error a bad configuration raises, at the bottom of ihtrain: the config, its checks and the
+data sources (whose ``DataError`` derives from it) all raise it, and none of them need import the
+others for it."""
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or out of range (message names the field)."""
+
+
+__all__ = ["ConfigError"]
