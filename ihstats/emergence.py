@@ -99,8 +99,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
         (the curve's value at its last step); for max PS with the formed rule's detector
-        (``FORMED_METHOD``, the Bayesian one) also ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`); for
-        max PS the circuit columns of :func:`circuit` (crossing at ``FORMED_MIN_PS``).
+        (``FORMED_METHOD``, the Bayesian one) also ``formed`` (uncensored onset and final >=
+        ``FORMED_MIN_PS``, as :func:`formation`); for max PS the circuit columns of :func:`circuit`
+        (crossing at ``FORMED_MIN_PS``).
     """
     if isinstance(data, (str, Path)):
         data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
@@ -177,9 +178,8 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     pt = metrics[(metrics["metric"] == "prev_token") & (metrics["step"] == ps["step"].max())
                  & (metrics["layer"] < top["layer"])]["value"]
     out["prev_token"] = float(pt.max()) if len(pt) else np.nan
-    detector = get_detector(FORMED_METHOD, level=level)
-    if len(curve) >= detector.min_points:
-        r = detector.fit(curve.index.to_numpy(), curve.to_numpy())
+    if len(curve) >= DETECTORS[FORMED_METHOD].min_points:
+        r = get_detector(FORMED_METHOD, level=level).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
     return out

@@ -232,7 +232,8 @@ def _names_chosen(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
 
 
 def test_the_name_check_sees_a_chain_and_spares_a_constant():
-    chain = "if method == 'pelt':\n    pass\nelif method in ('bayes', 'x'):\n    pass\nlabel = 'a' if m != 'bayes' else 'b'\n"
+    chain = ("if method == 'pelt':\n    pass\nelif method in ('bayes', 'x'):\n    pass\n"
+             "label = 'a' if m != 'bayes' else 'b'\n")
     assert _names_chosen(chain, DETECTOR_NAMES) == [(1, "pelt"), (3, "bayes"), (5, "bayes")]
     assert _names_chosen("match m:\n    case 'threshold':\n        pass\n", DETECTOR_NAMES) == [(2, "threshold")]
     assert _names_chosen("RUN = {'bayes': f, 'pelt': g}[m]\n", DETECTOR_NAMES) == [(1, "bayes"), (1, "pelt")]
