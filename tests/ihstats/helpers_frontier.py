@@ -1,6 +1,6 @@
 """Test-only helpers for the frontier: a coverage score against a planted boundary and a perfectly
-separated grid (moved here from ``ihstats.simulate.frontier``, which keeps the simulators that
-also make the shipped examples)."""
+separated grid (moved here from the frontier simulator, now ``ihstats.simulate.frontier``, which
+keeps the simulator behind the shipped example)."""
 
 from __future__ import annotations
 
