@@ -9,7 +9,7 @@ Prints:
    and for ruptures PELT on the first 100 of them (the ratio is the speed claim);
 2. the 90% interval coverage table of ``bayes`` per shape (ramp, sigmoid in log step, max over
    8 noisy heads, two-stage, late partial rise) x schedule (dense linear, log-spaced, mixed,
-   30 log-spaced points) x noise sd (0.005, 0.02, 0.08), from :mod:`ihstats.simulate_onset`
+   30 log-spaced points) x noise sd (0.005, 0.02, 0.08), from :mod:`ihstats.simulate.coverage_curves`
    (AR(1) Student-t noise; shapes and onset estimands in its docstring). ``cov``: share of the
    detected (uncensored) curves whose interval holds the true onset; ``det``: share detected.
    Targets: cov >= 0.85 for ramp and maxheads cells, >= 0.80 elsewhere; cells below are marked *;
@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from ihstats.emergence import detect
-from ihstats.simulate import SCHEDULES, simulate_curves
-from ihstats.simulate_onset import ONSET_SHAPES, simulate_onset_curve
+from ihstats.detectors import detect
+from ihstats.simulate.coverage_curves import ONSET_SHAPES, simulate_onset_curve
+from ihstats.simulate.curves import SCHEDULES, simulate_curves
 
 NOISES = (0.005, 0.02, 0.08)
 TARGET = {"ramp": 0.85, "maxheads": 0.85}

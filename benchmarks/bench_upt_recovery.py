@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ihstats.simulate_law import simulate_emergence_table
+from ihstats.simulate.law import simulate_emergence_table
 from ihstats.upt_law import UPTLawSpec, ols_fit
 
 DESIGN = dict(B_values=(4, 8, 16, 32, 64, 128), C_values=(16, 32, 64, 128, 256))

@@ -3,16 +3,17 @@
 All detectors work on one model-level curve per run (default: max PS over heads per step), in
 ``x = ln(step)`` (checkpoints at step <= 0 are left out), on any schedule, dense or log-spaced.
 
-Onset, midpoint, end (shared with :mod:`ihstats.simulate`): the knees ``a < b`` of a
+Onset, midpoint, end (shared with :mod:`ihstats.simulate.curves`): the knees ``a < b`` of a
 *flat -> linear rise -> plateau* curve in log step; onset ``exp(a)``, end ``exp(b)``, midpoint
 ``exp((a + b) / 2)``, in updates. What that means for smooth, max-over-heads, two-stage and late
-rises (the estimands the interval coverage is measured against): :mod:`ihstats.simulate_onset`.
+rises (the estimands the interval coverage is measured against):
+:mod:`ihstats.simulate.coverage_curves`.
 
 The detectors (``bayes``, the default; ``pelt`` and ``threshold``, cross-checks with bracketing
-intervals) and their calibration are in :mod:`ihstats.changepoint`, re-exported here. This module
-turns run logs into curves (:func:`curve_series`), curves into the emergence table
-(:func:`emergence_table`), a run's max PS into the formed verdict (:func:`formation`), and is the
-``python -m ihstats.emergence`` command line.
+intervals) and their calibration are in :mod:`ihstats.detectors`, chosen by name through its
+registry. This module turns run logs into curves (:func:`curve_series`), curves into the emergence
+table (:func:`emergence_table`), a run's max PS into the formed verdict (:func:`formation`), and is
+the ``python -m ihstats.emergence`` command line.
 
 Censored rows hold ``onset = onset_lo = last_step`` (the censoring point), ``onset_hi`` NaN.
 """
@@ -32,15 +33,13 @@ import pandas as pd
 from ihstats import io
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
-# the detectors and their result, re-exported: ihstats.emergence is the public entry point
-from ihstats.changepoint import (METHODS, MIN_POINTS, MIN_RISE_SD, RESULT_COLUMNS,  # noqa: F401
-                                 EmergenceResult, check_curve, detect, detect_bayes, detect_pelt,
-                                 detect_threshold, pelt_breakpoints, pelt_penalty, robust_noise)
+from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
 FORMED_MIN_PS = 0.3  # max PS at the end of a run that, with an uncensored onset, counts as formed
+FORMED_METHOD = "bayes"  # the detector whose uncensored onset the formed verdict needs (formation)
 
 
 def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -> pd.DataFrame:
@@ -83,14 +82,15 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     data : path, ``ihstats.io.GridData``/``RunData`` or tidy metrics DataFrame
         A path is loaded with :func:`ihstats.io.load_grid` (run or grid directory). Columns of a
         plain frame other than the tidy ones are carried as run factors.
-    metric, head, method, level : see :func:`curve_series` and :func:`detect`.
+    metric, head, method, level : see :func:`curve_series` and :func:`ihstats.detectors.detect`;
+        ``method`` names a registered detector (:data:`ihstats.detectors.DETECTORS`).
     on_error : {"raise", "skip"}
         A curve a detector rejects (too few checkpoints, ...), or a path's run that cannot be read
         (a damaged file), raises or is skipped with a warning.
     nonfinite : {"error", "drop"}
         A path's NaN or infinite metric values (a run that diverged) raise or are dropped; see
         :func:`ihstats.io.load_run`.
-    **kwargs : detector options (see :func:`detect`).
+    **kwargs : the detector's parameters (see :func:`ihstats.detectors.detect`).
 
     Returns
     -------
@@ -98,9 +98,10 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         run_id, factors (cell_id, seed, B, C, N, n_params, ...; a path or GridData/RunData always
         carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
-        (the curve's value at its last step); for max PS with the Bayesian detector also
-        ``formed`` (uncensored onset and final >= ``FORMED_MIN_PS``, as :func:`formation`); for
-        max PS the circuit columns of :func:`circuit` (crossing at ``FORMED_MIN_PS``).
+        (the curve's value at its last step); for max PS with the formed rule's detector
+        (``FORMED_METHOD``, the Bayesian one) also ``formed`` (uncensored onset and final >=
+        ``FORMED_MIN_PS``, as :func:`formation`); for max PS the circuit columns of :func:`circuit`
+        (crossing at ``FORMED_MIN_PS``).
     """
     if isinstance(data, (str, Path)):
         data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
@@ -126,7 +127,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         label = head if head != "each" else f"{layer}.{hd}"
         try:
             r = detect(c["step"].to_numpy(), c["value"].to_numpy(), method, level, direction,
-                       name=f"run {rid} {metric}[{label}]", **kwargs)
+                       label=f"run {rid} {metric}[{label}]", **kwargs)
         except ValueError as e:
             if on_error == "raise":
                 raise
@@ -134,7 +135,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             continue
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
-    if metric == "ps" and head == "max" and method == "bayes":  # the one meaning of formed (formation)
+    if metric == "ps" and head == "max" and method == FORMED_METHOD:  # the one meaning of formed (formation)
         table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
     if metric == "ps" and head == "max":
         circuits = [{"run_id": rid, **circuit(m)} for rid, m in metrics.groupby("run_id", sort=False)]
@@ -177,8 +178,8 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     pt = metrics[(metrics["metric"] == "prev_token") & (metrics["step"] == ps["step"].max())
                  & (metrics["layer"] < top["layer"])]["value"]
     out["prev_token"] = float(pt.max()) if len(pt) else np.nan
-    if len(curve) >= MIN_POINTS["bayes"]:
-        r = detect_bayes(curve.index.to_numpy(), curve.to_numpy(), level=level)
+    if len(curve) >= DETECTORS[FORMED_METHOD].min_points:
+        r = get_detector(FORMED_METHOD, level=level).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
     return out
@@ -238,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--out", default="emergence.csv", help="output CSV (default: emergence.csv)")
     p.add_argument("--metric", default="ps", help="metric name in metrics.parquet (default: ps)")
     p.add_argument("--head", default="max", help="max (over heads, default), each, or LAYER.HEAD like 1.0")
-    p.add_argument("--method", default="bayes", choices=METHODS, help="detector (default: bayes)")
+    p.add_argument("--method", default="bayes", choices=list(DETECTORS), help="detector (default: bayes)")
     p.add_argument("--level", type=float, default=0.9, help="credible-interval level (default: 0.9)")
     p.add_argument("--min-rise", type=float, default=0.1, help="smallest rise that counts (metric units)")
     p.add_argument("--min-rise-sd", type=float, default=None,
@@ -250,11 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
     check_args(p, a, CLI_RANGES)
-    kw: dict[str, Any] = {"min_rise": a.min_rise}
-    if a.method == "bayes":
-        kw["min_log_bf"] = a.min_log_bf
-    elif a.min_rise_sd is not None:
-        kw["min_rise_sd"] = a.min_rise_sd
+    # each flag goes to the detectors that take it (the others ignore it); min_rise_sd only when given
+    flags = {"min_rise": a.min_rise, "min_log_bf": a.min_log_bf, "min_rise_sd": a.min_rise_sd}
+    kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[a.method].options()}
 
     on_error = "skip" if a.skip_bad else "raise"
     try:

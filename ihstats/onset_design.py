@@ -5,7 +5,7 @@
 simulation affordable. :func:`resolving_designs` asks, for candidate designs (seeds per cell,
 levels, budget), how often a new experiment would settle ``P(|e_freq| > |e_rel|)`` at 0.95 either
 way: it draws laws from the fitted posterior, simulates each design's runs from them
-(:func:`ihstats.simulate_frontier.simulate_onsets`), refits by maximum likelihood and reads the
+(:func:`ihstats.simulate.onsets.simulate_onsets`), refits by maximum likelihood and reads the
 probability from the normal approximation of the likelihood (flat-prior posterior). The first
 design (cheapest in runs) whose resolution rate reaches ``power`` is the one to run.
 """
@@ -20,7 +20,7 @@ from scipy.optimize import minimize
 from scipy.stats import norm
 
 from ihstats.frontier import CLAIM_PROBABILITY as CLAIM
-from ihstats.simulate_frontier import simulate_onsets
+from ihstats.simulate.onsets import simulate_onsets
 
 
 @dataclass

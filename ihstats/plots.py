@@ -64,7 +64,7 @@ def plot_emergence(steps: Any, values: Any, result: Any, *, ax: Any = None, path
     ----------
     steps, values : array-like
         The curve (steps > 0 are drawn).
-    result : ihstats.emergence.EmergenceResult
+    result : ihstats.detectors.EmergenceResult
         Censored results draw a dashed line at the censoring step instead.
     ax : matplotlib Axes, optional
     path : str or Path, optional
@@ -91,7 +91,8 @@ def plot_emergence(steps: Any, values: Any, result: Any, *, ax: Any = None, path
     else:
         if np.isfinite(result.onset_lo) and np.isfinite(result.onset_hi):
             ax.axvspan(result.onset_lo, result.onset_hi, color="C0", alpha=0.2,
-                       label=f"onset interval ({result.level:.0%})" if result.method == "bayes" else "onset bracket")
+                       label=f"onset interval ({result.level:.0%})" if result.interval_kind == "credible"
+                       else "onset bracket")
         ax.axvline(result.onset, color="C0", label=f"onset {result.onset:.0f}")
         if np.isfinite(result.midpoint):
             ax.axvline(result.midpoint, color="C1", ls="--", label=f"midpoint {result.midpoint:.0f}")

@@ -333,3 +333,54 @@ def test_the_source_name_rule_sees_a_chain(tmp_path):
     f.write_text("KINDS = ('builtin', 'markov')\ndef g(d):\n    return d.markov.vocab if d.source in KINDS else 0\n")
     assert _names_compared(f, {"builtin", "markov"}) == {"builtin", "markov"}
     assert _sections_read(f, {"markov", "seminatural"}) == {"markov"}
+
+
+# ------------------------------------------------------------------- detectors by name
+DETECTOR_NAMES = frozenset({"bayes", "pelt", "threshold"})
+DETECTOR_HOME = ROOT / "ihstats" / "detectors"  # each detector's module, and the registry that names them
+
+
+def _str_operands(node: ast.AST) -> set[str]:
+    """String constants a comparison operand holds: itself, or the items of a tuple/list/set."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return {n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def _names_chosen(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    """Where ``source`` picks among ``names`` itself: a comparison (``==``, ``in``, ...; the stuff
+    of if/elif chains and conditional expressions), a ``match`` case, or a dict keyed by two or
+    more of them (a second registry)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            hit = set().union(*(_str_operands(o) for o in (node.left, *node.comparators))) & names
+        elif isinstance(node, ast.MatchValue):
+            hit = _str_operands(node.value) & names
+        elif isinstance(node, ast.Dict):
+            hit = {k.value for k in node.keys if isinstance(k, ast.Constant) and k.value in names}
+            hit = hit if len(hit) >= 2 else set()
+        else:
+            continue
+        out += [(node.lineno, name) for name in sorted(hit)]
+    return out
+
+
+def test_the_name_check_sees_a_chain_and_spares_a_constant():
+    chain = ("if method == 'pelt':\n    pass\nelif method in ('bayes', 'x'):\n    pass\n"
+             "label = 'a' if m != 'bayes' else 'b'\n")
+    assert _names_chosen(chain, DETECTOR_NAMES) == [(1, "pelt"), (3, "bayes"), (5, "bayes")]
+    assert _names_chosen("match m:\n    case 'threshold':\n        pass\n", DETECTOR_NAMES) == [(2, "threshold")]
+    assert _names_chosen("RUN = {'bayes': f, 'pelt': g}[m]\n", DETECTOR_NAMES) == [(1, "bayes"), (1, "pelt")]
+    # a constant naming one detector (the formed rule's), a default, a call by name: no choice made here
+    fine = "FORMED_METHOD = 'bayes'\nf(method='bayes')\nif method == FORMED_METHOD:\n    get_detector('pelt')\n"
+    assert _names_chosen(fine, DETECTOR_NAMES) == []
+
+
+def test_detectors_are_chosen_by_name_through_the_registry():
+    """No detector name in an if/elif (or a dict of its own) outside ihstats/detectors: callers pass
+    the name to ihstats.detectors (get_detector, detect, DETECTORS), so a new detector touches its
+    module and its test only. No exceptions: the formed rule names its detector in a constant
+    (``ihstats.emergence.FORMED_METHOD``) and compares against that."""
+    bad = [f"{p.relative_to(ROOT)}:{line} chooses {name!r}" for p in _sources(SOURCE_DIRS + ("benchmarks",))
+           if DETECTOR_HOME not in p.parents for line, name in _names_chosen(p.read_text(), DETECTOR_NAMES)]
+    assert bad == []

@@ -193,7 +193,8 @@ def test_grid_does_not_overwrite_the_status_of_a_trainer_outside_it(tmp_path):
 # ------------------------------------------------------------------------- statistics CLI
 def test_emergence_cli_drops_nonfinite_values_on_request(tmp_path, capsys):
     from ihstats.emergence import main as emergence_main
-    from ihstats.simulate import simulate_curve, write_fake_run
+    from ihstats.simulate.curves import simulate_curve
+    from ihstats.simulate.run_dirs import write_fake_run
 
     write_fake_run(tmp_path / "r", simulate_curve("sigmoid", "mixed", n=60, seed=2))
     m = tmp_path / "r" / "metrics.parquet"
@@ -751,7 +752,8 @@ def test_grid_out_read_only_or_a_file_is_one_line(tmp_path, read_only_dir, capsy
 
 # ------------------------------------------------------------------------- corrupt files in the statistics CLIs
 def fake_grid(root: Path, n: int = 3) -> list[Path]:
-    from ihstats.simulate import simulate_curve, write_fake_grid
+    from ihstats.simulate.curves import simulate_curve
+    from ihstats.simulate.run_dirs import write_fake_grid
 
     ids = write_fake_grid(root, [(simulate_curve("sigmoid", "mixed", n=60, seed=i), {"seed": i}) for i in range(n)])
     return [root / i for i in ids]

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.simulate import simulate_curve, write_fake_grid
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "paper_figures" / "make.py"

@@ -6,7 +6,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ihstats.simulate import simulate_curve, write_fake_grid
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("ship_runs", ROOT / "paper_figures" / "ship_runs.py")

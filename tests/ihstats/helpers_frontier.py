@@ -1,13 +1,13 @@
 """Test-only helpers for the frontier: a coverage score against a planted boundary and a perfectly
-separated grid (moved here from ``ihstats.simulate_frontier``, which keeps the simulators that
-also make the shipped examples)."""
+separated grid (moved here from the frontier simulator, now ``ihstats.simulate.frontier``, which
+keeps the simulator behind the shipped example)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ihstats.simulate_frontier import DEFAULT_LEVELS, FrontierTruth
+from ihstats.simulate.frontier import DEFAULT_LEVELS, FrontierTruth
 
 
 def contour_coverage(frontier: pd.DataFrame, truth: FrontierTruth, domain=(None, 1.0)) -> float:
@@ -55,7 +55,8 @@ def write_onset_grid(grid_dir, law=(600.0, -6.0, -3.0), cap: int = 9000, seeds=(
     """A fake grid of semi-natural runs on two transects through f = r = 0.9 whose max-PS curves
     rise at ``onset = t0 (f / 0.9)^e_f (r / 0.9)^e_r`` (flat when that lies past half the cap):
     real logs for :mod:`ihstats.budget` and ``analyses/fit_frontier.py --grid``."""
-    from ihstats.simulate import simulate_curve, write_fake_grid
+    from ihstats.simulate.curves import simulate_curve
+    from ihstats.simulate.run_dirs import write_fake_grid
 
     t0, e_f, e_r = law
     cells = [(f, 0.9) for f in (0.5, 0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.3, 0.5, 0.7)]

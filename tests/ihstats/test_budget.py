@@ -10,8 +10,9 @@ import pytest
 
 from ihstats import io
 from ihstats.budget import compare_budgets, main, read_at_budget, run_caps
-from ihstats.simulate import simulate_curve, write_fake_grid
-from ihstats.simulate_frontier import read_onsets_at, simulate_onsets
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.onsets import read_onsets_at, simulate_onsets
+from ihstats.simulate.run_dirs import write_fake_grid
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_frontier import write_onset_grid  # noqa: E402

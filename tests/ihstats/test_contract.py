@@ -13,7 +13,8 @@ from ihstats import contract, io
 from ihstats.contract import (
     max_over_heads, ps_crossing, read_crossing, read_status, run_crossing, status_record, write_status,
 )
-from ihstats.simulate import simulate_curve, write_fake_run
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_run
 from ihstats.fileio import UnreadableFile
 
 ROOT = Path(__file__).resolve().parents[2]

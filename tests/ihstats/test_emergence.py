@@ -8,9 +8,12 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.emergence import (detect, emergence_table, formation, main, pelt_breakpoints, pelt_penalty)
-from ihstats.simulate import SCHEDULES, make_schedule, simulate_curve, simulate_curves, write_fake_grid
-from ihstats.simulate_onset import simulate_onset_curve
+from ihstats.detectors import detect
+from ihstats.detectors.pelt import pelt_breakpoints, pelt_penalty
+from ihstats.emergence import emergence_table, formation, main
+from ihstats.simulate.coverage_curves import simulate_onset_curve
+from ihstats.simulate.curves import SCHEDULES, make_schedule, simulate_curve, simulate_curves
+from ihstats.simulate.run_dirs import write_fake_grid
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ihstats.simulate_law import simulate_emergence_table
+from ihstats.simulate.law import simulate_emergence_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "analyses" / "fit_upt_law.py"

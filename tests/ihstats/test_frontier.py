@@ -9,7 +9,7 @@ import pytest
 
 from ihstats.frontier import FrontierSpec, _hdi_columns, contour_z, prepare_frontier_data
 from ihstats.frontier_glm import check_separation, fit_glm
-from ihstats.simulate_frontier import simulate_frontier
+from ihstats.simulate.frontier import simulate_frontier
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_frontier import contour_coverage, simulate_separated  # noqa: E402

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from ihstats import contract, io
-from ihstats.simulate import simulate_curve, write_fake_grid, write_fake_run
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_grid, write_fake_run
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from scipy import stats
 from ihstats.law_scoring import (
     LAW, OLS_BASELINE, Predictive, fixed_exponent_predictive, ols_predictive, score_runs)
 from ihstats.law_validation import NO_CELL, ValidationSpec, cross_validate, validate_holdout
-from ihstats.simulate_law import simulate_emergence_table
+from ihstats.simulate.law import simulate_emergence_table
 from ihstats.upt_data import UPTLawError, prepare
 from ihstats.upt_law import UPTLawSpec
 

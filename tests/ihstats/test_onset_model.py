@@ -9,7 +9,7 @@ import pytest
 from ihstats.frontier import knob_verdict
 from ihstats.onset_design import candidate_designs, fit_mle, resolution_rate
 from ihstats.onset_model import OnsetSpec, prepare_onset_data
-from ihstats.simulate_frontier import simulate_onsets
+from ihstats.simulate.onsets import simulate_onsets
 
 # two transects through f = r = 0.9, as the freqrel preset
 CELLS = [(f, 0.9) for f in (0.6, 0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.3, 0.5, 0.7)]

@@ -10,7 +10,7 @@ from scipy import stats
 from ihstats.permutation import (
     ablation_arrays, choose_head_sets, compare_conditions, correct_pvalues, count_head_sets,
     effect_sizes, random_set_test, run_ablation_tests, sign_flip_power, sign_flip_test)
-from ihstats.simulate_frontier import simulate_ablation
+from ihstats.simulate.ablation import simulate_ablation
 
 
 def _mean(x, axis):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ihstats.report import write_upt_report
-from ihstats.simulate_law import example_table
+from ihstats.simulate.law import example_table
 from ihstats.upt_law import UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from ihstats.schema import check_grid_dir, check_run_dir, main
-from ihstats.simulate import simulate_curve, write_fake_run
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

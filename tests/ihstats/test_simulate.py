@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ihstats.simulate import (SCHEDULES, _shape_fn, knee_constants, make_schedule, simulate_curve,
-                              simulate_curves)
+from ihstats.simulate.curves import (SCHEDULES, knee_constants, make_schedule, simulate_curve, simulate_curves,
+                                     unit_rise)
 
 
 @pytest.mark.parametrize("kind", SCHEDULES)
@@ -43,7 +43,7 @@ def test_logistic_knees_are_symmetric_and_match_tangent_geometry():
 def test_planted_onset_is_the_least_squares_knee_of_the_clean_curve():
     """Brute-force ramp from 0 to 1 on a clean sigmoid: its knee is the planted onset."""
     u = np.linspace(-12, 12, 4001)
-    f = _shape_fn("sigmoid", u)
+    f = unit_rise("sigmoid", u)
     best = (np.inf, 0.0)
     for a in np.linspace(-3.0, -2.2, 161):
         r = np.clip((u - a) / (-2 * a), 0, 1)  # symmetric knees
@@ -68,7 +68,7 @@ def test_bad_arguments_name_the_argument():
 
 
 def test_onset_simulator_shapes_and_estimands():
-    from ihstats.simulate_onset import ONSET_SHAPES, simulate_onset_curve
+    from ihstats.simulate.coverage_curves import ONSET_SHAPES, simulate_onset_curve
 
     for shape in ONSET_SHAPES:
         a, b = simulate_onset_curve(shape, "mixed", 0.02, seed=3), simulate_onset_curve(shape, "mixed", 0.02, seed=3)
@@ -83,7 +83,7 @@ def test_onset_simulator_shapes_and_estimands():
     ka, _ = knee_constants("sigmoid")
     s = simulate_onset_curve("sigmoid", "log", 1e-9, seed=5)
     rise = (s.values - s.params["baseline"]) / s.params["rise"]
-    assert np.interp(np.log(s.onset), np.log(s.steps), rise) == pytest.approx(_shape_fn("sigmoid", np.array(ka)), abs=1e-3)
+    assert np.interp(np.log(s.onset), np.log(s.steps), rise) == pytest.approx(unit_rise("sigmoid", np.array(ka)), abs=1e-3)
     heads = simulate_onset_curve("maxheads", "linear", 0.05, seed=6)
     flat = simulate_onset_curve("flat", "linear", 0.05, seed=6)
     assert np.median(heads.values[:50]) > np.median(flat.values[:50]) + 0.03  # the max lifts the baseline

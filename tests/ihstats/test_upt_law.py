@@ -11,7 +11,7 @@ import pytest
 
 from ihstats import _bayes
 from helpers_law import model_loglik_at
-from ihstats.simulate_law import example_table, simulate_emergence_table
+from ihstats.simulate.law import example_table, simulate_emergence_table
 from ihstats.upt_data import UPTLawError, prepare
 from ihstats.upt_law import UPTLawSpec, student_t_logsf
 from ihstats.upt_results import loglik, ols_fit, predict_from_posterior

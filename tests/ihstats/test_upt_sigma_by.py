@@ -10,7 +10,7 @@ import pytest
 from ihstats import _bayes
 from ihstats.law_sensitivity import influence_table, sensitivity_table
 from helpers_law import model_loglik_at
-from ihstats.simulate_law import simulate_emergence_table
+from ihstats.simulate.law import simulate_emergence_table
 from ihstats.upt_data import UPTLawError, prepare
 from ihstats.upt_law import UPTLawSpec, compare_sigma_by
 from ihstats.upt_results import loglik

@@ -1,4 +1,4 @@
-"""Seeded simulator of emergence tables from a known UPT law.
+"""Simulated emergence tables from a known UPT law (updates to emergence ~ batch, context, size).
 
 The law is ``log UPT = log T - a log B - b log C - c log N + noise``. Each simulated run gets a
 measurement interval around its observed onset (as change-point detection would report) and a last
@@ -9,8 +9,8 @@ The returned table has the docs/DESIGN.md emergence-table columns and feeds ``ih
 
 Command line (writes the shipped example table and, optionally, the reference posterior)::
 
-    python -m ihstats.simulate_law --example data/example_emergence.csv
-    python -m ihstats.simulate_law --example data/example_emergence.csv \\
+    python -m ihstats.simulate.law --example data/example_emergence.csv
+    python -m ihstats.simulate.law --example data/example_emergence.csv \\
         --reference ihstats/reference_posterior
 """
 
@@ -188,7 +188,7 @@ def example_table() -> tuple[pd.DataFrame, LawTruth]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m ihstats.simulate_law",
+        prog="python -m ihstats.simulate.law",
         description="Write the simulated example emergence table (fixed seed) and optionally "
                     "fit and write the simulated example posterior (upt_law_simulated.nc; the "
                     "default of `python -m ihstats.predict` is the fit to real runs).")
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     if args.reference:
         res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=1)
         path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
-            f"simulated example table {args.example} (python -m ihstats.simulate_law, "
+            f"simulated example table {args.example} (python -m ihstats.simulate.law, "
             f"seed {EXAMPLE_SETTINGS['seed']})"))
         print(f"wrote {path}")
         for w in res.diagnostics():

@@ -1,8 +1,9 @@
-"""Seeded simulators with known ground truth, reused by tests and benchmarks.
+"""Simulated emergence curves with a planted onset: checkpoint schedules, rise shapes, the onset definition.
 
-Each simulator is a pure function of its arguments and a seed and returns the truth it planted.
-Sections: emergence curves (schedules, shapes, the onset definition) and fake run directories
-in the on-disk layout of ``docs/DESIGN.md``. Other simulators go in their own sections or files.
+Each simulator is a pure function of its arguments and a seed and returns the truth it planted;
+tests and benchmarks reuse them. Curves that break the detector's model on purpose (correlated
+noise, max over heads, two stages, late rises): :mod:`ihstats.simulate.coverage_curves`; run
+directories holding a curve: :mod:`ihstats.simulate.run_dirs`.
 
 Onset definition (shared with :mod:`ihstats.emergence`)
 -------------------------------------------------------
@@ -19,20 +20,15 @@ its onset at ``m - 2.60 s``, where it has risen by 6.9% of its height).
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 SHAPES = ("ramp", "sigmoid", "gompertz", "rgompertz", "flat")
 SCHEDULES = ("linear", "log", "mixed", "sparse")
 
 
-# ==================================================================== emergence curves
 @dataclass
 class SimCurve:
     """A simulated emergence curve and its planted truth (steps in updates)."""
@@ -70,7 +66,7 @@ def make_schedule(kind: str = "linear", n: int = 300, last_step: int = 10_000) -
     return np.unique(np.maximum(1, np.round(s)).astype(np.int64))
 
 
-def _shape_fn(shape: str, u: np.ndarray) -> np.ndarray:
+def unit_rise(shape: str, u: np.ndarray) -> np.ndarray:
     """Unit rise (0 -> 1) in the standardised log step ``u``."""
     if shape == "sigmoid":
         return 0.5 * (1.0 + np.tanh(0.5 * u))  # logistic, overflow-free
@@ -96,7 +92,7 @@ def knee_constants(shape: str) -> tuple[float, float]:
     from scipy.optimize import minimize
 
     u = np.linspace(-25, 25, 20_001)
-    f = _shape_fn(shape, u)
+    f = unit_rise(shape, u)
 
     def rss(k: np.ndarray) -> float:  # levels fixed at the asymptotes 0 and 1: window-free
         a, w = k[0], np.exp(k[1])
@@ -156,7 +152,7 @@ def simulate_curve(shape: str = "sigmoid", schedule: str = "mixed", *, n: int = 
     ka, kb = knee_constants(shape)
     s = width / (kb - ka)
     m = np.log(onset) - ka * s
-    y = baseline + rise * _shape_fn(shape, (x - m) / s) + eps
+    y = baseline + rise * unit_rise(shape, (x - m) / s) + eps
     params.update(scale=s, center=float(np.exp(m)))
     return SimCurve(steps, y, shape, schedule, True, onset=float(onset),
                     midpoint=float(np.exp(np.log(onset) + width / 2)),
@@ -170,97 +166,5 @@ def simulate_curves(n_curves: int, *, shapes: tuple[str, ...] = ("ramp", "sigmoi
     return [simulate_curve(*combos[i % len(combos)], seed=seed * 100_003 + i, **kwargs) for i in range(n_curves)]
 
 
-# ================================================================ fake run directories
-def default_config() -> dict[str, Any]:
-    """The subset of the trainer's nested resolved config that ``ihstats.io`` reads."""
-    return {
-        "name": "sim", "seed": 0,
-        "model": {"n_layer": 2, "n_head": 4, "d_model": 128, "vocab_size": 512, "context": 128},
-        "data": {"source": "builtin", "vocab_size": 512,
-                 "seminatural": {"frequency": 0.5, "reliability": 0.5, "top_v": 1000},
-                 "markov": {"vocab": 1000, "dependency": "markov", "marginal": "zipf", "zipf_alpha": 1.0,
-                            "n_groups": 0, "within_similarity": 0.4, "across_similarity": 0.1,
-                            "entropy_rate": 0.0, "frequency": -1.0, "reliability": -1.0},
-                 "biinduct": {"mode": "none", "span_len": 20, "mix_start": 0.5, "span_source": "random"}},
-        "train": {"batch_size": 16, "context": 128, "lr": 3e-3, "max_steps": 10_000},
-        "metrics": {"n_evals": 200},
-    }
-
-
-def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        d = d.setdefault(p, {})
-    d[leaf] = value
-
-
-def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] | None = None, *,
-                   status: str = "done", n_params_non_embedding: int = 400_000) -> str:
-    """Write a run directory (docs/DESIGN.md layout) whose max-PS-over-heads series is ``curve``.
-
-    ``config`` maps dotted config fields to values (``{"train.batch_size": 32}``). Head (1, 0)
-    carries the curve, the other heads stay strictly below it, so the max over heads is exact.
-    ``val_loss`` falls as the curve rises. Returns the run id (hash of the config).
-    """
-    cfg = default_config()
-    for k, v in (config or {}).items():
-        _set_dotted(cfg, k, v)
-    blob = json.dumps({k: v for k, v in cfg.items() if k != "name"}, sort_keys=True).encode()
-    run_id = hashlib.sha256(blob).hexdigest()[:12]
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    B, C = cfg["train"]["batch_size"], cfg["train"]["context"]
-    L, H = cfg["model"]["n_layer"], cfg["model"]["n_head"]
-    meta = {"run_id": run_id, "config": cfg, "seed": cfg["seed"], "versions": {"ihlaw": "sim"},
-            "git_commit": None, "data_fingerprint": {"hash": "sim"}, "n_params": n_params_non_embedding + 65_536,
-            "n_params_non_embedding": n_params_non_embedding, "vocab_size": 512, "created": "2025-01-01T00:00:00"}
-    (run_dir / "config.json").write_text(json.dumps(meta, indent=2))
-    rows = []
-    for step, v in zip(curve.steps.tolist(), curve.values.tolist()):
-        tok = step * B * C
-        for layer in range(L):
-            for head in range(H):
-                on = (layer, head) == (min(1, L - 1), 0)
-                rows.append((step, tok, "ps", layer, head, v if on else v - 0.05 - 0.01 * (layer * H + head)))
-                rows.append((step, tok, "prev_token", layer, head, 0.3 if layer == 0 else 0.05))
-        rows.append((step, tok, "val_loss", -1, -1, 4.0 - 2.0 * v))
-    metrics = pd.DataFrame(rows, columns=["step", "tokens", "metric", "layer", "head", "value"])
-    metrics = metrics.astype({"step": "int64", "tokens": "int64", "layer": "int64", "head": "int64", "value": "float64"})
-    metrics.to_parquet(run_dir / "metrics.parquet", index=False)
-    st = curve.steps.astype(np.int64)
-    pd.DataFrame({"step": st, "tokens": st * B * C, "loss": 4.0 - 2.0 * curve.values, "lr": 3e-3,
-                  "grad_norm": 1.0, "tokens_per_s": 1e4, "wall_s": st / 10.0}).to_parquet(run_dir / "train.parquet", index=False)
-    (run_dir / "status.json").write_text(json.dumps({
-        "status": status, "reason": "" if status == "done" else "simulated", "step": int(st[-1]),
-        "stop_reason": "max_steps", "updated": "2025-01-01T00:00:00"}))
-    return run_id
-
-
-def write_fake_grid(grid_dir: str | Path, runs: list[tuple[SimCurve, dict[str, Any]]], *,
-                    name: str = "simgrid", with_grid_json: bool = True,
-                    statuses: list[str] | None = None) -> list[str]:
-    """Write a grid directory: one run per ``(curve, dotted overrides)``, plus ``grid.json`` and
-    ``manifest.parquet`` (axis columns named by dotted field) unless ``with_grid_json=False``."""
-    grid_dir = Path(grid_dir)
-    grid_dir.mkdir(parents=True, exist_ok=True)
-    statuses = statuses or ["done"] * len(runs)
-    ids, manifest = [], []
-    axes: dict[str, list[Any]] = {}
-    for (curve, over), status in zip(runs, statuses):
-        tmp = grid_dir / f".tmp{len(ids)}"
-        rid = write_fake_run(tmp, curve, over, status=status)
-        tmp.rename(grid_dir / rid)
-        ids.append(rid)
-        manifest.append({"run_id": rid, **over, "status": status})
-        for k, v in over.items():
-            axes.setdefault(k, [])
-            if v not in axes[k]:
-                axes[k].append(v)
-    if with_grid_json:
-        (grid_dir / "grid.json").write_text(json.dumps({"name": name, "axes": axes}, indent=2))
-        pd.DataFrame(manifest).to_parquet(grid_dir / "manifest.parquet", index=False)
-    return ids
-
-
-__all__ = ["SCHEDULES", "SHAPES", "SimCurve", "default_config", "knee_constants", "make_schedule",
-           "simulate_curve", "simulate_curves", "write_fake_grid", "write_fake_run"]
+__all__ = ["SCHEDULES", "SHAPES", "SimCurve", "knee_constants", "make_schedule", "simulate_curve", "simulate_curves",
+           "unit_rise"]

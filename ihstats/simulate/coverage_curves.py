@@ -16,7 +16,7 @@ Shapes and their onset estimands (``x = ln step``; all onsets reported in update
     Logistic in log step, centre ``m``, scale ``s``. Onset: the first knee of the
     least-squares ramp between its asymptotes (uniform weight in log step), ``m - 2.60 s``,
     where the curve has risen 6.9% of its height (the package's shared definition,
-    :func:`ihstats.simulate.knee_constants`).
+    :func:`ihstats.simulate.curves.knee_constants`).
 ``maxheads``
     The maximum over 8 heads per checkpoint: one carrier head with a ``ramp`` rise, 7 flat heads
     at or just below the carrier's baseline, each with its own noise. The maximum lifts the
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ihstats.simulate import SimCurve, _shape_fn, knee_constants, make_schedule
+from ihstats.simulate.curves import SimCurve, knee_constants, make_schedule, unit_rise
 
 ONSET_SHAPES = ("ramp", "sigmoid", "maxheads", "twostage", "late")
 N_HEADS = 8
@@ -86,7 +86,7 @@ def simulate_onset_curve(shape: str, schedule: str, noise: float, seed: int, *, 
         ka, kb = knee_constants("sigmoid")
         a = _place(rng, x, width)
         s = width / (kb - ka)
-        y = base + rise * _shape_fn("sigmoid", (x - (a - ka * s)) / s) + eps
+        y = base + rise * unit_rise("sigmoid", (x - (a - ka * s)) / s) + eps
     else:
         a = _place(rng, x, width)
         y = base + rise * _ramp(x, a, width) + eps
