@@ -56,10 +56,11 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, field_names, flatten, flops_per_token, get_field, get_preset,
-    is_plain_name, load_toml, probe_len_of, set_field, validate,
+    ConfigError, RunConfig, apply_overrides, field_names, flatten, get_field, get_preset, is_plain_name, load_toml,
+    probe_len_of, set_field, validate,
 )
 from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
+from ihtrain.run_cost import budget_of
 
 SPEC_KEYS = ("name", "description", "extends", "seeds", "include", "exclude", "base", "axes")
 LABEL_KEY = "label"
@@ -83,8 +84,8 @@ class Axis:
 
 
 @dataclass
-class Run:
-    """One resolved point of the grid."""
+class PlannedRun:
+    """One resolved point of the grid: a run planned, with its config and where in the grid it lies."""
 
     run_id: str
     config: RunConfig
@@ -156,7 +157,7 @@ class GridSpec:
         cfg = _apply(cfg, self.base_overrides, "base")
         return set_field(cfg, "name", self.name)
 
-    def expand(self) -> list[Run]:
+    def expand(self) -> list[PlannedRun]:
         """Resolve every run (product - exclude + include); errors name the field or entry."""
         base = self.base_config()
         sweep = self.sweep
@@ -171,7 +172,7 @@ class GridSpec:
                     labels[ax.name] = ax.labels[i]
             points.append((over, labels, "product"))
 
-        runs: list[Run] = []
+        runs: list[PlannedRun] = []
         matched = [0] * len(self.exclude)
         for over, labels, origin in points:
             cfg = _apply(base, over, "axes")
@@ -188,7 +189,7 @@ class GridSpec:
             for seed in self.seeds if self.seeds and "seed" not in inc else [None]:
                 runs.append(self._include(base, group_axes, {**inc, **({} if seed is None else {"seed": seed})}, i))
 
-        seen: dict[str, Run] = {}
+        seen: dict[str, PlannedRun] = {}
         for r in runs:
             if r.run_id in seen:
                 raise ConfigError(f"{r.origin}: duplicate run id {r.run_id} (same resolved config as "
@@ -199,7 +200,7 @@ class GridSpec:
                               f"an [[include]]")
         return runs
 
-    def _include(self, base: RunConfig, group_axes: dict[str, Axis], inc: dict[str, Any], i: int) -> Run:
+    def _include(self, base: RunConfig, group_axes: dict[str, Axis], inc: dict[str, Any], i: int) -> PlannedRun:
         over, labels = {}, {}
         for k, v in inc.items():
             if k in group_axes:
@@ -214,12 +215,12 @@ class GridSpec:
         cfg = _apply(base, over, f"include[{i}]")
         return self._run(cfg, over, labels, f"include[{i}]")
 
-    def _run(self, cfg: RunConfig, over: dict[str, Any], labels: dict[str, Any], origin: str) -> Run:
+    def _run(self, cfg: RunConfig, over: dict[str, Any], labels: dict[str, Any], origin: str) -> PlannedRun:
         factors = dict(labels)
         for col in self.columns:
             if col not in factors:
                 factors[col] = get_field(cfg, col)
-        return Run(cfg.run_id(), cfg, {c: factors[c] for c in self.columns}, dict(over), origin)
+        return PlannedRun(cfg.run_id(), cfg, {c: factors[c] for c in self.columns}, dict(over), origin)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -447,14 +448,14 @@ def load_spec(path: str | Path) -> GridSpec:
     return parse_spec(load_toml(path), source=str(path))
 
 
-def probe_geometry_warning(runs: list[Run]) -> str | None:
+def probe_geometry_warning(runs: list[PlannedRun]) -> str | None:
     """A warning when the grid's runs would measure PS on repeat probes of different lengths, or None.
 
     ``metrics.probe_len = 0`` gives ``min(50, C // 2)``, so a grid across C probes each cell with its
     own geometry (at C = 16 the repeat comes 8 tokens back, and a head attending a fixed offset
     scores like an induction head): PS, and the onsets read from it, are then not comparable across
     cells. The message names the lengths and their cells and how to set one length."""
-    by_len: dict[int, list[Run]] = {}
+    by_len: dict[int, list[PlannedRun]] = {}
     for r in runs:
         by_len.setdefault(probe_len_of(r.config.metrics.probe_len, r.config.train.context), []).append(r)
     if len(by_len) < 2:
@@ -473,7 +474,7 @@ def probe_geometry_warning(runs: list[Run]) -> str | None:
             f"N <= {(shortest - 1) // 2}")
 
 
-def factor_label(run: Run) -> str:
+def factor_label(run: PlannedRun) -> str:
     """The run's factors without the seed, ``k=v`` joined by commas (a cell's name in messages)."""
     return ",".join(f"{k.split('.')[-1]}={v}" for k, v in run.factors.items() if k != "seed")
 
@@ -488,31 +489,3 @@ def load_grid_preset(name: str) -> GridSpec:
     if name not in paths:
         raise ConfigError(f"--preset: unknown grid preset {name!r}; known: {', '.join(paths) or '(none)'}")
     return load_spec(paths[name])
-
-
-def budget_of(cfg: RunConfig) -> dict[str, Any]:
-    """Budget kind and its cap in updates and tokens (until-emergence: the cap is an upper bound)."""
-    steps = cfg.cap_steps
-    return {"budget": cfg.train.budget, "max_steps": steps, "max_tokens": steps * cfg.tokens_per_step}
-
-
-def train_flops_per_token(cfg: RunConfig) -> float:
-    """``GPT.estimate_flops_per_token`` from the config alone, without building the model: ``N``
-    counts the blocks' matmul weights and, when the config fixes ``vocab_size``, the unembedding
-    (a vocabulary taken from the data source is left out)."""
-    m = cfg.model
-    per_block = 4 * m.d_model**2 + (0 if m.attn_only else 2 * m.mlp_ratio * m.d_model**2)
-    return flops_per_token(m.n_layer * per_block + m.vocab_size * m.d_model, m.n_layer, m.d_model, cfg.train.context)
-
-
-def human(n: float) -> str:
-    for unit, k in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= k:
-            return f"{n / k:.3g}{unit}"
-    return f"{n:.3g}"
-
-
-def describe_budget(cfg: RunConfig) -> str:
-    b = budget_of(cfg)
-    cap = "<=" if b["budget"] == "until-emergence" else ""
-    return f"{b['budget']} {cap}{b['max_steps']} upd / {cap}{human(b['max_tokens'])} tok"

@@ -22,7 +22,8 @@ from ihstats.upt_law import UPTLawSpec
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, resolve  # noqa: E402
-from ihtrain.grid import checked_status, write_grid_json  # noqa: E402
+from ihtrain.grid import write_grid_json  # noqa: E402
+from ihtrain.grid_status import checked_status  # noqa: E402
 from ihtrain.grid_spec import load_spec, parse_spec  # noqa: E402
 from ihtrain.run_files import changed_settings, resume_threads  # noqa: E402
 from ihtrain.train import main as train_main, train_run  # noqa: E402
