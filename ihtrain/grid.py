@@ -36,9 +36,8 @@ from ihtrain.fileio import UnreadableFile, atomic_write_json, atomic_write_text,
 from ihtrain.grid_plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
-from ihtrain.grid_spec import (
-    GridSpec, PlannedRun, grid_preset_paths, load_grid_preset, load_spec, probe_geometry_warning,
-)
+from ihtrain.grid_expand import GridSpec, PlannedRun, probe_geometry_warning
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec
 from ihtrain.grid_status import (
     format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,

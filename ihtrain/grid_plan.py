@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ihtrain.config import ConfigError
 from ihtrain.data import DataError, cached_stream_config, load_stream
 from ihtrain.executors import LocalExecutor, RayExecutor, Task
-from ihtrain.grid_spec import PlannedRun
+from ihtrain.grid_expand import PlannedRun
 from ihtrain.run_cost import budget_of, human, train_flops_per_token
 
 PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)

@@ -16,7 +16,7 @@ import pandas as pd
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.emergence import circuit, formation
 from ihtrain.fileio import UnreadableFile, atomic_write_parquet, read_parquet
-from ihtrain.grid_spec import GridSpec, PlannedRun
+from ihtrain.grid_expand import GridSpec, PlannedRun
 from ihtrain.locks import GridLock
 from ihtrain.run_files import done_run_problem
 
