@@ -4,7 +4,7 @@
 
 The table is tidy, one row per (condition, example, ablated set): columns
 ``condition, example, ablation (none|top|random), set_id, value`` and optionally ``metric``
-(see ``ihstats.permutation``). Without ``--table`` the shipped simulated example
+(see ``ihstats.ablation``). Without ``--table`` the shipped simulated example
 ``data/example_ablation.csv`` is used (and the output says so). Writes into ``--out``:
 ``tests.csv`` (one row per condition x metric, Holm and BH adjusted within a family: the top
 sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, conditions
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.ablation import ablation_arrays, run_ablation_tests
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
-from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_power
+from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
 from ihstats.fileio import UnreadableFile, read_table

@@ -9,12 +9,12 @@ corpus, BPE 1024: the tokenizer in the shared cache; bxc-text's 2048 would be tr
 
 What is timed, so that a sceptic can check it:
 
-- **ours**: the trainer's own loop body as ``ihtrain.train._train`` runs it, on a real ``Run``
+- **ours**: the trainer's own loop body as ``ihtrain.train._train`` runs it, on a real ``Trainer``
   (built from the preset, in a temporary run directory): ``next_batch()`` (learning rate, the
   batch drawn from the data source), ``solo_update`` (forward, backward, clipping, AdamW),
   ``after_update()`` (counting, the loss read off every ``train.log_every`` updates, the
   divergence watch, the checkpoint-due check; checkpoints are pushed out of the window). The
-  metric evaluations (``go_on``) are timed apart, per evaluation on the same ``Run``, and
+  metric evaluations (``go_on``) are timed apart, per evaluation on the same ``Trainer``, and
   charged per update at the preset's default count (``metrics.n_evals`` over its schedule up to
   the cap): ``t_update + n_evals * t_eval / cap`` is "ours with default metric logging".
 - **ref**: an independent nanoGPT-style eager loop written out below (its model, tied weights,
@@ -51,7 +51,8 @@ import torch.nn.functional as F
 from ihtrain.config import apply_overrides, resolve, validate
 from ihtrain.grid_spec import load_grid_preset
 from ihtrain.presets import preset_names
-from ihtrain.train import Run, solo_update
+from ihtrain.train import solo_update
+from ihtrain.trainer import Trainer
 
 SHAPES = [("bxc-markov", 32, 16, 16), ("bxc-markov", 48, 64, 64), ("cpu-tiny", 128, 16, 128)]
 
@@ -94,7 +95,7 @@ class RefGPT(nn.Module):
 class Reference:
     """nanoGPT's train.py loop body around RefGPT: forward, backward, clip, AdamW step, loss.item()."""
 
-    def __init__(self, run: Run):
+    def __init__(self, run: Trainer):
         m, t = run.model_cfg, run.cfg.train
         torch.manual_seed(0)
         self.model = RefGPT(m.vocab_size, m.context, m.d_model, m.n_head, m.n_layer)
@@ -141,7 +142,7 @@ def shape_config(preset: str, d: int, batch: int, context: int):
     return validate(apply_overrides(load_grid_preset(preset).base_config(), over))  # a grid preset's base
 
 
-def ours_step(run: Run, drawn: list[torch.Tensor]) -> None:
+def ours_step(run: Trainer, drawn: list[torch.Tensor]) -> None:
     """``_train``'s loop body without ``go_on`` (evaluations are timed apart); keeps the batch."""
     batch = run.next_batch()
     drawn.append(batch)
@@ -154,7 +155,7 @@ def measure_shape(preset: str, d: int, batch: int, context: int, args) -> dict:
     cfg = shape_config(preset, d, batch, context)
     ours, ref, draw, evals = Clock(), Clock(), Clock(), Clock()
     with tempfile.TemporaryDirectory() as tmp:
-        run = Run(cfg, Path(tmp), progress=False)
+        run = Trainer(cfg, Path(tmp), progress=False)
         reference, drawn = Reference(run), []
         for _ in range(args.warmup):
             ours_step(run, drawn)

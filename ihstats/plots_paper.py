@@ -132,7 +132,7 @@ def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
     A row per metric, a column per condition.
 
     ``drops``: ``condition, metric, ablation (top | random), set_id, drop``; ``tests``:
-    ``ihstats.permutation.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
+    ``ihstats.ablation.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
     """
     groups = list(drops.groupby(["metric", "condition"], dropna=False, sort=True))
     ncols = min(len(groups), drops["condition"].nunique())

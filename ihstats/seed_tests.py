@@ -7,7 +7,7 @@ Its smallest attainable p is :func:`two_sample_floor`: with 3 seeds per conditio
 = 0.05`` one-sided and ``0.1`` two-sided, so no effect, however large, rejects two-sided at 0.05;
 4 seeds give ``2 / 70 = 0.029``, 5 give ``2 / 252 = 0.0079`` two-sided.
 
-:func:`ablation_floor` is the head-ablation design's floor (``ihstats.permutation``): the top
+:func:`ablation_floor` is the head-ablation design's floor (``ihstats.ablation``): the top
 set against all other same-count-per-layer sets, ``1 / (number of sets)``, then Holm over the
 family of tests.
 """
@@ -20,8 +20,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ihstats.permutation import (ALTERNATIVES, PermutationResult, correct_pvalues, count_head_sets,
-                                 smallest_attainable_p)
+from ihstats.ablation import count_head_sets
+from ihstats.permutation import ALTERNATIVES, PermutationResult, correct_pvalues, smallest_attainable_p
 
 #: relabellings enumerated at most (C(16, 8) = 12,870); beyond, the test refuses
 MAX_RELABELLINGS = 20_000
@@ -124,7 +124,7 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
 
 def per_layer_count(n_head: int, top_frac: float) -> int:
     """Heads per layer of the ``--top-frac F --per-layer`` rule: ``max(1, round_half_up(F H))``
-    (as ``ihtrain.ablate.top_heads``)."""
+    (as ``ihtrain.head_sets.top_heads``)."""
     if not 0 < top_frac <= 1:
         raise ValueError(f"top_frac: must lie in (0, 1], got {top_frac}")
     return max(1, int(np.floor(top_frac * n_head + 0.5)))

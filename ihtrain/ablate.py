@@ -3,27 +3,15 @@
     python -m ihtrain.ablate RUN_DIR [--score ps] [--top-k 2] [--random-sets 199] [--examples 100]
     python -m ihtrain.ablate RUN_DIR --icl [--shots 10] [--examples 50]
 
-**Ablation.** :func:`ablate_heads` is a context manager that replaces chosen heads' outputs
-``o_h(s)`` by zero (``mode="zero"``) or by their mean over reference tokens (``mode="mean"``)
-*before* ``W_O`` sums the heads: a hook on the model's hook point ``blocks.{l}.attn.hook_z``
-(B, T, H, d_head), the same mechanism the metric cache and user code use
-(:func:`ablation_hooks` gives the ``(name, fn)`` pairs). Both forward paths go through
-``hook_z``, so ``model(idx)`` and ``run_with_cache`` see the ablation (the cache's ``head_out``
-shows the ablated heads). With no heads chosen no hook is attached: bit-identical.
-
-**Head sets** are one tuple of head indices per layer, ``((h, ...), (h, ...))``, as
-:func:`ihstats.permutation.choose_head_sets` returns them; random sets come from that function, so
-they have the top set's count per layer. Top-k rule (:func:`top_heads`), by a per-head score at the
-run's last logged step (default ``ps`` from ``metrics.parquet``), ties to the lower (layer, head):
-
-- ``--top-k K``: the K highest-scoring heads over the whole model;
-- ``--top-k K --per-layer``: the K highest in every layer;
-- ``--top-frac F``: ``max(1, round_half_up(F * L * H))`` heads over the whole model;
-- ``--top-frac F --per-layer``: ``max(1, round_half_up(F * H))`` per layer: at least one per layer
-  (so Sabry and Belz's "top 2% per layer" with 12-24 heads per layer is one head per layer).
+Heads are chosen by :mod:`ihtrain.head_sets` (the top-k rule, :func:`~ihtrain.head_sets.top_heads`:
+``--top-k`` / ``--top-frac``, over the model or ``--per-layer``, by ``--score`` at the run's last
+logged step) and knocked out by :mod:`ihtrain.head_ablation` (zero or mean ablation through the hook
+point ``hook_z``); random sets with the top set's count per layer come from
+:func:`ihstats.ablation.choose_head_sets`. This module scores a run under each head set and writes
+the tidy table.
 
 **Per-example metrics** (all higher-is-better, so one ``higher_is_better=True`` in
-``ihstats.permutation`` reads the whole table and a drop is a loss increase):
+``ihstats.ablation`` reads the whole table and a drop is a loss increase):
 ``repeat_logprob`` (mean log-prob of the next token over the repeat probe's second copy,
 ``s in [n, 2n-2]``, per sequence), ``repeat_acc`` (top-1 accuracy there, per sequence),
 ``val_logprob`` (mean next-token log-prob per held-out sequence from ``source.val_sample``) and,
@@ -51,160 +39,30 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ihstats.ablation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args
-from ihstats.permutation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
-from ihstats.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.fileio import UnreadableFile, read_json
+from ihtrain.head_ablation import MODES, ablate_heads, head_means
+from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
 from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
-from ihtrain.model import GPT, HookFn
+from ihtrain.model import GPT
 from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
 
-HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
-MODES = ("zero", "mean")
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
-
-
-# ------------------------------------------------------------------------------ head sets
-def as_head_set(heads, n_layer: int, n_head: int) -> HeadSet:
-    """Normalise ``heads`` to one sorted tuple per layer.
-
-    Accepts a per-layer sequence of head-index sequences (``[[0], [1, 3]]``) or a dict
-    ``{layer: [heads]}`` (``(layer, head)`` pairs: :func:`pairs_to_head_set`). Raises ValueError
-    naming the bad layer/head.
-    """
-    if isinstance(heads, dict):
-        per = [tuple(heads.get(l, ())) for l in range(n_layer)]
-        extra = set(heads) - set(range(n_layer))
-        if extra:
-            raise ValueError(f"heads: layers {sorted(extra)} out of range [0, {n_layer})")
-    else:
-        per = [tuple(h) for h in heads]
-        if len(per) != n_layer:
-            raise ValueError(f"heads: need one entry per layer ({n_layer}), got {len(per)}")
-    for l, hs in enumerate(per):
-        bad = [h for h in hs if not 0 <= int(h) < n_head]
-        if bad:
-            raise ValueError(f"heads: layer {l} heads {bad} out of range [0, {n_head})")
-    return tuple(tuple(sorted({int(h) for h in hs})) for hs in per)
-
-
-def pairs_to_head_set(pairs: Iterable[tuple[int, int]], n_layer: int, n_head: int) -> HeadSet:
-    """``[(layer, head), ...]`` -> head set."""
-    d: dict[int, list[int]] = {}
-    for l, h in pairs:
-        d.setdefault(int(l), []).append(int(h))
-    return as_head_set(d, n_layer, n_head)
-
-
-def format_head_set(heads: HeadSet) -> str:
-    """``((0,), (1, 3))`` -> ``"L0H0 L1H1 L1H3"`` (the ``heads`` column of the table)."""
-    return " ".join(f"L{l}H{h}" for l, hs in enumerate(heads) for h in hs) or "-"
-
-
-def top_heads(scores: np.ndarray, k: int | None = None, frac: float | None = None,
-              per_layer: bool = False) -> HeadSet:
-    """Highest-scoring heads of an (L, H) score array; rounding rules in the module docstring."""
-    s = np.asarray(scores, dtype=np.float64)
-    if s.ndim != 2:
-        raise ValueError(f"scores: expected an (n_layers, n_heads) array, got shape {s.shape}")
-    L, H = s.shape
-    if (k is None) == (frac is None):
-        raise ValueError("top_heads: give exactly one of k (--top-k) or frac (--top-frac)")
-    if frac is not None:
-        if not 0 < frac <= 1:
-            raise ValueError(f"--top-frac: must lie in (0, 1], got {frac}")
-        k = max(1, int(np.floor(frac * (H if per_layer else L * H) + 0.5)))
-    assert k is not None
-    limit = H if per_layer else L * H
-    if not 1 <= k <= limit:
-        where = f"the {H} heads per layer" if per_layer else f"the {L * H} heads ({L} layers x {H})"
-        raise ValueError(f"--top-k: must be in [1, {limit}] ({where}), got {k}")
-    if per_layer:
-        # stable sort of -score: ties go to the lower head index
-        return tuple(tuple(sorted(np.argsort(-s[l], kind="stable")[:k].tolist())) for l in range(L))
-    flat = np.argsort(-s.ravel(), kind="stable")[:k]
-    return pairs_to_head_set([divmod(int(i), H) for i in flat], L, H)
-
-
-def run_head_scores(run_dir: str | Path, score: str = "ps", step: int | None = None) -> np.ndarray:
-    """(L, H) per-head ``score`` at ``step`` (default: the last logged step) from metrics.parquet."""
-    path = Path(run_dir) / "metrics.parquet"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: not found (is {run_dir} a run directory?)")
-    m = read_parquet(path, what="metric log", remedy=f"the run's logs are damaged: train {run_dir} again")
-    per_head = sorted(m.loc[m["head"] >= 0, "metric"].unique())
-    if score not in per_head:
-        why = ("is a whole-model metric (no per-head values), so it cannot rank heads"
-               if score in set(m["metric"]) else f"is not in {path}")
-        raise ValueError(f"--score {score!r} {why}; per-head metrics there: {', '.join(per_head)}")
-    m = m[(m["metric"] == score) & (m["head"] >= 0)]
-    step = int(m["step"].max()) if step is None else int(step)
-    m = m[m["step"] == step]
-    if m.empty:
-        raise ValueError(f"--step: {score!r} was not logged at step {step}")
-    L, H = int(m["layer"].max()) + 1, int(m["head"].max()) + 1
-    out = np.full((L, H), np.nan)
-    out[m["layer"].to_numpy(), m["head"].to_numpy()] = m["value"].to_numpy()
-    return out
-
-
-# ------------------------------------------------------------------------------ ablation hooks
-@torch.no_grad()
-def head_means(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean of each head's output over batch and positions of ``tokens``: (L, H, d_head)."""
-    _, cache = model.run_with_cache(tokens, logits=False)
-    return cache.head_out.float().mean(dim=(1, 2))  # (L, B, T, H, dh) -> (L, H, dh)
-
-
-def ablation_hooks(model: GPT, heads: HeadSet, mode: str = "zero",
-                   means: torch.Tensor | None = None) -> list[tuple[str, HookFn]]:
-    """``(name, fn)`` hooks on ``blocks.{l}.attn.hook_z`` that set the heads in ``heads`` to zero
-    (or to ``means[l, h]``): one hook per layer with heads chosen, none elsewhere. For
-    :meth:`GPT.hooks` / :meth:`GPT.run_with_hooks`, or use :func:`ablate_heads`.
-
-    ``means`` (L, H, d_head) is required for ``mode="mean"`` (see :func:`head_means`).
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode: {mode!r} not in {MODES}")
-    L, H = model.cfg.n_layer, model.cfg.n_head
-    heads = as_head_set(heads, L, H)
-    if mode == "mean" and (means is None or tuple(means.shape[:2]) != (L, H)):
-        raise ValueError(f"means: mode='mean' needs an (L={L}, H={H}, d_head) tensor from head_means()")
-
-    def make_hook(layer: int, idx: list[int]) -> HookFn:
-        def hook(z: torch.Tensor, point) -> torch.Tensor:  # z (B, T, H, dh)
-            z = z.clone()  # never edit the model's tensor in place (autograd, and a cache may hold it)
-            if mode == "zero":
-                z[:, :, idx] = 0.0
-            else:
-                z[:, :, idx] = means[layer, idx].to(z.dtype)  # (k, dh) broadcast over B, T
-            return z
-        return hook
-
-    # nothing to ablate in a layer: no hook, so its output stays bit-identical
-    return [(f"blocks.{l}.attn.hook_z", make_hook(l, list(hs))) for l, hs in enumerate(heads) if hs]
-
-
-@contextmanager
-def ablate_heads(model: GPT, heads: HeadSet, mode: str = "zero", means: torch.Tensor | None = None) -> Iterator[GPT]:
-    """Within the block, the heads in ``heads`` write zero (or their mean) through ``W_O``
-    (the hooks of :func:`ablation_hooks`, removed on exit)."""
-    with model.hooks(ablation_hooks(model, heads, mode, means)):
-        yield model
 
 
 # ------------------------------------------------------------------------------ per-example metrics
@@ -271,7 +129,7 @@ class LoadedRun:
         return tok if tok is not None else getattr(getattr(self.source, "base", None), "tokenizer", None)
 
 
-def load_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -> LoadedRun:
+def load_trained_run(run_dir: str | Path, device: str = "cpu", progress: bool = False) -> LoadedRun:
     """Final checkpoint, config and data source of a run directory (clear errors when missing)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -349,7 +207,7 @@ def score_examples(model: GPT, inputs: dict[str, object]) -> dict[str, tuple[lis
 def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples: int = 100, seed: int = 0,
                    mode: str = "zero", metrics: Sequence[str] = METRICS, condition: str | None = None,
                    n_shots: int = 10) -> tuple[pd.DataFrame, dict]:
-    """Tidy ablation table (``ihstats.permutation`` contract, plus a ``heads`` column) and set info.
+    """Tidy ablation table (``ihstats.ablation`` contract, plus a ``heads`` column) and set info.
 
     Rows: per metric, one per example x {none, top, each random set}.
     """
@@ -460,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
         if not metrics or set(metrics) - set(METRICS):
             raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")
-        run = load_run(args.run_dir, args.device)
+        run = load_trained_run(args.run_dir, args.device)
         if args.icl:
             out = Path(args.out or Path(args.run_dir) / "icl.csv")
             kv_out = out.with_name(out.stem + "_kv.csv")

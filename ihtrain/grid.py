@@ -28,199 +28,38 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
-from ihstats.emergence import circuit, formation
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
 from ihtrain.executors import Outcome, Task
-from ihstats.fileio import (
-    UnreadableFile, atomic_write_json, atomic_write_parquet, atomic_write_text, describe_os_error, read_json,
-    read_parquet,
-)
+from ihstats.fileio import UnreadableFile, atomic_write_json, atomic_write_text, describe_os_error, read_json
 from ihtrain.grid_plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
-from ihtrain.grid_spec import (
-    GridSpec, Run, budget_of, describe_budget, grid_preset_paths, human, load_grid_preset, load_spec,
-    probe_geometry_warning,
+from ihtrain.grid_expand import GridSpec, PlannedRun, probe_geometry_warning
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec
+from ihtrain.grid_status import (
+    format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
+    write_manifest,
 )
-from ihtrain.locks import DirLock, DirectoryLocked
-from ihtrain.run_files import changed_settings, done_run_problem
+from ihtrain.locks import DirectoryLocked, GridLock
 from ihtrain.presets import GRID_SPEC_DIR
+from ihtrain.run_cost import budget_of, describe_budget, human
+from ihtrain.run_files import changed_settings
 
 DEFAULT_PRESET = "bxc-markov"
-LOCK_NAME = ".grid.lock"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
-# ------------------------------------------------------------------------------ state
-def checked_status(run_dir: Path) -> dict[str, Any] | None:
-    """A run's status.json; a damaged one reads as ``{"status": "unreadable", "reason": why}``: its
-    run is reported, never trained over or rewritten (the run may well be done)."""
-    try:
-        st = read_status(run_dir)
-    except UnreadableFile as e:
-        return {"status": "unreadable", "reason": str(e), "step": 0, "stop_reason": ""}
-    why = done_run_problem(run_dir) if st and st["status"] == "done" else None  # done only with its config
-    return {"status": "unreadable", "reason": why, "step": st["step"], "stop_reason": ""} if why else st
-
-
-def run_state(run: Run, grid_dir: Path) -> tuple[str, dict[str, Any] | None]:
-    """new | done | failed | unreadable | interrupted (a ``running`` status left by a killed grid,
-    or by a run an I/O error stopped, counts as this)."""
-    st = checked_status(grid_dir / run.run_id)
-    if st is None:
-        return "new", None
-    return {"done": "done", "failed": "failed", "unreadable": "unreadable"}.get(st["status"], "interrupted"), st
-
-
-def to_execute(state: str, retry_failed: bool) -> bool:
-    return state in ("new", "interrupted") or (state == "failed" and retry_failed)
-
-
-def queue(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str,
-          only: set[str] | None = None) -> tuple[dict[str, tuple[str, Any]], list[Run]]:
+def queue(runs: list[PlannedRun], grid_dir: Path, retry_failed: bool, order: str,
+          only: set[str] | None = None) -> tuple[dict[str, tuple[str, Any]], list[PlannedRun]]:
     """Each run's (state, status) and the runs to execute (of ``only``, if given), in start order."""
     states = {r.run_id: run_state(r, grid_dir) for r in runs}
     todo = [r for r in runs if to_execute(states[r.run_id][0], retry_failed) and (only is None or r.run_id in only)]
     return states, start_order(todo, states, order)
 
 
-KEY_COLUMNS = MANIFEST_KEY_COLUMNS  # cell_id, seed: in every manifest and table, with or without seeds
-
-
-def run_keys(run: Run) -> dict[str, Any]:
-    """``cell_id`` (the config without its seed: shared by a cell's replicates) and the run's seed."""
-    return {"cell_id": run.cell_id, "seed": run.seed}
-
-
-def manifest_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
-    """One row per run. A ``running`` status reads as ``interrupted`` unless ``live`` (a grid holds
-    the lock, so its unfinished runs are running or queued to resume, not abandoned)."""
-    unfinished = "running" if live else "interrupted"
-    rows = []
-    for r in runs:
-        st = checked_status(grid_dir / r.run_id) or {}
-        status = st.get("status", "pending")
-        rows.append({"run_id": r.run_id, **run_keys(r), **r.factors, "budget": r.config.train.budget,
-                     "status": unfinished if status == "running" else status,
-                     "stop_reason": st.get("stop_reason", ""), "steps": int(st.get("step", 0)),
-                     "tokens": int(st.get("step", 0)) * r.config.tokens_per_step, "reason": st.get("reason", "")})
-    cols = ["run_id", *KEY_COLUMNS, *[c for c in spec.columns if c not in KEY_COLUMNS], "budget", "status",
-            "stop_reason", "steps", "tokens", "reason"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def write_manifest(spec: GridSpec, runs: list[Run], grid_dir: Path) -> pd.DataFrame:
-    frame = manifest_frame(spec, runs, grid_dir)
-    atomic_write_parquet(grid_dir / "manifest.parquet", frame)
-    return frame
-
-
-def _no_results() -> dict[str, Any]:
-    return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
-            "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
-            **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan")}
-
-
-def run_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
-    """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
-    final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
-    interval, final max PS, how many heads share the work, the top head, the best previous-token
-    score below it, the run's circuit (:func:`ihstats.emergence.circuit`) and the training wall time."""
-    out = _no_results()
-    rdir = grid_dir / run.run_id
-    remedy = f"delete {rdir} and rerun the same command to train the run again"
-    if (rdir / "metrics.parquet").is_file():
-        m = read_parquet(rdir / "metrics.parquet", ["step", "metric", "layer", "head", "value"], "metric log", remedy)
-        f = formation(m, min_ps=threshold)
-        out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
-                                      "prev_token", *CIRCUIT_COLUMNS)}, max_ps=f["final_max_ps"])
-        if f["censored"]:
-            out.update(onset=float("nan"), onset_lo=float("nan"))
-    if (rdir / "train.parquet").is_file():
-        tr = read_parquet(rdir / "train.parquet", ["wall_s"], "training log", remedy)
-        out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")
-    return out
-
-
-def checked_summary(run: Run, grid_dir: Path, threshold: float) -> dict[str, Any]:
-    """:func:`run_summary`, with a damaged log named in ``unreadable`` (a run is not *done* when its
-    results cannot be read, however its status.json reads)."""
-    try:
-        return {**run_summary(run, grid_dir, threshold), "unreadable": ""}
-    except UnreadableFile as e:
-        return {**_no_results(), "unreadable": str(e)}
-
-
-def summary_frame(spec: GridSpec, runs: list[Run], grid_dir: Path, live: bool = False) -> pd.DataFrame:
-    man = manifest_frame(spec, runs, grid_dir, live)
-    extra = pd.DataFrame([checked_summary(r, grid_dir, r.config.train.emergence_threshold) for r in runs])
-    unreadable = extra.pop("unreadable")
-    man.loc[unreadable != "", "status"] = "unreadable"
-    man.loc[unreadable != "", "reason"] = unreadable[unreadable != ""]
-    return pd.concat([man.drop(columns=["reason"]), extra, man[["reason"]]], axis=1)
-
-
-def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary as printed: without budget and reason, factor columns by their last name part."""
-    return summary.drop(columns=["budget", "reason"]).rename(columns=lambda c: c.split(".")[-1])
-
-
-def round_results(show: pd.DataFrame) -> pd.DataFrame:
-    """Onsets to whole updates, scores to 3 decimals, for printing."""
-    show = show.copy()
-    for c in ("onset", "onset_lo", "onset_hi"):
-        show[c] = show[c].round(0).astype("Int64")
-    for c in ("max_ps", "prev_token", "prev_token_l0_crossing", "prev_token_l0_end"):
-        show[c] = show[c].round(3)
-    return show
-
-
-def crossings(runs: list[Run], grid_dir: Path) -> pd.Series:
-    """Each run's threshold crossing (status.json's record, else its metric log's,
-    :func:`ihstats.contract.read_crossing`); <NA> when not reached or not readable."""
-    def one(r: Run) -> int | None:
-        try:
-            return read_crossing(grid_dir / r.run_id, r.config.train.emergence_threshold)
-        except (UnreadableFile, OSError):  # the summary reports the file as unreadable
-            return None
-
-    return pd.Series([one(r) for r in runs], dtype="Int64")
-
-
-def status_report(spec: GridSpec, runs: list[Run], grid_dir: Path) -> str:
-    """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
-    holder = GridLock(grid_dir).holder()
-    summary = summary_frame(spec, runs, grid_dir, live=holder is not None)
-    show = summary_display(summary)
-    show.insert(show.columns.get_loc("max_ps") + 1, "crossing", crossings(runs, grid_dir))
-    show["wall_min"] = (show.pop("wall_s") / 60).round(1)
-    show = round_results(show)
-    counts = summary["status"].value_counts().to_dict()
-    wall = summary["wall_s"].sum(skipna=True)
-    return (f"grid {spec.name} in {grid_dir}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-            + f"; {wall / 3600:.2f} run-hours of training so far"
-            + (f"; a grid is running on it ({holder})" if holder else "") + "\n" + format_table(show))
-
-
-# ------------------------------------------------------------------------------ lock
-class GridLock(DirLock):
-    """The grid directory's lock (``.grid.lock``, :class:`ihtrain.locks.DirLock`): one grid at a time.
-    Each run's worker takes its own run directory's lock, a different file, so the two never wait
-    on each other."""
-
-    def __init__(self, grid_dir: Path):
-        super().__init__(grid_dir, LOCK_NAME, "grid")
-
-
-# ------------------------------------------------------------------------------ printing
-def format_table(frame: pd.DataFrame) -> str:
-    return frame.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.3g}")
-
-
-def factor_str(run: Run) -> str:
+def factor_str(run: PlannedRun) -> str:
     return " ".join(f"{k.split('.')[-1]}={v}" for k, v in run.factors.items())
 
 
@@ -239,7 +78,7 @@ def list_presets() -> str:
     return "\n".join(lines) + f"\n(default: {DEFAULT_PRESET}; spec files in {GRID_SPEC_DIR})"
 
 
-def dry_run_table(runs: list[Run], grid_dir: Path, retry_failed: bool, order: str = "longest-first",
+def dry_run_table(runs: list[PlannedRun], grid_dir: Path, retry_failed: bool, order: str = "longest-first",
                   only: set[str] | None = None) -> str:
     states, todo = queue(runs, grid_dir, retry_failed, order, only)
     start = {r.run_id: i + 1 for i, r in enumerate(todo)}
@@ -274,7 +113,7 @@ def load(*, spec: str | None = None, preset: str | None = None, seeds: int | Non
     return grid
 
 
-def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
+def write_grid_json(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path) -> None:
     path = grid_dir / "grid.json"
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if path.is_file():
@@ -298,9 +137,9 @@ def write_grid_json(spec: GridSpec, runs: list[Run], grid_dir: Path) -> None:
     })
 
 
-def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, options: GridOptions = GridOptions(),
+def execute(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, options: GridOptions = GridOptions(),
             only: set[str] | None = None) -> int:
-    """Run a grid's unfinished runs (of ``only``, if given) into ``grid_dir``; write its grid.json,
+    """PlannedRun a grid's unfinished runs (of ``only``, if given) into ``grid_dir``; write its grid.json,
     manifest and summary. Returns the exit code (0 done, :data:`EXIT_FAILED` if a run is not done)."""
     states, todo = queue(runs, grid_dir, options.retry_failed, options.order, only)
     _announce(spec, runs, grid_dir, states, todo, options)
@@ -315,8 +154,8 @@ def execute(spec: GridSpec, runs: list[Run], grid_dir: Path, options: GridOption
     return _close(spec, runs, grid_dir, only, options.retry_failed, t0)
 
 
-def _announce(spec: GridSpec, runs: list[Run], grid_dir: Path, states: dict[str, tuple[str, Any]],
-              todo: list[Run], options: GridOptions) -> None:
+def _announce(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, states: dict[str, tuple[str, Any]],
+              todo: list[PlannedRun], options: GridOptions) -> None:
     """grid.json and the manifest before anything runs, and the grid log's first lines."""
     others = sorted(p.name for p in grid_dir.iterdir() if p.is_dir() and p.name not in {r.run_id for r in runs})
     if others:
@@ -330,7 +169,7 @@ def _announce(spec: GridSpec, runs: list[Run], grid_dir: Path, states: dict[str,
           + ")")
 
 
-def _run_tasks(spec: GridSpec, runs: list[Run], grid_dir: Path, n_todo: int, executor: Any, tasks: list[Task],
+def _run_tasks(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, n_todo: int, executor: Any, tasks: list[Task],
                progress: bool) -> None:
     """Execute the tasks; the manifest is rewritten as each run ends (and on an interrupt), one
     line per run goes to the log, the bar shows the active runs' updates."""
@@ -362,7 +201,7 @@ def _run_tasks(spec: GridSpec, runs: list[Run], grid_dir: Path, n_todo: int, exe
     bar.close()
 
 
-def _close(spec: GridSpec, runs: list[Run], grid_dir: Path, only: set[str] | None, retry_failed: bool,
+def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str] | None, retry_failed: bool,
            t0: float) -> int:
     """The final manifest and summary.csv, the closing table, and what to do about runs not done."""
     write_manifest(spec, runs, grid_dir)

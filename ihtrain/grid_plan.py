@@ -17,7 +17,8 @@ from typing import Any, Literal
 from ihtrain.config import ConfigError
 from ihtrain.data import DataError, cached_stream_config, load_stream
 from ihtrain.executors import LocalExecutor, RayExecutor, Task
-from ihtrain.grid_spec import Run, budget_of, human, train_flops_per_token
+from ihtrain.grid_expand import PlannedRun
+from ihtrain.run_cost import budget_of, human, train_flops_per_token
 
 PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)
 
@@ -59,7 +60,7 @@ class GridOptions:
 
 
 # ------------------------------------------------------------------------------ --only
-def select_runs(runs: list[Run], only: str | None) -> set[str] | None:
+def select_runs(runs: list[PlannedRun], only: str | None) -> set[str] | None:
     """``--only``: comma-separated run ids or unique id prefixes, or cell coordinates ``FIELD=VALUE``
     (a run matches when every coordinate given matches its manifest column) -> the ids (None: all)."""
     if only is None:
@@ -87,14 +88,14 @@ def select_runs(runs: list[Run], only: str | None) -> set[str] | None:
 
 
 # ------------------------------------------------------------------------------ order
-def flops_left(run: Run, state: dict[str, Any] | None) -> float:
+def flops_left(run: PlannedRun, state: dict[str, Any] | None) -> float:
     """Training FLOPs between a run's checkpoint and its budget's cap (until-emergence: the cap
     bounds the run, and its tokens per update and model size set its pace)."""
     steps_left = budget_of(run.config)["max_steps"] - int((state or {}).get("step", 0))
     return max(0, steps_left) * run.config.tokens_per_step * train_flops_per_token(run.config)
 
 
-def start_order(todo: list[Run], states: dict[str, tuple[str, Any]], order: str) -> list[Run]:
+def start_order(todo: list[PlannedRun], states: dict[str, tuple[str, Any]], order: str) -> list[PlannedRun]:
     """``longest-first``: interrupted runs resume first (their results are closest), then the rest
     start by most FLOPs left, ties in spec order. With several workers this is the classic
     longest-processing-time rule: in spec order the largest-B x C runs would start last and keep one
@@ -137,7 +138,7 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
     return w, t
 
 
-def pack_groups(todo: list[Run], pack_size: int, spread: int, auto: bool) -> list[list[Run]]:
+def pack_groups(todo: list[PlannedRun], pack_size: int, spread: int, auto: bool) -> list[list[PlannedRun]]:
     """The runs to execute, in groups that train packed (:func:`ihtrain.packed.pack_key`: same model
     shape, B, C, dtype, device), in start order; a run that cannot be packed is a group of its own.
     A group of n runs is split into packs of ``min(pack_size, ceil(n / spread))``: on a CPU, two
@@ -145,7 +146,7 @@ def pack_groups(todo: list[Run], pack_size: int, spread: int, auto: bool) -> lis
     ``auto``: pack only runs of at most ``PACK_AUTO_MAX_TOKENS`` tokens per update (where it pays)."""
     from ihtrain.packed import pack_key  # imports torch: not for --status, --dry-run, --list-presets
 
-    groups: dict[Any, list[Run]] = {}
+    groups: dict[Any, list[PlannedRun]] = {}
     for r in todo:
         key = pack_key(r.config) if pack_size > 1 else None
         if auto and r.config.train.batch_size * r.config.train.context > PACK_AUTO_MAX_TOKENS:
@@ -163,12 +164,12 @@ class Placement:
     """Where the runs execute: the executor, the runs grouped into tasks (packs), threads per task."""
 
     executor: Any  # LocalExecutor | RayExecutor
-    groups: list[list[Run]]
+    groups: list[list[PlannedRun]]
     threads: int
     description: str  # the grid log's line about it
 
 
-def place(todo: list[Run], options: GridOptions) -> Placement:
+def place(todo: list[PlannedRun], options: GridOptions) -> Placement:
     """Pack the runs and size the executor: local workers split the CPUs (or GPUs x runs_per_gpu);
     Ray gets one task per run, never packed."""
     o = options
@@ -192,7 +193,7 @@ def make_tasks(placement: Placement, states: dict[str, tuple[str, Any]], grid_di
                make_figures: bool) -> list[Task]:
     """One executor task per group: a run, or a pack whose log and progress live with its first
     member. Each run's config travels as the validated :class:`ihtrain.config.RunConfig`."""
-    def task_of(r: Run) -> Task:
+    def task_of(r: PlannedRun) -> Task:
         st = states[r.run_id][1] or {}
         return Task(r.run_id, r.config, str(grid_dir / r.run_id), budget_of(r.config)["max_steps"],
                     int(st.get("step", 0)), placement.threads, make_figures=make_figures)
@@ -211,7 +212,7 @@ def make_tasks(placement: Placement, states: dict[str, tuple[str, Any]], grid_di
 
 
 # ------------------------------------------------------------------------------ data, once
-def prepare_data(todo: list[Run], progress: bool = True) -> list[str]:
+def prepare_data(todo: list[PlannedRun], progress: bool = True) -> list[str]:
     """Build each distinct cached token stream the runs read (corpus, tokenizer, token memmap) once,
     here, before any worker starts: on a cold cache every worker would build the same one at once.
     Sources made in memory (markov, Bi-Induct snippets) are left to the workers, which would make

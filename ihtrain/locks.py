@@ -76,3 +76,14 @@ RUN_LOCK_NAME = ".run.lock"
 def run_lock(run_dir: str | Path) -> DirLock:
     """The lock a trainer holds on its run directory while it trains there."""
     return DirLock(run_dir, RUN_LOCK_NAME, "trainer")
+
+
+GRID_LOCK_NAME = ".grid.lock"
+
+
+class GridLock(DirLock):
+    """The grid directory's lock (``.grid.lock``): one grid at a time. Each run's worker takes its own
+    run directory's lock (:func:`run_lock`), a different file, so the two never wait on each other."""
+
+    def __init__(self, grid_dir: str | Path):
+        super().__init__(grid_dir, GRID_LOCK_NAME, "grid")

@@ -4,8 +4,8 @@ For the small models that make CPU experiments possible, much of an update is fi
 kernel dispatch, the optimizer step); K runs packed share one forward and one backward over a
 leading run dimension, so that cost is paid once per K updates.
 
-Each member is a full :class:`ihtrain.train.Run`: its own data stream, schedule, optimizer state,
-metrics, checkpoints and run directory, in exactly the format of a run trained alone (a member's
+Each member is a full :class:`ihtrain.trainer.Trainer`: its own data stream, schedule, optimizer
+state, metrics, checkpoints and run directory, in exactly the format of a run trained alone (a member's
 results equal its solo run's to float rounding, tested). Only the update is shared:
 
 - the members' weights are stacked, one ``(K, ...)`` leaf tensor per parameter, and each member's
@@ -32,12 +32,13 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from ihstats.contract import read_status
 from ihtrain.checkpoint import LAST, checkpoint_dir
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.data.registry import find
 from ihtrain.locks import run_lock
-from ihtrain.run_files import resume_threads
-from ihtrain.train import Run, _record_exception, read_status, start_or_record
+from ihtrain.run_files import record_exception, resume_threads, start_or_record
+from ihtrain.trainer import Trainer
 from ihtrain.update import adamw_step_, clip_grad_norms_
 
 Params = dict[str, torch.Tensor]  # parameter name (as in GPT.named_parameters) -> (K, ...) stack
@@ -112,12 +113,12 @@ class Pack:
     """The members' weights stacked (``stack``: name -> (K, ...) leaf tensor) and the members'
     GPT parameters made views into it. ``restack`` after a member leaves."""
 
-    def __init__(self, members: list[Run]):
-        self.members: list[Run] = []
+    def __init__(self, members: list[Trainer]):
+        self.members: list[Trainer] = []
         self.stack: Params = {}
         self.restack(members)
 
-    def restack(self, members: list[Run]) -> None:
+    def restack(self, members: list[Trainer]) -> None:
         self.members = list(members)
         if not members:
             self.stack = {}
@@ -181,25 +182,25 @@ def train_pack(cfgs: list[RunConfig], out_dirs: list[str | Path], should_stop: C
     return [read_status(d) for d in dirs]
 
 
-def _start_member(cfg: RunConfig, run_dir: Path) -> Run | None:
-    """The member's Run (resumed), or None when it is done already or failed to start (recorded)."""
+def _start_member(cfg: RunConfig, run_dir: Path) -> Trainer | None:
+    """The member's Trainer (resumed), or None when it is done already or failed to start (recorded)."""
     if not start_or_record(cfg, run_dir):
         return None
     try:
-        return Run(cfg, run_dir, progress=False)
+        return Trainer(cfg, run_dir, progress=False)
     except Exception as e:  # noqa: BLE001 - this member fails alone
-        _record_exception(run_dir, e)
+        record_exception(run_dir, e)
         return None
 
 
-def _by_shape(members: list[Run]) -> list[list[Run]]:
-    groups: dict[Any, list[Run]] = {}
+def _by_shape(members: list[Trainer]) -> list[list[Trainer]]:
+    groups: dict[Any, list[Trainer]] = {}
     for m in members:
         groups.setdefault((repr(m.model_cfg), m.cfg.micro_batch, m.cfg.grad_accum, m.cfg.train.context), []).append(m)
     return list(groups.values())
 
 
-def _train_group(members: list[Run], should_stop: Callable[[], bool] | None, make_figures: bool) -> None:
+def _train_group(members: list[Trainer], should_stop: Callable[[], bool] | None, make_figures: bool) -> None:
     """The packed loop: each member evaluates and decides for itself; those going on share an update."""
     pack = Pack(members)
     try:
@@ -228,17 +229,17 @@ def _train_group(members: list[Run], should_stop: Callable[[], bool] | None, mak
                 pack.restack(survivors)
     except BaseException as e:  # the shared update failed, or an interrupt: every member left records it
         for m in pack.members:
-            _record_exception(m.run_dir, e)
+            record_exception(m.run_dir, e)
         raise
 
 
-def _attempt(m: Run, fn: Callable[[], Any]) -> tuple[bool, Any]:
+def _attempt(m: Trainer, fn: Callable[[], Any]) -> tuple[bool, Any]:
     """(True, fn()) for member m; (False, error) when fn raised: m fails alone, recorded in its
     ``status.json`` and ``error.txt``, and must leave the pack."""
     try:
         return True, fn()
     except Exception as e:  # noqa: BLE001
-        _record_exception(m.run_dir, e)
+        record_exception(m.run_dir, e)
         return False, e
 
 

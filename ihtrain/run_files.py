@@ -2,20 +2,24 @@
 (issue 38): ``config.json`` is readable and its config hashes to its ``run_id`` (the directory's
 name in a grid), and the logs a resume continues hold every row from the first update on.
 
+Also the run directory's status as a run starts (:func:`start_run_dir`) and after an exception
+(:func:`record_exception`), the same for a run trained alone and a member of a pack.
+
 Also the run's recorded thread count: a CPU run's float sums depend on how many threads split
 them, so a run resumes with the count it started with (docs/DESIGN.md, "Reproducibility").
 """
 
 from __future__ import annotations
 
+import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-import sys
-
-from ihstats.fileio import UnreadableFile, read_json
+from ihstats.contract import read_status, write_status
+from ihstats.fileio import UnreadableFile, atomic_write_text, describe_os_error, io_error_of, read_json
 from ihstats.ids import config_hash
 from ihtrain.config import ConfigError, RunConfig
 
@@ -54,6 +58,65 @@ def prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
             raise ConfigError(f"--out {run_dir}: holds a different run (run_id {old.get('run_id')}, this "
                               f"config is {cfg.run_id()}); choose another directory")
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def start_run_dir(cfg: RunConfig, run_dir: Path) -> bool:
+    """Check and create the run directory (it must hold this run or nothing); False if the run is
+    done already, else mark it running. A damaged config.json or status.json raises UnreadableFile
+    here, before anything is written: the run's state is unknown, so it is neither marked failed nor
+    trained over."""
+    prepare_run_dir(cfg, run_dir)
+    status = read_status(run_dir)
+    if status and status["status"] == "done":
+        return False
+    write_status(run_dir, "running", status["step"] if status else 0, reason="starting",
+                 crossing=(status or {}).get("crossing"))
+    (run_dir / "error.txt").unlink(missing_ok=True)  # it holds the traceback of the latest attempt
+    return True
+
+
+def start_or_record(cfg: RunConfig, run_dir: Path) -> bool:
+    """:func:`start_run_dir`, and a full disk or lost permission while starting recorded as such
+    (resumable, with ``io_error``) before it propagates; a damaged file is still never written over."""
+    try:
+        return start_run_dir(cfg, run_dir)
+    except OSError as e:
+        if io_error_of(e) is not None:
+            record_exception(run_dir, e)
+        raise
+
+
+def record_exception(run_dir: Path, e: BaseException, step_before: int = 0) -> None:
+    """status.json after an exception: resumable when interrupted or stopped by an I/O error (a full
+    disk, lost permissions: nothing is wrong with the run, so a plain rerun resumes it; the status
+    carries ``io_error``), else failed at the step where it failed (a divergence names its own
+    update; otherwise the last one recorded). ``error.txt`` gets the traceback in every case but an
+    interrupt; a disk too full for it leaves the traceback on stderr only."""
+    try:
+        old = read_status(run_dir) or {}
+    except (OSError, UnreadableFile):
+        old = {}
+    step = getattr(e, "step", None)
+    if step is None:
+        step = old.get("step", step_before)
+    crossing = old.get("crossing")  # the last status write's: the run's own record of it
+    if isinstance(e, KeyboardInterrupt):
+        write_status(run_dir, "running", step, reason="interrupted", stop_reason="interrupted", crossing=crossing)
+        return
+    try:
+        atomic_write_text(run_dir / "error.txt", "".join(traceback.format_exception(e)))
+    except OSError as why:
+        print(f"warning: could not write {run_dir / 'error.txt'} ({describe_os_error(why)})", file=sys.stderr)
+    io = io_error_of(e)
+    try:
+        if io is not None:
+            write_status(run_dir, "running", step, reason=f"stopped by an I/O error ({describe_os_error(io)}); "
+                         f"fix it, then rerun the same command to resume", io_error=describe_os_error(io),
+                         crossing=crossing)
+        else:
+            write_status(run_dir, "failed", step, reason=f"{type(e).__name__}: {e}", crossing=crossing)
+    except OSError:  # the disk still refuses: status.json keeps its last state, "running" (resumable)
+        pass
 
 
 def recorded_threads(run_dir: Path) -> int | None:

@@ -17,10 +17,11 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ihstats.ablation import ablation_arrays, run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table
 from ihstats.frontier import FrontierSpec
 from ihstats.io import load_grid
-from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_test
+from ihstats.permutation import sign_flip_test
 from ihstats.plots import plot_frontier_map
 from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves, plot_icl_hits,
                                  plot_markov_factors, plot_upt_law)

@@ -569,7 +569,7 @@ def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_ca
 
 
 def eval_steps(total: int, n_evals: int) -> list[int]:
-    from ihtrain.train import eval_schedule
+    from ihtrain.schedule import eval_schedule
 
     return eval_schedule(total, n_evals, resolve("cpu-smoke").metrics.log_fraction).tolist()
 

@@ -22,7 +22,8 @@ from ihstats.upt_law import UPTLawSpec
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, resolve  # noqa: E402
-from ihtrain.grid import checked_status, write_grid_json  # noqa: E402
+from ihtrain.grid import write_grid_json  # noqa: E402
+from ihtrain.grid_status import checked_status  # noqa: E402
 from ihtrain.grid_spec import load_spec, parse_spec  # noqa: E402
 from ihtrain.run_files import changed_settings, resume_threads  # noqa: E402
 from ihtrain.train import main as train_main, train_run  # noqa: E402
@@ -341,7 +342,7 @@ def test_formed_on_a_censored_run_is_a_contradiction():
 
 def test_frontier_and_ablation_tests_apply_the_same_rule():
     from ihstats.frontier import prepare_frontier_data as cell_table
-    from ihstats.permutation import run_ablation_tests
+    from ihstats.ablation import run_ablation_tests
     t = pd.DataFrame({"frequency": [0.5, 0.5, 0.9, 0.9], "reliability": [0.5, 0.9, 0.5, 0.9],
                       "formed": [False, False, False, True], "censored": [True, False, True, False]})
     with pytest.warns(UserWarning, match="formed = False with an uncensored onset"):
@@ -428,7 +429,7 @@ def test_spec_messages_say_what_is_wrong(tmp_path):
 
 
 def test_ablate_score_names_why_a_listed_metric_cannot_rank_heads(done_run):
-    from ihtrain.ablate import run_head_scores
+    from ihtrain.head_sets import run_head_scores
     with pytest.raises(ValueError, match=r"--score 'val_loss' is a whole-model metric \(no per-head values\)"):
         run_head_scores(done_run, "val_loss")
     with pytest.raises(ValueError, match=r"--score 'bogus' is not in .*per-head metrics there: .*ps"):

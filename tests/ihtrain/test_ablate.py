@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from ihtrain.ablate import (ICLBatch, LoadedRun, ablate_heads, as_head_set, encode_query, example_inputs,
-                            head_means, icl_report, icl_scores, load_run, main, pairs_to_head_set, repeat_scores,
-                            score_examples, top_heads)
+from ihtrain.ablate import (ICLBatch, LoadedRun, encode_query, example_inputs, icl_report, icl_scores,
+                            load_trained_run, main, repeat_scores, score_examples)
 from ihtrain.config import ModelConfig, resolve
+from ihtrain.head_ablation import ablate_heads, head_means
+from ihtrain.head_sets import as_head_set, pairs_to_head_set, top_heads
 from ihtrain.icl_tasks import TASKS, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -241,7 +242,7 @@ def tiny_run(text_corpus, cache_dir, tmp_path_factory):
 
 
 def test_unablated_scores_match_the_logged_metrics(tiny_run):
-    run = load_run(tiny_run)
+    run = load_trained_run(tiny_run)
     m = pd.read_parquet(tiny_run / "metrics.parquet")
     last = m[m["step"] == m["step"].max()].set_index("metric")["value"]
     # same probe arguments as the trainer (seed, 16 sequences) -> the same probe: AR accuracy agrees
@@ -252,7 +253,7 @@ def test_unablated_scores_match_the_logged_metrics(tiny_run):
 
 
 def test_cli_table_feeds_the_permutation_tests(tiny_run, tmp_path, capsys):
-    from ihstats.permutation import run_ablation_tests
+    from ihstats.ablation import run_ablation_tests
 
     out = tmp_path / "abl.csv"
     assert main([str(tiny_run), "--top-k", "1", "--per-layer", "--random-sets", "50", "--examples", "6",
@@ -307,7 +308,7 @@ def test_cli_icl_and_errors(tiny_run, tmp_path, capsys):
 
 
 def test_icl_needs_a_tokenizer(tiny_run):
-    run = load_run(tiny_run)
+    run = load_trained_run(tiny_run)
     no_tok = LoadedRun(run.model, run.cfg, source=object(), step=run.step)
     with pytest.raises(ValueError, match="has no tokenizer"):
         icl_report(no_tok)

@@ -9,7 +9,8 @@ import torch
 from ihtrain.checkpoint import FINAL, LAST, SIDECAR, checkpoint_dir, load_model, read_model_config
 from ihtrain.config import resolve
 from ihstats.fileio import UnreadableFile
-from ihtrain.train import Run, solo_update
+from ihtrain.train import solo_update
+from ihtrain.trainer import Trainer
 
 # the documented file formats (docs/DESIGN.md, run directory): resume and readers depend on them
 LAST_KEYS = ["model", "optimizer", "step", "wall_s", "torch_rng", "crossing", "stop_at", "run_id", "evaluated",
@@ -27,7 +28,7 @@ def trained(text_corpus, cache_dir, tmp_path_factory):
         "train.lr": 3e-3, "train.warmup_steps": 3, "train.checkpoint_every": 5, "train.device": "cpu",
         "metrics.n_evals": 4, "metrics.probe_seqs": 8, "metrics.val_seqs": 4})
     run_dir = tmp_path_factory.mktemp("ckpt-run")
-    run = Run(cfg, run_dir, progress=False)
+    run = Trainer(cfg, run_dir, progress=False)
     while run.go_on():
         run.after_update(*solo_update(run, run.model, run.next_batch()))
     assert run.finish(make_figures=False)["status"] == "done"

@@ -14,9 +14,11 @@ import pandas as pd
 import pytest
 
 from ihtrain.config import ConfigError
-from ihtrain.grid import build_parser, main, run_state, start_order, to_execute
-from ihtrain.grid_plan import GridOptions, Placement, make_tasks, plan_local
-from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec, train_flops_per_token
+from ihtrain.grid import build_parser, main
+from ihtrain.grid_plan import GridOptions, Placement, make_tasks, plan_local, start_order
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec
+from ihtrain.grid_status import run_state, to_execute
+from ihtrain.run_cost import train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -287,7 +289,7 @@ def test_help_runs():
 
 
 def test_lock_excludes_a_second_grid(tmp_path):
-    from ihtrain.grid import GridLock
+    from ihtrain.locks import GridLock
 
     a, b = GridLock(tmp_path), GridLock(tmp_path)
     a.acquire()
@@ -348,7 +350,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
 
 
 def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_path, capsys):
-    from ihtrain.grid import GridLock
+    from ihtrain.locks import GridLock
 
     good = tmp_path / "g.toml"
     good.write_text(BXC)
@@ -393,7 +395,7 @@ def test_prepare_data_builds_each_cached_stream_once(tmp_path):
     corpus and tokenizer (a semi-natural source reads its base corpus), none for markov; a source
     that cannot be built is reported, not raised."""
     from ihtrain.data import build_source
-    from ihtrain.grid import prepare_data
+    from ihtrain.grid_plan import prepare_data
 
     runs = spec_of(f"""
 name = "prep"

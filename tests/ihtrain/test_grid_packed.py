@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.schema import check_grid_dir
-from ihtrain.train import eval_schedule
+from ihtrain.schedule import eval_schedule
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_grid_resume import alive, status  # noqa: E402

@@ -11,8 +11,9 @@ import torch
 
 from ihstats.contract import ps_crossing, read_status
 from ihtrain.config import ConfigError, resolve
-from ihtrain.grid_spec import budget_of
-from ihtrain.train import emergence_stop_step, eval_schedule, lr_at, main, train_run
+from ihtrain.run_cost import budget_of
+from ihtrain.schedule import emergence_stop_step, eval_schedule, lr_at
+from ihtrain.train import main, train_run
 
 
 def small_cfg(text_corpus, cache_dir, **overrides):
