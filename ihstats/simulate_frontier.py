@@ -158,7 +158,7 @@ def simulate_onsets(
 
 def read_onsets_at(table: pd.DataFrame, budget: float) -> pd.DataFrame:
     """A :func:`simulate_onsets` table as it reads at a shorter ``budget`` (what
-    :func:`ihstats.budget.read_at_budget` does to real logs)."""
+    :func:`ihstats.frontier.budget.read_at_budget` does to real logs)."""
     formed = table["true_onset"] <= budget
     return table.assign(formed=formed, censored=~formed, budget=float(budget),
                         onset=np.where(formed, table["true_onset"], budget),

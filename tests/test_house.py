@@ -199,3 +199,37 @@ def test_function_local_imports_are_heavy_or_explained():
     """A dependency is visible at the top of its module unless importing it costs real time (a
     heavy library, or a module that imports one) and a comment says so."""
     assert [f for p in _sources() for f in _unexplained_local_imports(p)] == []
+
+
+# ---- the fits' groups (issue 43 item 2): law, frontier, onset ---------------------------------
+
+FIT_GROUPS = ("ihstats.law", "ihstats.frontier", "ihstats.onset")
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module ``path`` names in an import, ``TYPE_CHECKING`` blocks and function bodies
+    included (an annotation-only import is still a seam that must run downward)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_fit_groups_have_no_cycle_even_for_annotations():
+    """law / frontier / onset: no cycle among their modules counting every import, and each
+    group's ``spec`` is its bottom (it imports nothing from its own group)."""
+    files = {_module_name(p): p for p in _sources(("ihstats",))}
+    members = {m for m in files if m.startswith(FIT_GROUPS)}
+    assert {f"{g}.{s}" for g in FIT_GROUPS for s in ("spec", "model", "results")} <= members
+    graph = {m: {d for d in _all_imports(files[m]) if d in files and d != m} for m in files}
+    assert _cycles({m: graph[m] & members for m in members}) == []
+    assert not [c for c in _cycles(graph) if set(c) & members]
+    for group in FIT_GROUPS:
+        assert not {d for d in graph[f"{group}.spec"] if d.startswith(group)}, group
+    for m in members:  # a group's package file imports nothing: reading one module loads no other
+        if m in FIT_GROUPS:
+            assert not graph[m], m
