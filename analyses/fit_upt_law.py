@@ -23,9 +23,9 @@ from pathlib import Path
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
-from ihstats.law.report import write_upt_report
 from ihstats.law.model import UPTLawModel
+from ihstats.law.report import write_upt_report
+from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihtrain.fileio import UnreadableFile, read_table
 

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.law.predict import load_posterior
 from ihstats.law.report import write_validation_figure
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihtrain.fileio import UnreadableFile, read_table
 
 

@@ -22,10 +22,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ihstats.simulate_law import simulate_emergence_table
-from ihstats.law.results import ols_fit
 from ihstats.law.model import UPTLawModel
+from ihstats.law.results import ols_fit
 from ihstats.law.spec import UPTLawSpec
+from ihstats.simulate_law import simulate_emergence_table
 
 DESIGN = dict(B_values=(4, 8, 16, 32, 64, 128), C_values=(16, 32, 64, 128, 256))
 

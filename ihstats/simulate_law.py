@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ihstats.law.predict import write_reference_posterior
 from ihstats.law.model import UPTLawModel
+from ihstats.law.predict import write_reference_posterior
 from ihstats.law.spec import UPTLawSpec
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.

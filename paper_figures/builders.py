@@ -21,13 +21,13 @@ from ihstats.emergence import curve_series, emergence_table
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.io import load_grid
+from ihstats.law.model import UPTLawModel
+from ihstats.law.report import obs_vs_pred_frame
+from ihstats.law.spec import UPTLawSpec
 from ihstats.permutation import ablation_arrays, run_ablation_tests, sign_flip_test
 from ihstats.plots import plot_frontier_map
 from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves, plot_icl_hits,
                                  plot_markov_factors, plot_upt_law)
-from ihstats.law.report import obs_vs_pred_frame
-from ihstats.law.model import UPTLawModel
-from ihstats.law.spec import UPTLawSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"

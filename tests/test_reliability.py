@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, ModelConfig, resolve  # noqa: E402
-from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
 from ihtrain.divergence import DivergenceWatch  # noqa: E402
+from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
 from ihtrain.train import main, read_status, train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -338,8 +338,8 @@ def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(
 
 
 def test_fit_records_the_range_and_predict_warns_outside_it(tmp_path):
-    from ihstats.law.results import fitted_range
     from ihstats.law.model import UPTLawModel
+    from ihstats.law.results import fitted_range
     from ihstats.law.spec import UPTLawSpec
 
     res = UPTLawModel.from_table(pd.read_csv(EXAMPLE_LAW), UPTLawSpec()).fit(draws=60, tune=60, chains=1, seed=0)
@@ -382,8 +382,8 @@ def fake_frontier(coef):
     """Frontier results with fixed posterior draws ``coef`` (b0, bf, br): no sampling."""
     from ihstats import _bayes
     from ihstats.frontier.glm import fit_glm
-    from ihstats.frontier.results import FrontierResults
     from ihstats.frontier.model import FrontierModel
+    from ihstats.frontier.results import FrontierResults
     from ihstats.frontier.spec import FrontierSpec
 
     model = FrontierModel.from_table(pd.read_csv(EXAMPLE_FRONTIER), FrontierSpec())

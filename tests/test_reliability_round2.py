@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from ihstats.cli_checks import COUNT, PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_dir
-from ihstats.tables import formed_column, numeric_column
 from ihstats.law.data import prepare
 from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.tables import formed_column, numeric_column
 
 torch = pytest.importorskip("torch")
 

@@ -34,10 +34,10 @@ from scipy.stats import binom
 from ihstats import io
 from ihstats.cli_checks import Range, check_args
 from ihstats.emergence import FORMED_MIN_PS, formation
-from ihstats.frontier.results import single_outcome
-from ihstats.frontier.model import FrontierModel
-from ihstats.frontier.spec import FrontierSpec, KNOBS
 from ihstats.frontier.glm import fit_glm
+from ihstats.frontier.model import FrontierModel
+from ihstats.frontier.results import single_outcome
+from ihstats.frontier.spec import FrontierSpec, KNOBS
 
 BUDGET_COLUMNS = ("run_id", "budget", "formed", "onset", "onset_lo", "onset_hi", "censored",
                   "final_max_ps", "last_step")

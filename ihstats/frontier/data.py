@@ -1,4 +1,5 @@
-"""The frontier's input: a run table checked and aggregated into grid cells (:func:`prepare_frontier_data`)."""
+"""The frontier's input: a run table checked and aggregated into grid cells
+(:func:`prepare_frontier_data`)."""
 
 from __future__ import annotations
 

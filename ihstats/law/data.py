@@ -1,7 +1,7 @@
 """The UPT law's input: an emergence table checked and turned into model arrays.
 
-:func:`prepare` is the table-preparation step of ``UPTLawSpec(...).build(table)``
-(:mod:`ihstats.law`): one row per run, the log onset (or, for a censored run, its log
+:func:`prepare` is the table-preparation step of ``UPTLawModel.from_table(table, spec)``
+(:mod:`ihstats.law.model`): one row per run, the log onset (or, for a censored run, its log
 ``last_step``), the measurement sd each onset interval implies, the centred log design factors and
 the run -> cell index of the cell effect. Every refusal is a :class:`UPTLawError` naming the column
 and the rows.

@@ -26,9 +26,9 @@ column, partially pooled on the log scale (non-centred)::
 Hierarchical rather than independent because a grid has few levels (3 C values) with a dozen
 runs each: a level with few or tightly clustered runs borrows from the others instead of
 collapsing to its prior or to zero, ``log_sigma_sd -> 0`` recovers the shared sigma (so LOO
-compares nested models, :func:`compare_sigma_by`), and a new level (a C not fitted) has a
-predictive scatter. Why it matters: a Student-t fit reads scatter that grows at short C as heavy
-tails (issue 39: within-cell sd of log onset 1.07 at C = 16, 0.13 at C = 64, nu 1.5).
+compares nested models, :func:`ihstats.law.sensitivity.compare_sigma_by`), and a new level (a C
+not fitted) has a predictive scatter. Why it matters: a Student-t fit reads scatter that grows at
+short C as heavy tails (issue 39: within-cell sd of log onset 1.07 at C = 16, 0.13 at C = 64, nu 1.5).
 
 Measurement error: each uncensored run's onset interval ``[onset_lo, onset_hi]`` at level
 ``level`` gives ``s_i = (log hi - log lo) / (2 z)`` with ``z = Phi^-1(0.5 + level / 2)``; it is

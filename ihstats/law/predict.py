@@ -25,8 +25,8 @@ from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.law.model import UPTLawModel
-from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 
 #: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"

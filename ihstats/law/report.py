@@ -227,7 +227,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     source : str
         Where the emergence table came from (shown in the header).
     sensitivity : pandas.DataFrame, optional
-        ``law_sensitivity.sensitivity_table`` (refits under the other likelihood and centred
+        ``ihstats.law.sensitivity.sensitivity_table`` (refits under the other likelihood and centred
         priors); ``sensitivity_note`` is shown instead when it was not run.
     sigma_compare : pandas.DataFrame, optional
         LOO comparison of the scatter per ``sigma_by`` level with one shared sigma

@@ -1,7 +1,7 @@
 """A fitted UPT law: the results object, and what any saved UPT-law posterior answers.
 
-:class:`UPTLawResults` is what ``UPTLawSpec(...).build(table).fit(...)`` returns
-(:mod:`ihstats.law`): ``summary()``, ``diagnostics()``, ``save(dir)`` (the layout every fit of
+:class:`UPTLawResults` is what ``UPTLawModel.from_table(table, spec).fit(...)`` returns
+(:mod:`ihstats.law.model`): ``summary()``, ``diagnostics()``, ``save(dir)`` (the layout every fit of
 ihstats shares, :func:`ihstats._bayes.save_fit`), plus the law's own checks (posterior predictive,
 LOO, the OLS cross-check) and predictions. :func:`predict_from_posterior`, :func:`fitted_range`
 and :func:`extrapolation_warnings` need only the posterior, so ``python -m ihstats.law.predict`` uses

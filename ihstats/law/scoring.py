@@ -34,8 +34,8 @@ from scipy import optimize, special, stats
 
 from ihstats import _bayes
 from ihstats.law.data import LawData
-from ihstats.law.spec import COEF
 from ihstats.law.results import planned_run_sigma
+from ihstats.law.spec import COEF
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {

@@ -39,11 +39,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ihstats.law.scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
 from ihstats.law.data import LawData, prepare
 from ihstats.law.model import UPTLawModel
-from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.results import fitted_range
+from ihstats.law.scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 
 NO_CELL = "law without the new-cell term"
 

@@ -1,4 +1,5 @@
-"""The onset model's input: a run table checked, with its onset or censoring time (:func:`prepare_onset_data`)."""
+"""The onset model's input: a run table checked, with its onset or censoring time
+(:func:`prepare_onset_data`)."""
 
 from __future__ import annotations
 

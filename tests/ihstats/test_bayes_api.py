@@ -15,8 +15,8 @@ from ihstats import _bayes
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import FrontierResults
 from ihstats.frontier.spec import FrontierSpec
-from ihstats.law.predict import load_posterior
 from ihstats.law.model import UPTLawModel
+from ihstats.law.predict import load_posterior
 from ihstats.law.results import UPTLawResults
 from ihstats.law.spec import UPTLawSpec
 

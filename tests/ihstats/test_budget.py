@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.frontier.budget import compare_budgets, read_at_budget, run_caps
-from ihstats.law.predict import main
+from ihstats.frontier.budget import compare_budgets, main, read_at_budget, run_caps
 from ihstats.simulate import simulate_curve, write_fake_grid
 from ihstats.simulate_frontier import read_onsets_at, simulate_onsets
 

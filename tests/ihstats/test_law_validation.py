@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from ihstats.law.data import prepare
+from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_validation_figure
 from ihstats.law.scoring import (LAW, OLS_BASELINE, Predictive, fixed_exponent_predictive, ols_predictive,
                                  score_runs)
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.validation import NO_CELL, ValidationSpec, cross_validate, validate_holdout
 from ihstats.simulate_law import simulate_emergence_table
-from ihstats.law.data import prepare
-from ihstats.law.model import UPTLawModel
-from ihstats.law.spec import UPTLawError, UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 LAW_SPEC = UPTLawSpec(cell_effect=True)

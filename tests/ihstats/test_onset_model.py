@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from ihstats.frontier.results import knob_verdict
+from ihstats.onset.data import prepare_onset_data
 from ihstats.onset.design import candidate_designs, resolution_rate
 from ihstats.onset.mle import fit_mle
-from ihstats.onset.data import prepare_onset_data
 from ihstats.onset.model import OnsetModel
 from ihstats.onset.spec import OnsetSpec
 from ihstats.simulate_frontier import simulate_onsets

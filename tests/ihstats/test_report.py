@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.law.report import write_upt_report
-from ihstats.simulate_law import example_table
 from ihstats.law.model import UPTLawModel
+from ihstats.law.report import write_upt_report
 from ihstats.law.spec import UPTLawSpec
+from ihstats.simulate_law import example_table
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FIGS = ["trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"]

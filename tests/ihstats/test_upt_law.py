@@ -11,11 +11,11 @@ import pytest
 
 from ihstats import _bayes
 from helpers_law import model_loglik_at
-from ihstats.simulate_law import example_table, simulate_emergence_table
 from ihstats.law.data import prepare
-from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.model import UPTLawModel, student_t_logsf
 from ihstats.law.results import loglik, ols_fit, predict_from_posterior
+from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.simulate_law import example_table, simulate_emergence_table
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FAST = dict(draws=300, tune=300, chains=2, seed=3)

@@ -10,11 +10,11 @@ import pytest
 from ihstats import _bayes
 from ihstats.law.sensitivity import compare_sigma_by, influence_table, sensitivity_table
 from helpers_law import model_loglik_at
-from ihstats.simulate_law import simulate_emergence_table
 from ihstats.law.data import prepare
 from ihstats.law.model import UPTLawModel
-from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.results import loglik
+from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.simulate_law import simulate_emergence_table
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 SIGMA_C = {16: 0.8, 64: 0.3, 256: 0.1}  # scatter falling with C, as in bxc-markov (issue 39)
