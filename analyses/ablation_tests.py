@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.ablation import ablation_arrays, run_ablation_tests
+from ihstats.ablation_report import write_ablation_report
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
 from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
@@ -61,14 +62,6 @@ def parse_args(argv=None):
     check_args(ap, args, RANGES)
     check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
     return args
-
-
-def _floor_text(tests: pd.DataFrame) -> str:
-    """The design's smallest attainable p per row, and whether it can reject at all."""
-    parts = [f"{r['condition']}: {r['p_random_min']:.3g} raw, {r['p_random_min_holm']:.3g} Holm "
-             f"({r['n_random']} random sets{'' if r['can_reject'] else '; CANNOT REJECT'})"
-             for r in tests.to_dict("records")]
-    return "; ".join(parts)
 
 
 def _run_families(table: pd.DataFrame, args, pairs) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -140,27 +133,9 @@ def main(argv=None) -> int:
     n_min = int(tests["n_examples"].min())
     power = sign_flip_power(args.power_effect, n_min, args.alpha, n_sim=200,
                             n_resamples=999, seed=args.seed)
-    md = ["# Ablation tests", "", f"- input: {source}",
-          f"- drop = {'ablated - unablated (loss)' if args.loss else 'unablated - ablated'}; "
-          f"{args.n_resamples} sign flips, {args.n_boot} bootstrap draws, alpha {args.alpha}",
-          f"- power of the sign-flip test for d_z = {args.power_effect} with {n_min} examples: "
-          f"{power:.2f} (200 simulations)",
-          f"- smallest attainable p of the random-set test (the design's floor; 1 / (random sets + 1), "
-          f"then Holm over the tests of its family): {_floor_text(tests)}", "",
-          "| condition | metric | top drop | random drop | gap [95% CI] | p random sets (Holm) "
-          "| p sign-flip gap (BH) |", "|---|---|---|---|---|---|---|"]
-    for r in tests.to_dict("records"):
-        md.append(f"| {r['condition']} | {r.get('metric', '')} | {r['top_drop']:.3g} | "
-                  f"{r['random_drop']:.3g} | {r['gap']:.3g} [{r['gap_lo']:.3g}, {r['gap_hi']:.3g}]"
-                  f" | {r['p_random']:.3g} ({r['p_random_holm']:.3g}) | "
-                  f"{r['p_sign_flip_gap']:.3g} ({r['p_sign_flip_gap_fdr_bh']:.3g}) |")
-    if len(comps):
-        md += ["", "## Condition comparisons (gap A - gap B, paired sign flips over examples)", "",
-               "| A | B | diff | p | p Holm |", "|---|---|---|---|---|"]
-        md += [f"| {r['condition_a']} | {r['condition_b']} | {r['diff']:.3g} | {r['p']:.3g} | "
-               f"{r['p_holm']:.3g} |" for r in comps.to_dict("records")]
-    md += ["", "Figure: `drops.png` / `drops.pdf`; data behind it: `drops.csv`."]
-    (out / "summary.md").write_text("\n".join(md) + "\n")
+    write_ablation_report(out / "summary.md", tests, comps, source=source, loss=args.loss,
+                          n_resamples=args.n_resamples, n_boot=args.n_boot, alpha=args.alpha,
+                          power_effect=args.power_effect, n_min=n_min, power=power)
     cols = ["condition", "metric", "top_drop", "random_drop", "p_random", "p_random_holm"]
     print(tests[[c for c in cols if c in tests]].to_string(index=False))  # metric: which drop each row tests
     print(f"wrote {out}/ (tests.csv, comparisons.csv, drops.csv, drops.png, drops.pdf, "

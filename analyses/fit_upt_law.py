@@ -23,9 +23,10 @@ from pathlib import Path
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.law_sensitivity import circuit_warning, sensitivity_table
-from ihstats.report import write_upt_report
-from ihstats.upt_law import UPTLawError, UPTLawSpec, compare_sigma_by, compare_size_term
+from ihstats.law.model import UPTLawModel
+from ihstats.law.report import write_upt_report
+from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 
 DEFAULT_RUNS = "runs/bxc-markov"
@@ -113,7 +114,7 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
     the shared fit, reused by the sensitivity table; (None, {}) otherwise."""
     if not spec.sigma_by or args.compare == "off" or (args.compare == "auto" and args.fast):
         return None, {}
-    shared = replace(spec, sigma_by=None).build(table).fit(**fit_kw)
+    shared = UPTLawModel.from_table(table, replace(spec, sigma_by=None)).fit(**fit_kw)
     cmp = compare_sigma_by(table, spec, fits={f"sigma_by_{spec.sigma_by}": res, "shared_sigma": shared})
     cmp.to_csv(out / "loo_sigma.csv")
     return cmp, {"shared sigma": shared}
@@ -136,7 +137,7 @@ def main(argv=None) -> int:
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
-        res = spec.build(table).fit(**fit_kw)
+        res = UPTLawModel.from_table(table, spec).fit(**fit_kw)
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.law_validation import ValidationSpec, cross_validate, validate_holdout
-from ihstats.predict import load_posterior
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
-from ihstats.upt_law import UPTLawError, UPTLawSpec
+from ihstats.law.predict import load_posterior
+from ihstats.law.report import write_validation_figure
+from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.fileio import UnreadableFile, read_table
 
 
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.out or Path("results") / "validate_law" / name)
     paths = res.save(out)
+    paths["figure"] = write_validation_figure(res, out)
     print_tables(res)
     print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']} "
           f"({time.perf_counter() - t0:.1f} s)")

@@ -22,8 +22,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ihstats.law.model import UPTLawModel
+from ihstats.law.results import ols_fit
+from ihstats.law.spec import UPTLawSpec
 from ihstats.simulate.law import simulate_emergence_table
-from ihstats.upt_law import UPTLawSpec, ols_fit
 
 DESIGN = dict(B_values=(4, 8, 16, 32, 64, 128), C_values=(16, 32, 64, 128, 256))
 
@@ -39,7 +41,7 @@ def coverage_study(n_datasets=40, *, draws=500, tune=500, chains=2, hdi_prob=0.9
         table, _ = simulate_emergence_table(**truth, censor_frac=0.15, seed=seed * 1000 + i,
                                             **DESIGN)
         t0 = time.perf_counter()
-        res = UPTLawSpec(hdi_prob=hdi_prob).build(table).fit(draws=draws, tune=tune,
+        res = UPTLawModel.from_table(table, UPTLawSpec(hdi_prob=hdi_prob)).fit(draws=draws, tune=tune,
                                                         chains=chains, seed=i)
         s = res.summary(hdi_prob)
         row = {"dataset": i, "n_censored": int(table.censored.sum()),
@@ -63,7 +65,7 @@ def ols_agreement(n_datasets=3, *, draws=1000, tune=500, chains=2, seed=100) -> 
     for i in range(n_datasets):
         table, _ = simulate_emergence_table(sigma=0.2, censor_frac=0.0, seed=seed + i, **DESIGN)
         spec = UPTLawSpec(likelihood="normal", measurement_error=False)
-        res = spec.build(table).fit(draws=draws, tune=tune, chains=chains, seed=i)
+        res = UPTLawModel.from_table(table, spec).fit(draws=draws, tune=tune, chains=chains, seed=i)
         s, o = res.summary(), ols_fit(res.data)
         rows.append({"dataset": i, **{f"{p}_diff": abs(s.loc[p, "mean"] - o.loc[p, "estimate"])
                                       for p in ("a", "b")}})

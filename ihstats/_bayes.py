@@ -4,7 +4,7 @@ Two stacks are supported: PyMC 5 / ArviZ 0.2x (Python 3.11) and PyMC 6 / ArviZ 1
 3.12; 89% ETI intervals by default, ``xarray.DataTree`` instead of ``InferenceData``). Every call
 that may differ lives here or in :mod:`ihstats._bayes_compat` (which holds each difference), takes
 its interval width explicitly and returns plain numpy / pandas objects where it can. Beyond
-one-line wrappers it holds what both fits (``ihstats.upt_law``, ``ihstats.frontier``) share:
+one-line wrappers it holds what the fits (``ihstats.law``, ``ihstats.frontier``, ``ihstats.onset``) share:
 adding a group computed outside PyMC to an ``InferenceData``, thinning a posterior for shipping,
 the sampler checks behind ``diagnostics()``, and ``save_fit`` / ``load_fit``, which write and
 read a fit's folder under the same file names for every model (``FIT_FILES``; older names in

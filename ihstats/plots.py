@@ -198,7 +198,7 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
     """Observed vs predicted UPT on log axes; censored runs as open triangles at last_step
     pointing up (their UPT lies above).
 
-    ``frame``: :func:`ihstats.report.obs_vs_pred_frame` (``observed, obs_lo, obs_hi, predicted,
+    ``frame``: :func:`ihstats.law.report.obs_vs_pred_frame` (``observed, obs_lo, obs_hi, predicted,
     pred_lo, pred_hi, censored``, UPT in updates); ``r``: the fit's r(predicted, observed).
     """
     import seaborn as sns  # only this figure uses seaborn's theme; it costs ~0.5 s to import
@@ -273,7 +273,7 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
 # ================================================================== frontier of a fit
 def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float = 0.9) -> Any:
     """The frontier map (:func:`plot_frontier_map`) of a fitted
-    :class:`ihstats.frontier.FrontierResults`; the title states a degenerate boundary or
+    :class:`ihstats.frontier.results.FrontierResults`; the title states a degenerate boundary or
     separated data. ``path``: stem of the ``.png`` and ``.pdf``."""
     note = results.boundary_note(hdi_prob)
     title = note or (f"data {results.separation}ly separated: prior-regularised"

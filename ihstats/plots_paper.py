@@ -69,7 +69,7 @@ def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *
     """Observed vs predicted log UPT (left) and the fitted law UPT(B) per C with the published
     forms (right).
 
-    ``frame``: ``ihstats.report.obs_vs_pred_frame`` plus ``log_observed, log_predicted``;
+    ``frame``: ``ihstats.law.report.obs_vs_pred_frame`` plus ``log_observed, log_predicted``;
     ``law``: ``B, C, upt, upt_lo, upt_hi`` (and ``published, published_early``); ``params``: the
     fit's summary (``param, mean, hdi_lo, hdi_hi``).
     """
@@ -237,7 +237,7 @@ def plot_law_validation(runs: pd.DataFrame, *, title: str = "") -> Any:
     filled, outside hollow red, censored runs as ^ at their last step) and the PIT histogram
     (right; flat when calibrated).
 
-    ``runs``: the law's rows of ``ihstats.law_validation.ValidationResults.runs`` (``y, censored,
+    ``runs``: the law's rows of ``ihstats.law.validation.ValidationResults.runs`` (``y, censored,
     median, lo_90, hi_90, inside_90, pit``, optionally ``region``).
     """
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 4.0))

@@ -19,14 +19,16 @@ import pandas as pd
 
 from ihstats.ablation import ablation_arrays, run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table
-from ihstats.frontier import FrontierSpec
+from ihstats.frontier.model import FrontierModel
+from ihstats.frontier.spec import FrontierSpec
 from ihstats.io import load_grid
+from ihstats.law.model import UPTLawModel
+from ihstats.law.report import obs_vs_pred_frame
+from ihstats.law.spec import UPTLawSpec
 from ihstats.permutation import sign_flip_test
 from ihstats.plots import plot_frontier_map
 from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves, plot_icl_hits,
                                  plot_markov_factors, plot_upt_law)
-from ihstats.report import obs_vs_pred_frame
-from ihstats.upt_law import UPTLawSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -156,7 +158,7 @@ def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
         table = _grid_emergence(inp, runs)[2]
         source, simulated = f"{rel_path(runs)} (real logs; emergence by ihstats.emergence)", False
     b = inp.budget
-    res = UPTLawSpec(hdi_prob=HDI).build(table).fit(draws=b["draws"], tune=b["tune"],
+    res = UPTLawModel.from_table(table, UPTLawSpec(hdi_prob=HDI)).fit(draws=b["draws"], tune=b["tune"],
                                                     chains=b["chains"], seed=inp.seed)
     frame = obs_vs_pred_frame(res, HDI)
     frame["log_observed"], frame["log_predicted"] = np.log(frame["observed"]), np.log(frame["predicted"])
@@ -203,7 +205,7 @@ def analysis_frontier(inp: Inputs) -> FigureData:
         source = (f"{rel_path(inp.reference / 'freqrel')}/summary.csv (real logs of the freqrel-markov "
                   "preset; formed per run)")
     b = inp.budget
-    res = FrontierSpec().build(table).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
+    res = FrontierModel.from_table(table, FrontierSpec()).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)
     cells = res.model.cells
     note = f"separation: {res.separation}; GLM: {res.glm.method}; {res.sensitivity_verdict(HDI)}"

@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, ModelConfig, resolve  # noqa: E402
-from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
 from ihtrain.divergence import DivergenceWatch  # noqa: E402
+from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
 from ihtrain.train import main, read_status, train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,14 +223,15 @@ def law_table(**edits) -> pd.DataFrame:
 
 
 def prepare_law(table):
-    from ihstats.upt_law import UPTLawSpec, prepare
+    from ihstats.law.data import prepare
+    from ihstats.law.spec import UPTLawSpec
 
     return prepare(table, UPTLawSpec())
 
 
 @pytest.mark.parametrize("values", ["bool", "int", "text"])
 def test_a_blank_censored_cell_is_an_error_naming_the_column_and_rows(values):
-    from ihstats.upt_law import UPTLawError
+    from ihstats.law.spec import UPTLawError
 
     t = pd.read_csv(EXAMPLE_LAW)
     t["censored"] = {"bool": t["censored"], "int": t["censored"].astype(int),
@@ -244,7 +245,7 @@ def test_a_blank_censored_cell_is_an_error_naming_the_column_and_rows(values):
 
 
 def test_a_censored_cell_that_is_not_boolean_is_an_error():
-    from ihstats.upt_law import UPTLawError
+    from ihstats.law.spec import UPTLawError
 
     with pytest.raises(UPTLawError, match=r"censored: not True/False/1/0 in 1 row\(s\).*'yes'"):
         prepare_law(law_table(censored=([0], "yes")))
@@ -261,7 +262,7 @@ def test_a_censored_cell_that_is_not_boolean_is_an_error():
     ({"C": (slice(None), 64)}, r"C: only one distinct value"),
 ])
 def test_bad_intervals_onsets_and_single_levels_are_refused_before_sampling(edits, match):
-    from ihstats.upt_law import UPTLawError
+    from ihstats.law.spec import UPTLawError
 
     with pytest.raises(UPTLawError, match=match):
         prepare_law(law_table(**edits))
@@ -281,9 +282,9 @@ def test_fit_upt_law_names_the_file_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-# ------------------------------------------------------------------------- ihstats.predict
+# ------------------------------------------------------------------------- ihstats.law.predict
 def predict_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ihstats.predict", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ihstats.law.predict", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 
@@ -309,7 +310,7 @@ def exit_code(main, argv) -> int:
     ("1e30", "updates, not a usable prediction"),
 ])
 def test_predict_refuses_unusable_inputs_with_exit_2(batch, message, capsys):
-    from ihstats.predict import main as predict_main
+    from ihstats.law.predict import main as predict_main
 
     assert exit_code(predict_main, [f"--batch-size={batch}", "--context", "64", "--json"]) == 2
     out = capsys.readouterr()
@@ -317,7 +318,7 @@ def test_predict_refuses_unusable_inputs_with_exit_2(batch, message, capsys):
 
 
 def test_predict_refuses_a_non_finite_context_and_model_size(capsys):
-    from ihstats.predict import main as predict_main
+    from ihstats.law.predict import main as predict_main
 
     assert exit_code(predict_main, ["--batch-size", "16", "--context", "inf"]) == 2
     assert exit_code(predict_main, ["--batch-size", "16", "--context", "64", "--model-size", "nan"]) == 2
@@ -326,7 +327,7 @@ def test_predict_refuses_a_non_finite_context_and_model_size(capsys):
 
 
 def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(capsys):
-    from ihstats.predict import main as predict_main
+    from ihstats.law.predict import main as predict_main
 
     # the shipped simulated posterior predates the recorded range: no warning, N is null
     old = ROOT / "ihstats" / "reference_posterior" / "upt_law_simulated.nc"
@@ -338,9 +339,11 @@ def test_predict_json_is_valid_and_an_old_posterior_without_a_range_still_works(
 
 
 def test_fit_records_the_range_and_predict_warns_outside_it(tmp_path):
-    from ihstats.upt_law import UPTLawSpec, fitted_range
+    from ihstats.law.model import UPTLawModel
+    from ihstats.law.results import fitted_range
+    from ihstats.law.spec import UPTLawSpec
 
-    res = UPTLawSpec().build(pd.read_csv(EXAMPLE_LAW)).fit(draws=60, tune=60, chains=1, seed=0)
+    res = UPTLawModel.from_table(pd.read_csv(EXAMPLE_LAW), UPTLawSpec()).fit(draws=60, tune=60, chains=1, seed=0)
     assert fitted_range(res.idata) == {"B": [4.0, 64.0], "C": [16.0, 256.0]}
     paths = res.save(tmp_path)
     assert json.loads(paths["fit"].read_text())["fitted_range"]["B"] == [4.0, 64.0]
@@ -379,9 +382,12 @@ def test_a_single_outcome_frontier_says_so_and_reports_no_contour(tmp_path, form
 def fake_frontier(coef):
     """Frontier results with fixed posterior draws ``coef`` (b0, bf, br): no sampling."""
     from ihstats import _bayes
-    from ihstats.frontier import FrontierResults, FrontierSpec, fit_glm
+    from ihstats.frontier.glm import fit_glm
+    from ihstats.frontier.model import FrontierModel
+    from ihstats.frontier.results import FrontierResults
+    from ihstats.frontier.spec import FrontierSpec
 
-    model = FrontierSpec().build(pd.read_csv(EXAMPLE_FRONTIER))
+    model = FrontierModel.from_table(pd.read_csv(EXAMPLE_FRONTIER), FrontierSpec())
     draws = np.tile(np.asarray(coef, float), (40, 1))
     idata = _bayes.from_draws({"intercept": draws[None, :, 0], "beta": draws[None, :, 1:]})
     glm = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(), model.terms)
@@ -790,7 +796,7 @@ def test_emergence_out_read_only_or_a_directory_is_one_line(tmp_path, read_only_
 
 
 def test_predict_names_a_posterior_that_is_not_netcdf(tmp_path, capsys):
-    from ihstats.predict import main as predict_main
+    from ihstats.law.predict import main as predict_main
 
     bad = tmp_path / "upt_law.nc"
     bad.write_text("not netcdf")

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from ihstats.cli_checks import COUNT, PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_dir
+from ihstats.law.data import prepare
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.tables import formed_column, numeric_column
-from ihstats.upt_data import UPTLawError, prepare
-from ihstats.upt_law import UPTLawSpec
 
 torch = pytest.importorskip("torch")
 
@@ -110,14 +110,14 @@ def test_analysis_flag_outside_its_range_stops_before_work(name, argv, message, 
     ("ihstats.emergence", ["RUNS", "--level", "1.5"], "--level: must be a finite number in (0, 1)"),
     ("ihstats.emergence", ["RUNS", "--min-log-bf", "-3"], "--min-log-bf: must be a finite number >= 0"),
     ("ihstats.emergence", ["RUNS", "--min-rise-sd", "0"], "--min-rise-sd: must be a finite number > 0"),
-    ("ihstats.predict", ["--batch-size", "0.5", "--context", "64"], "--batch-size: must be a finite number >= 1"),
-    ("ihstats.predict", ["--batch-size", "16", "--context", "1"], "--context: must be a finite number >= 2"),
-    ("ihstats.predict", ["--batch-size", "16", "--context", "64", "--hdi-prob", "1"], "--hdi-prob: must be"),
+    ("ihstats.law.predict", ["--batch-size", "0.5", "--context", "64"], "--batch-size: must be a finite number >= 1"),
+    ("ihstats.law.predict", ["--batch-size", "16", "--context", "1"], "--context: must be a finite number >= 2"),
+    ("ihstats.law.predict", ["--batch-size", "16", "--context", "64", "--hdi-prob", "1"], "--hdi-prob: must be"),
     ("ihtrain.ablate", ["RUN", "--top-frac", "1.5"], "--top-frac: must be a finite number in (0, 1]"),
     ("ihtrain.ablate", ["RUN", "--shots", "0"], "--shots: must be an integer >= 1"),
     ("ihtrain.ablate", ["RUN", "--threads", "-1"], "--threads: must be an integer >= 0 (0: torch's default)"),
-    ("ihstats.budget", ["GRID", "--ratio", "1"], "--ratio: must be a finite number > 1, got 1.0"),
-    ("ihstats.budget", ["GRID", "--cap", "nan"], "--cap: must be a finite number >= 1, got nan"),
+    ("ihstats.frontier.budget", ["GRID", "--ratio", "1"], "--ratio: must be a finite number > 1, got 1.0"),
+    ("ihstats.frontier.budget", ["GRID", "--cap", "nan"], "--cap: must be a finite number >= 1, got nan"),
     ("ihstats.concentration", ["GRID", "--level", "0", "--out", "O"], "--level: must be a finite number in (0, 1]"),
     ("ihstats.concentration", ["GRID", "--frac", "2", "--out", "O"], "--frac: must be a finite number in (0, 1]"),
 ])
@@ -341,7 +341,7 @@ def test_formed_on_a_censored_run_is_a_contradiction():
 
 
 def test_frontier_and_ablation_tests_apply_the_same_rule():
-    from ihstats.frontier import prepare_frontier_data as cell_table
+    from ihstats.frontier.data import prepare_frontier_data as cell_table
     from ihstats.ablation import run_ablation_tests
     t = pd.DataFrame({"frequency": [0.5, 0.5, 0.9, 0.9], "reliability": [0.5, 0.9, 0.5, 0.9],
                       "formed": [False, False, False, True], "censored": [True, False, True, False]})
@@ -366,7 +366,7 @@ def test_formed_column_needs_one_of_its_columns():
 
 # ------------------------------------------------------------------------------------ 5. predict
 def predict(*args):
-    return subprocess.run([sys.executable, "-m", "ihstats.predict", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ihstats.law.predict", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
 

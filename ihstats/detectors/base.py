@@ -7,7 +7,7 @@ plateau* curve in log step (:mod:`ihstats.emergence`, :mod:`ihstats.simulate.cov
 
 Two kinds of interval: ``credible`` (a probability statement at ``level``, the Bayesian detector)
 and ``bracketing`` (the two checkpoints that bracket the onset: resolution, not a probability,
-so ``level`` is NaN; :mod:`ihstats.upt_law` reads it as uniform over the bracket).
+so ``level`` is NaN; :mod:`ihstats.law.model` reads it as uniform over the bracket).
 
 Censored results hold ``onset = onset_lo = last_step`` (the censoring point), ``onset_hi`` NaN.
 """

@@ -5,7 +5,7 @@ measurement interval around its observed onset (as change-point detection would 
 step set by a fixed token budget, so runs with large ``B * C`` are the ones that end before they
 show emergence (right-censored), as they would in a real iso-token grid.
 
-The returned table has the docs/DESIGN.md emergence-table columns and feeds ``ihstats.upt_law``.
+The returned table has the docs/DESIGN.md emergence-table columns and feeds ``ihstats.law``.
 
 Command line (writes the shipped example table and, optionally, the reference posterior)::
 
@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ihstats.predict import write_reference_posterior
-from ihstats.upt_law import UPTLawSpec
+from ihstats.law.model import UPTLawModel
+from ihstats.law.predict import write_reference_posterior
+from ihstats.law.spec import UPTLawSpec
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
         prog="python -m ihstats.simulate.law",
         description="Write the simulated example emergence table (fixed seed) and optionally "
                     "fit and write the simulated example posterior (upt_law_simulated.nc; the "
-                    "default of `python -m ihstats.predict` is the fit to real runs).")
+                    "default of `python -m ihstats.law.predict` is the fit to real runs).")
     p.add_argument("--example", default="data/example_emergence.csv",
                    help="where to write the example table (default: %(default)s)")
     p.add_argument("--reference", default=None,
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
     print(f"wrote {args.example} ({len(table)} rows, {int(table.censored.sum())} censored); "
           f"truth: {asdict(truth)}")
     if args.reference:
-        res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=1)
+        res = UPTLawModel.from_table(table, UPTLawSpec()).fit(draws=1000, tune=1000, chains=4, seed=1)
         path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
             f"simulated example table {args.example} (python -m ihstats.simulate.law, "
             f"seed {EXAMPLE_SETTINGS['seed']})"))

@@ -3,8 +3,8 @@
 Runs whose heads form at log-normal onsets (``log onset = log_t0 + e_freq log f + e_rel log r +
 sigma e``), as an emergence table holds them; :func:`read_onsets_at` reads the same runs at a
 shorter budget. A pure function of its arguments and a seed that returns the law it planted;
-tests of :mod:`ihstats.onset_model` and :mod:`ihstats.budget`, and
-:mod:`ihstats.onset_design`'s designs, use it.
+tests of :mod:`ihstats.onset.model` and :mod:`ihstats.frontier.budget`, and
+:mod:`ihstats.onset.design`'s designs, use it.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def simulate_onsets(
 
 def read_onsets_at(table: pd.DataFrame, budget: float) -> pd.DataFrame:
     """A :func:`simulate_onsets` table as it reads at a shorter ``budget`` (what
-    :func:`ihstats.budget.read_at_budget` does to real logs)."""
+    :func:`ihstats.frontier.budget.read_at_budget` does to real logs)."""
     formed = table["true_onset"] <= budget
     return table.assign(formed=formed, censored=~formed, budget=float(budget),
                         onset=np.where(formed, table["true_onset"], budget),

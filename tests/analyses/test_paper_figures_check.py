@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.upt_law import UPTLawSpec
+from ihstats.law.spec import UPTLawSpec
 from paper_figures import builders, check, versions
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")

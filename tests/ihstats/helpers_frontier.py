@@ -54,7 +54,7 @@ def simulate_separated(levels=DEFAULT_LEVELS, n_seeds: int = 4) -> pd.DataFrame:
 def write_onset_grid(grid_dir, law=(600.0, -6.0, -3.0), cap: int = 9000, seeds=(0, 1)) -> list:
     """A fake grid of semi-natural runs on two transects through f = r = 0.9 whose max-PS curves
     rise at ``onset = t0 (f / 0.9)^e_f (r / 0.9)^e_r`` (flat when that lies past half the cap):
-    real logs for :mod:`ihstats.budget` and ``analyses/fit_frontier.py --grid``."""
+    real logs for :mod:`ihstats.frontier.budget` and ``analyses/fit_frontier.py --grid``."""
     from ihstats.simulate.curves import simulate_curve
     from ihstats.simulate.run_dirs import write_fake_grid
 

@@ -12,9 +12,13 @@ import pandas as pd
 import pytest
 
 from ihstats import _bayes
-from ihstats.frontier import FrontierModel, FrontierResults, FrontierSpec
-from ihstats.predict import load_posterior
-from ihstats.upt_law import UPTLawModel, UPTLawResults, UPTLawSpec
+from ihstats.frontier.model import FrontierModel
+from ihstats.frontier.results import FrontierResults
+from ihstats.frontier.spec import FrontierSpec
+from ihstats.law.model import UPTLawModel
+from ihstats.law.predict import load_posterior
+from ihstats.law.results import UPTLawResults
+from ihstats.law.spec import UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -23,8 +27,8 @@ TINY = dict(draws=60, tune=60, chains=1, seed=0)  # the API, not the posterior, 
 
 @pytest.fixture(scope="module")
 def fits():
-    law = UPTLawSpec().build(pd.read_csv(DATA / "example_emergence.csv"))
-    frontier = FrontierSpec().build(pd.read_csv(DATA / "example_frontier.csv"))
+    law = UPTLawModel.from_table(pd.read_csv(DATA / "example_emergence.csv"), UPTLawSpec())
+    frontier = FrontierModel.from_table(pd.read_csv(DATA / "example_frontier.csv"), FrontierSpec())
     assert isinstance(law, UPTLawModel) and isinstance(frontier, FrontierModel)
     return {"law": law.fit(**TINY), "frontier": frontier.fit(**TINY)}
 

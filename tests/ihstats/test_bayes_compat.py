@@ -15,9 +15,9 @@ import pytest
 import xarray as xr
 
 from ihstats import _bayes, _bayes_compat
-from ihstats.predict import REFERENCE_FILE, load_posterior, main
-from ihstats.upt_data import UPTLawError
-from ihstats.upt_results import predict_from_posterior
+from ihstats.law.predict import REFERENCE_FILE, load_posterior, main
+from ihstats.law.results import predict_from_posterior
+from ihstats.law.spec import UPTLawError
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 HERE = Path(__file__).parent

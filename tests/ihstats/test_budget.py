@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.budget import compare_budgets, main, read_at_budget, run_caps
+from ihstats.frontier.budget import compare_budgets, main, read_at_budget, run_caps
 from ihstats.simulate.curves import simulate_curve
-from ihstats.simulate.onsets import read_onsets_at, simulate_onsets
 from ihstats.simulate.run_dirs import write_fake_grid
+from ihstats.simulate.onsets import read_onsets_at, simulate_onsets
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers_frontier import write_onset_grid  # noqa: E402

@@ -69,7 +69,7 @@ def test_shipped_runs_with_and_without_a_previous_token_head():
 
 
 def test_law_report_counts_circuits_per_cell_and_flags_a_mixed_fit():
-    from ihstats.law_sensitivity import circuit_table, circuit_warning
+    from ihstats.law.sensitivity import circuit_table, circuit_warning
 
     t = pd.DataFrame({"B": [16, 16, 16, 32, 32, 32], "C": [16, 16, 16, 64, 64, 64],
                       "circuit": ["prev-token", "no-prev-token", "", "prev-token", "prev-token", "prev-token"]})

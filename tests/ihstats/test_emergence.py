@@ -100,7 +100,8 @@ def test_min_rise_in_noise_units_keeps_flat_noisy_curves_flat(method):
 
 
 def test_bracketing_intervals_are_labelled_and_read_as_uniform(grid):
-    from ihstats.upt_law import UPTLawSpec, prepare
+    from ihstats.law.data import prepare
+    from ihstats.law.spec import UPTLawSpec
 
     path, _ = grid
     for method in ("pelt", "threshold"):

@@ -1,4 +1,4 @@
-"""End-to-end tests of analyses/fit_upt_law.py and python -m ihstats.predict."""
+"""End-to-end tests of analyses/fit_upt_law.py and python -m ihstats.law.predict."""
 
 from __future__ import annotations
 
@@ -55,21 +55,21 @@ def test_fast_run_writes_report_netcdf_figures(fast_out):
 
 def test_predict_cli_with_saved_and_reference_posterior(fast_out):
     out = fast_out[0]
-    p = run(["-m", "ihstats.predict", "--batch-size", 64, "--context", 256, "--posterior",
+    p = run(["-m", "ihstats.law.predict", "--batch-size", 64, "--context", 256, "--posterior",
              out, "--json"])  # the fit's folder: predict finds idata.nc in it
     assert p.returncode == 0, p.stderr[-2000:]
     row = json.loads(p.stdout)
     truth = np.exp(13.26 - 0.37 * np.log(64) - 0.62 * np.log(256))  # ~3.95e3 updates
     assert 0.8 < row["upt"] / truth < 1.25
     assert row["upt_lo"] < row["upt"] < row["upt_hi"]
-    p = run(["-m", "ihstats.predict", "--batch-size", 64, "--context", 256])
+    p = run(["-m", "ihstats.law.predict", "--batch-size", 64, "--context", 256])
     assert p.returncode == 0, p.stderr[-2000:]
     assert "SIMULATED" not in p.stdout and "bxc-cpu-h200-bf16" in p.stdout
 
 
 def test_predict_default_is_the_fit_to_real_runs(capsys):
     """The shipped default is the H200 natural-text fit (a ~ 0.63), not the simulated 0.37."""
-    from ihstats.predict import REFERENCE_FILE, load_posterior, main as predict_main
+    from ihstats.law.predict import REFERENCE_FILE, load_posterior, main as predict_main
 
     post = load_posterior().posterior
     assert int(post.attrs["simulated"]) == 0 and "bxc-cpu-h200-bf16" in post.attrs["source"]
@@ -82,7 +82,7 @@ def test_predict_default_is_the_fit_to_real_runs(capsys):
 
 
 def test_predict_published_law(capsys):
-    from ihstats.predict import main as predict_main
+    from ihstats.law.predict import main as predict_main
 
     assert predict_main(["--batch-size", "64", "--context", "256", "--law", "published",
                          "--json"]) == 0

@@ -1,4 +1,4 @@
-"""ihstats.frontier: contour algebra, separation, GLM/Firth, recovery of a planted boundary."""
+"""ihstats.frontier (spec, data, model, results, glm): contour algebra, separation, GLM/Firth, recovery of a planted boundary."""
 
 import sys
 from pathlib import Path
@@ -7,8 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.frontier import FrontierSpec, _hdi_columns, contour_z, prepare_frontier_data
-from ihstats.frontier_glm import check_separation, fit_glm
+from ihstats.frontier.data import prepare_frontier_data
+from ihstats.frontier.glm import check_separation, fit_glm
+from ihstats.frontier.model import FrontierModel
+from ihstats.frontier.results import _hdi_columns, contour_z
+from ihstats.frontier.spec import FrontierSpec
+from ihstats.plots import plot_frontier
 from ihstats.simulate.frontier import simulate_frontier
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -71,7 +75,7 @@ def test_glm_mle_matches_statsmodels():
     import statsmodels.api as sm
 
     tab, _ = simulate_frontier(n_seeds=10, seed=3)
-    model = FrontierSpec().build(tab)
+    model = FrontierModel.from_table(tab, FrontierSpec())
     g = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(),
                 model.terms)
     endog = np.column_stack([model.cells["n_formed"], model.cells["n_runs"] - model.cells["n_formed"]])
@@ -107,7 +111,7 @@ def test_prepare_bad_input():
     with pytest.raises(ValueError, match="missing columns.*'C'"):
         prepare_frontier_data(tab, covariates=("C",))
     with pytest.raises(ValueError, match="prior_sd"):
-        FrontierSpec(prior_sd=0).build(tab)
+        FrontierModel.from_table(tab, FrontierSpec(prior_sd=0))
 
 
 # ---- posterior (PyMC) --------------------------------------------------------------------------
@@ -115,7 +119,7 @@ def test_prepare_bad_input():
 @pytest.fixture(scope="module")
 def recovered():
     tab, truth = simulate_frontier(n_seeds=20, seed=11)          # 500 runs on a 5 x 5 grid
-    res = FrontierSpec().build(tab).fit(draws=500, tune=500, chains=2, seed=1)
+    res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=500, tune=500, chains=2, seed=1)
     return res, truth
 
 
@@ -141,7 +145,7 @@ def test_glm_agrees_with_posterior_median(recovered):
 
 
 def test_separated_grid_is_flagged_and_finite(tmp_path):
-    res = FrontierSpec().build(simulate_separated()).fit(draws=250, tune=250, chains=2, seed=0)
+    res = FrontierModel.from_table(simulate_separated(), FrontierSpec()).fit(draws=250, tune=250, chains=2, seed=0)
     assert res.separation == "complete"
     assert res.glm.method == "firth" and res.glm.separation == "complete"
     assert np.all(np.isfinite(res.glm.params)) and np.abs(res.glm.params).max() < 50
@@ -157,14 +161,14 @@ def test_separated_grid_is_flagged_and_finite(tmp_path):
     assert paths["idata"] == tmp_path / "sep" / "idata.nc" and paths["idata"].exists()
     assert paths["frontier"].exists()
     assert '"separation": "complete"' in paths["fit"].read_text()
-    res.plot_frontier(tmp_path / "fig")
+    plot_frontier(res, tmp_path / "fig")  # the figure home draws it from the results
     assert (tmp_path / "fig.png").stat().st_size > 0 and (tmp_path / "fig.pdf").exists()
 
 
 @pytest.mark.slow
 def test_interaction_model_recovers_additive_truth():
     tab, truth = simulate_frontier(n_seeds=20, seed=12)
-    res = FrontierSpec(interaction=True).build(tab).fit(draws=500, tune=500, seed=2)
+    res = FrontierModel.from_table(tab, FrontierSpec(interaction=True)).fit(draws=500, tune=500, seed=2)
     s = res.summary().set_index("term")
     # truth is additive in the logs: the interaction sits near 0 (3 sd, not a 90% HDI: 1 in 10)
     assert abs(s.at["frequency:reliability", "mean"]) < 3 * s.at["frequency:reliability", "sd"]
@@ -179,14 +183,14 @@ def test_band_calibration_over_datasets():
     covs = []
     for s in range(20, 26):
         tab, truth = simulate_frontier(n_seeds=20, seed=s)
-        res = FrontierSpec().build(tab).fit(draws=400, tune=400, seed=0)
+        res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, seed=0)
         covs.append(contour_coverage(res.frontier(), truth))
     assert np.mean(covs) >= 0.8
 
 
 def test_knob_verdict_claims_only_at_095():
     """Issue 27 item 6: "more sensitive to X" only at posterior probability >= 0.95."""
-    from ihstats.frontier import knob_verdict
+    from ihstats.frontier.results import knob_verdict
 
     assert knob_verdict(0.235).startswith("not resolved")  # the case that used to say "reliability"
     assert "lean toward reliability" in knob_verdict(0.235)

@@ -1,4 +1,4 @@
-"""Tests of ihstats.law_scoring / ihstats.law_validation: scores on hand-made predictives
+"""Tests of ihstats.law.scoring / ihstats.law.validation: scores on hand-made predictives
 (censored runs included), the baselines, and calibration on tables simulated from a known law with
 cell and seed scatter (a predictive without the cell term must fail the same check)."""
 
@@ -11,12 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ihstats.law_scoring import (
-    LAW, OLS_BASELINE, Predictive, fixed_exponent_predictive, ols_predictive, score_runs)
-from ihstats.law_validation import NO_CELL, ValidationSpec, cross_validate, validate_holdout
+from ihstats.law.data import prepare
+from ihstats.law.model import UPTLawModel
+from ihstats.law.report import write_validation_figure
+from ihstats.law.scoring import (LAW, OLS_BASELINE, Predictive, fixed_exponent_predictive, ols_predictive,
+                                 score_runs)
+from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.validation import NO_CELL, ValidationSpec, cross_validate, validate_holdout
 from ihstats.simulate.law import simulate_emergence_table
-from ihstats.upt_data import UPTLawError, prepare
-from ihstats.upt_law import UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 LAW_SPEC = UPTLawSpec(cell_effect=True)
@@ -118,7 +120,7 @@ def test_new_cell_intervals_calibrated_and_cell_term_matters(tmp_path):
     assert s.loc["constant updates a = b = 0", "mean_lpd"] < s.loc[LAW, "mean_lpd"] - 0.2
     assert set(res.runs["region"]) == {"interpolation", "extrapolation"}
     paths = res.save(tmp_path / "v")
-    assert paths["figure"].exists() and pd.read_csv(paths["summary"]).shape[0] == len(s)
+    assert write_validation_figure(res, tmp_path / "v").exists() and pd.read_csv(paths["summary"]).shape[0] == len(s)
 
 
 def test_loco_scores_each_run_once_per_model():
@@ -147,13 +149,13 @@ def test_loco_coverage_over_repeated_simulations():
     assert cover[NO_CELL] < 0.80, cover
 
 
-# ---- ihstats.predict reports the validation of its posterior -----------------------------------
+# ---- ihstats.law.predict reports the validation of its posterior -----------------------------------
 
 def test_predict_prints_the_validated_coverage_and_warns_outside_its_range(tmp_path, capsys):
     import json
     import shutil
 
-    from ihstats.predict import REFERENCE_DIR, main as predict_main
+    from ihstats.law.predict import REFERENCE_DIR, main as predict_main
 
     post = tmp_path / "upt_law_simulated.nc"
     shutil.copy(REFERENCE_DIR / "upt_law_simulated.nc", post)
@@ -180,12 +182,12 @@ def test_sigma_by_predictive_uses_each_runs_level_and_a_new_level_for_an_unseen_
     """With ``sigma_by="C"`` each held-out run is scored with its C level's scatter (0.8 at C 16
     is far wider than 0.1 at C 256), and a C the fit never saw gets a scale drawn from the
     hierarchy: before, every run got the flattened (draws x levels) sigma, a silent wrong scale."""
-    from ihstats.law_scoring import law_predictive
+    from ihstats.law.scoring import law_predictive
     table, _ = simulate_emergence_table(B_values=(4, 8, 16, 32), C_values=(16, 64, 256), n_seeds=3,
                                         sigma_C={16: 0.8, 64: 0.3, 256: 0.1}, censor_frac=0.0,
                                         cell_sd=0.0, seed=5)
     spec = UPTLawSpec(cell_effect=False, sigma_by="C")
-    res = spec.build(table).fit(draws=150, tune=200, chains=1, seed=0)
+    res = UPTLawModel.from_table(table, spec).fit(draws=150, tune=200, chains=1, seed=0)
     pred = law_predictive(res.idata, res.data, n_draws=100, seed=0)
     assert pred.scale.shape == (100, len(table))
     med = pd.Series(np.median(pred.scale, axis=0), index=table["C"].to_numpy()).groupby(level=0).mean()

@@ -6,9 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.frontier import knob_verdict
-from ihstats.onset_design import candidate_designs, fit_mle, resolution_rate
-from ihstats.onset_model import OnsetSpec, prepare_onset_data
+from ihstats.frontier.results import knob_verdict
+from ihstats.onset.data import prepare_onset_data
+from ihstats.onset.design import candidate_designs, resolution_rate
+from ihstats.onset.mle import fit_mle
+from ihstats.onset.model import OnsetModel
+from ihstats.onset.spec import OnsetSpec
 from ihstats.simulate.onsets import simulate_onsets
 
 # two transects through f = r = 0.9, as the freqrel preset
@@ -19,7 +22,7 @@ TRUTH = dict(log_t0=6.5, e_freq=-6.0, e_rel=-1.5, sigma=0.3, cap=4500.0)
 @pytest.fixture(scope="module")
 def fitted():
     table, truth = simulate_onsets(CELLS, n_seeds=4, seed=3, **TRUTH)
-    res = OnsetSpec().build(table).fit(draws=400, tune=400, chains=2, seed=1)
+    res = OnsetModel.from_table(table, OnsetSpec()).fit(draws=400, tune=400, chains=2, seed=1)
     return table, truth, res
 
 
@@ -67,7 +70,7 @@ def test_save_writes_the_fit(fitted, tmp_path):
 
 def test_mle_recovers_without_sampling():
     table, truth = simulate_onsets(CELLS, n_seeds=8, seed=5, **TRUTH)
-    m = OnsetSpec().build(table)
+    m = OnsetModel.from_table(table, OnsetSpec())
     fit = fit_mle(m.X, m.runs["log_time"].to_numpy(), m.censored)
     for i, true in ((1, truth.e_freq), (2, truth.e_rel)):
         assert abs(fit.params[i] - true) < 3 * fit.se[i]
@@ -106,7 +109,7 @@ def test_mle_intervals_cover_at_their_level():
     hits, n = np.zeros(2), 150
     for s in range(n):
         table, truth = simulate_onsets(CELLS, n_seeds=3, seed=100 + s, **TRUTH)
-        m = OnsetSpec().build(table)
+        m = OnsetModel.from_table(table, OnsetSpec())
         fit = fit_mle(m.X, m.runs["log_time"].to_numpy(), m.censored)
         for j, true in enumerate((truth.e_freq, truth.e_rel)):
             hits[j] += abs(fit.params[1 + j] - true) <= 1.645 * fit.se[1 + j]

@@ -1,4 +1,4 @@
-"""Tests of ihstats.report: files, contents, and that sampler warnings are shown."""
+"""Tests of ihstats.law.report: files, contents, and that sampler warnings are shown."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.report import write_upt_report
+from ihstats.law.model import UPTLawModel
+from ihstats.law.report import write_upt_report
+from ihstats.law.spec import UPTLawSpec
 from ihstats.simulate.law import example_table
-from ihstats.upt_law import UPTLawSpec
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FIGS = ["trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"]
@@ -20,7 +21,7 @@ FIGS = ["trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"]
 def short_fit():
     # Deliberately too short (1 chain x 60 draws): the ESS check must fire and be reported.
     table, _ = example_table()
-    return UPTLawSpec(hdi_prob=0.8).build(table).fit(draws=60, tune=100, chains=1, seed=2)
+    return UPTLawModel.from_table(table, UPTLawSpec(hdi_prob=0.8)).fit(draws=60, tune=100, chains=1, seed=2)
 
 
 def test_report_files_and_contents(short_fit, tmp_path):

@@ -1,4 +1,4 @@
-"""Tests of ihstats.upt_law: input checks, likelihood, predictions, recovery, censoring."""
+"""Tests of ihstats.law: input checks, likelihood, predictions, recovery, censoring."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 
 from ihstats import _bayes
 from helpers_law import model_loglik_at
+from ihstats.law.data import prepare
+from ihstats.law.model import UPTLawModel, student_t_logsf
+from ihstats.law.results import loglik, ols_fit, predict_from_posterior
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.simulate.law import example_table, simulate_emergence_table
-from ihstats.upt_data import UPTLawError, prepare
-from ihstats.upt_law import UPTLawSpec, student_t_logsf
-from ihstats.upt_results import loglik, ols_fit, predict_from_posterior
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 FAST = dict(draws=300, tune=300, chains=2, seed=3)
@@ -28,7 +29,7 @@ def example():
 @pytest.fixture(scope="module")
 def fitted(example):
     table, truth = example
-    return UPTLawSpec().build(table).fit(**FAST), truth
+    return UPTLawModel.from_table(table, UPTLawSpec()).fit(**FAST), truth
 
 
 # ---- input checks (no sampling) ----------------------------------------------------------------
@@ -104,7 +105,7 @@ def test_student_t_logsf_op_value_and_gradient():
 @pytest.mark.parametrize("likelihood", ["student_t", "normal"])
 def test_numpy_loglik_matches_pymc_model(example, likelihood):
     """The pointwise log-likelihood used for LOO equals the model's own likelihood terms."""
-    law = UPTLawSpec(likelihood=likelihood).build(example[0])
+    law = UPTLawModel.from_table(example[0], UPTLawSpec(likelihood=likelihood))
     model = law.pymc_model()
     point = {"alpha": 9.5, "a": 0.3, "b": 0.7, "sigma": 0.25, "nu": 4.0}
     lik = model_loglik_at(model, point)
@@ -186,8 +187,8 @@ def test_censoring_pulls_fit_upward():
     assert 0.2 < cen.mean() < 0.4
     kw = dict(draws=300, tune=300, chains=1, seed=5)
     spec = UPTLawSpec(likelihood="normal")
-    with_c = spec.build(table).fit(**kw)
-    dropped = spec.build(table[~cen]).fit(**kw)
+    with_c = UPTLawModel.from_table(table, spec).fit(**kw)
+    dropped = UPTLawModel.from_table(table[~cen], spec).fit(**kw)
     x = {k: v[cen] - dropped.data.centres[k] for k, v in with_c.data.logs.items()}
     mu_drop = (_bayes.posterior_draws(dropped.idata, "alpha")[:, None]
                - _bayes.posterior_draws(dropped.idata, "a")[:, None] * x["B"]
@@ -238,11 +239,11 @@ def test_cell_effect_separates_seed_scatter_from_the_law_residual():
                              "onset": np.exp(log_upt), "censored": False, "last_step": 1e7})
     table = pd.DataFrame(rows)
     spec = UPTLawSpec(cell_effect=True, likelihood="normal", measurement_error=False)
-    res = spec.build(table).fit(draws=400, tune=400, chains=2, seed=1)
+    res = UPTLawModel.from_table(table, spec).fit(draws=400, tune=400, chains=2, seed=1)
     s = res.summary()
     assert s.at["cell_sd", "hdi_lo"] < 0.4 < s.at["cell_sd", "hdi_hi"]
     assert s.at["sigma", "hdi_lo"] < 0.1 < s.at["sigma", "hdi_hi"] and s.at["sigma", "hdi_hi"] < 0.2
     p = res.predict(32, 128)
     assert (p["cell_hi"] / p["cell_lo"] > 1.5 * p["upt_hi"] / p["upt_lo"]).all()
     with pytest.raises(UPTLawError, match="cell_id"):  # no replicates: nothing to separate
-        spec.build(table.drop_duplicates("cell_id"))
+        UPTLawModel.from_table(table.drop_duplicates("cell_id"), spec)

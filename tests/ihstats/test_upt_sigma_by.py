@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from ihstats import _bayes
-from ihstats.law_sensitivity import influence_table, sensitivity_table
+from ihstats.law.sensitivity import compare_sigma_by, influence_table, sensitivity_table
 from helpers_law import model_loglik_at
+from ihstats.law.data import prepare
+from ihstats.law.model import UPTLawModel
+from ihstats.law.results import loglik
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.simulate.law import simulate_emergence_table
-from ihstats.upt_data import UPTLawError, prepare
-from ihstats.upt_law import UPTLawSpec, compare_sigma_by
-from ihstats.upt_results import loglik
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
 SIGMA_C = {16: 0.8, 64: 0.3, 256: 0.1}  # scatter falling with C, as in bxc-markov (issue 39)
@@ -30,13 +31,13 @@ def table():
 
 @pytest.fixture(scope="module")
 def fitted(table):
-    return SPEC.build(table).fit(**FAST)
+    return UPTLawModel.from_table(table, SPEC).fit(**FAST)
 
 
 def test_numpy_loglik_uses_each_runs_level_like_the_model(table):
     """Fast check of the wiring: the LOO log-likelihood (numpy) equals the PyMC model's terms with
     a different sigma per C level."""
-    law = SPEC.build(table)
+    law = UPTLawModel.from_table(table, SPEC)
     model = law.pymc_model()
     z, mu_ls, sd_ls = np.array([0.9, -0.2, -1.1]), -1.0, 0.8
     point = {"alpha": 9.5, "a": 0.3, "b": 0.7, "log_sigma_mu": mu_ls, "log_sigma_sd": sd_ls, "sigma_z": z}
@@ -46,7 +47,7 @@ def test_numpy_loglik_uses_each_runs_level_like_the_model(table):
     idata = _bayes.from_draws(post, dims={"sigma": ["sigma_level"]}, coords={"sigma_level": law.data.sigma_levels})
     assert loglik(law.data, idata).sum() == pytest.approx(float(lik), rel=1e-7)
     shared = _bayes.from_draws({**post, "sigma": np.full((1, 1), sigma.mean())})
-    assert loglik(UPTLawSpec(likelihood="normal").build(table).data, shared).sum() != pytest.approx(float(lik))
+    assert loglik(UPTLawModel.from_table(table, UPTLawSpec(likelihood="normal")).data, shared).sum() != pytest.approx(float(lik))
 
 
 @pytest.mark.slow  # one fit, ~35 s on a shared 2-core machine

@@ -1,7 +1,7 @@
 """The UPT law's input: an emergence table checked and turned into model arrays.
 
-:func:`prepare` is the table-preparation step of ``UPTLawSpec(...).build(table)``
-(:mod:`ihstats.upt_law`): one row per run, the log onset (or, for a censored run, its log
+:func:`prepare` is the table-preparation step of ``UPTLawModel.from_table(table, spec)``
+(:mod:`ihstats.law.model`): one row per run, the log onset (or, for a censored run, its log
 ``last_step``), the measurement sd each onset interval implies, the centred log design factors and
 the run -> cell index of the cell effect. Every refusal is a :class:`UPTLawError` naming the column
 and the rows.
@@ -10,26 +10,16 @@ and the rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.tables import formed_column, numeric_column, rows
-
-if TYPE_CHECKING:  # the spec lives with the model, which imports this module
-    from ihstats.upt_law import UPTLawSpec
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
 INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
-#: Design factor -> its exponent in ``log UPT = log T - a log B - b log C - c log N``.
-COEF = {"B": "a", "C": "b", "N": "c"}
-
-
-class UPTLawError(ValueError):
-    """Bad input to the UPT law fit; the message names the field and what is allowed."""
-
 
 @dataclass
 class LawData:

@@ -1,4 +1,5 @@
-"""Posterior reports (Markdown + HTML, figures as PNG and PDF) for fitted UPT laws.
+"""The law's report home: posterior reports (Markdown + HTML, figures as PNG and PDF) for fitted
+UPT laws, and the figure of its out-of-sample validation.
 
 ``write_upt_report(results, out_dir)`` writes::
 
@@ -8,6 +9,8 @@
     out_dir/figures/obs_vs_pred.csv      the tidy data behind the observed-vs-predicted figure
 
 Diagnostics (divergences, r_hat, ESS) are printed at the top of the report, never dropped.
+``write_validation_figure(validation_results, out_dir)`` writes ``figures/validation.png|pdf``
+beside what :meth:`ihstats.law.validation.ValidationResults.save` wrote.
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN
-from ihstats.law_sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness, influence_table,
-                                     sigma_text)
+from ihstats.law.results import UPTLawResults
+from ihstats.law.scoring import LAW
+from ihstats.law.sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness,
+                                     influence_table, sigma_text)
+from ihstats.law.spec import OBS, PUBLISHED
 from ihstats.plots import plot_obs_vs_pred, plot_posterior, plot_ppc_bands, plot_rank, plot_trace, save_figure
-from ihstats.upt_law import OBS, PUBLISHED, UPTLawResults
+from ihstats.plots_paper import plot_law_validation
 
 
 def _save(fig, figdir: Path, name: str) -> str:
@@ -63,7 +69,7 @@ def _seed_spread_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
     sigma = iv("sigma") if "sigma" in summ.index else f"{sigma_text(summ)} by {res.spec.sigma_by}"
     return (f"Replicates: a cell effect (`cell_sd * z_cell`, {len(d.cells)} cells) separates the law's "
             f"residual, cell_sd = {iv('cell_sd')}, from the seed-to-seed scatter within a cell, sigma = "
-            f"{sigma} (log UPT); {seen}. `ihstats.predict` gives intervals for a new cell "
+            f"{sigma} (log UPT); {seen}. `ihstats.law.predict` gives intervals for a new cell "
             f"(cell_lo/cell_hi) and a new run in it (pred_lo/pred_hi).")
 
 
@@ -221,7 +227,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     source : str
         Where the emergence table came from (shown in the header).
     sensitivity : pandas.DataFrame, optional
-        ``law_sensitivity.sensitivity_table`` (refits under the other likelihood and centred
+        ``ihstats.law.sensitivity.sensitivity_table`` (refits under the other likelihood and centred
         priors); ``sensitivity_note`` is shown instead when it was not run.
     sigma_compare : pandas.DataFrame, optional
         LOO comparison of the scatter per ``sigma_by`` level with one shared sigma
@@ -303,3 +309,11 @@ def _html(title, sections, summ, side, loo_tab, compare, diag) -> str:
              "collapse}td,th{padding:2px 8px;text-align:right}.warn{color:#b00}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>")
+
+
+def write_validation_figure(res, out_dir) -> Path:
+    """Observed vs predicted log UPT with the law's 90% intervals, and the PIT histogram, of a
+    :class:`~ihstats.law.validation.ValidationResults`: ``out_dir/figures/validation.png|pdf``;
+    returns the PNG path."""
+    fig = plot_law_validation(res.runs[res.runs["model"] == LAW], title=res.meta["source"])
+    return save_figure(fig, Path(out_dir) / "figures" / "validation", close=True)[0]

@@ -1,32 +1,24 @@
 """A fitted UPT law: the results object, and what any saved UPT-law posterior answers.
 
-:class:`UPTLawResults` is what ``UPTLawSpec(...).build(table).fit(...)`` returns
-(:mod:`ihstats.upt_law`): ``summary()``, ``diagnostics()``, ``save(dir)`` (the layout every fit of
+:class:`UPTLawResults` is what ``UPTLawModel.from_table(table, spec).fit(...)`` returns
+(:mod:`ihstats.law.model`): ``summary()``, ``diagnostics()``, ``save(dir)`` (the layout every fit of
 ihstats shares, :func:`ihstats._bayes.save_fit`), plus the law's own checks (posterior predictive,
 LOO, the OLS cross-check) and predictions. :func:`predict_from_posterior`, :func:`fitted_range`
-and :func:`extrapolation_warnings` need only the posterior, so ``python -m ihstats.predict`` uses
+and :func:`extrapolation_warnings` need only the posterior, so ``python -m ihstats.law.predict`` uses
 them on a saved or shipped netCDF without the table it was fitted to.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from ihstats import _bayes
-from ihstats.upt_data import COEF, LawData, UPTLawError, design_values
-
-if TYPE_CHECKING:  # the model imports this module to build its results
-    from ihstats.upt_law import UPTLawModel
-
-#: Published exponents (Aoyama et al. 2025): reference lines in reports.
-PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
-#: Name of the observed log UPT in the model and in the InferenceData groups.
-OBS = "log_upt"
+from ihstats.law.data import LawData, design_values
+from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError
 
 
 def sigma_draws(data: LawData, idata) -> np.ndarray:
@@ -204,7 +196,7 @@ class UPTLawResults:
         ``draws, tune, chains, seed, target_accept``.
     """
 
-    model: UPTLawModel
+    model: object  # the ihstats.law.model.UPTLawModel (not imported: it imports this module)
     idata: object
     timings: dict
     sampler: dict

@@ -1,7 +1,7 @@
 """Predicted updates-to-emergence for a planned run, from a fitted UPT-law posterior.
 
-    python -m ihstats.predict --batch-size 512 --context 2048 [--model-size N] [--posterior FILE]
-    python -m ihstats.predict --batch-size 512 --context 2048 --law published
+    python -m ihstats.law.predict --batch-size 512 --context 2048 [--model-size N] [--posterior FILE]
+    python -m ihstats.law.predict --batch-size 512 --context 2048 --law published
 
 By default the shipped reference posterior answers: the law fitted to real runs, the natural-text
 grid ``data/reference_runs/bxc-cpu-h200-bf16`` (18 small GPTs on one H200; 4 chains x 1000 draws,
@@ -24,11 +24,12 @@ from ihstats import _bayes
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
-from ihstats.upt_data import UPTLawError
-from ihstats.upt_law import UPTLawSpec
-from ihstats.upt_results import extrapolation_warnings, predict_from_posterior
+from ihstats.law.model import UPTLawModel
+from ihstats.law.results import extrapolation_warnings, predict_from_posterior
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 
-REFERENCE_DIR = Path(__file__).parent / "reference_posterior"
+#: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
+REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"
 REFERENCE_FILE = REFERENCE_DIR / "upt_law_reference.nc"
 REFERENCE_RUNS = "data/reference_runs/bxc-cpu-h200-bf16"
 # Aoyama et al. (arXiv 2511.16893): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C, point estimates only
@@ -57,14 +58,14 @@ def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000,
 def fit_reference_posterior(runs=None, out_dir=REFERENCE_DIR) -> str:
     """Refit the shipped default: the UPT law on a real grid's logs, 4 chains x 1000 draws, seed 0
     (the defaults of ``analyses/fit_upt_law.py``, without its size-term comparison)."""
-    path = Path(runs) if runs else Path(__file__).resolve().parents[1] / REFERENCE_RUNS
+    path = Path(runs) if runs else Path(__file__).resolve().parents[2] / REFERENCE_RUNS
     runs = runs or REFERENCE_RUNS
     table = emergence_table(load_grid(path, on_error="skip"), metric="ps", head="max",
                             on_error="skip")
-    res = UPTLawSpec().build(table).fit(draws=1000, tune=1000, chains=4, seed=0)
+    res = UPTLawModel.from_table(table, UPTLawSpec()).fit(draws=1000, tune=1000, chains=4, seed=0)
     return write_reference_posterior(res, out_dir, simulated=False, source=(
         f"real runs {runs} (emergence by ihstats.emergence, bayes; "
-        f"ihstats.predict.fit_reference_posterior, 4 chains x 1000 draws, seed 0)"))
+        f"ihstats.law.predict.fit_reference_posterior, 4 chains x 1000 draws, seed 0)"))
 
 
 def predict_published(B: float, C: float) -> dict:
@@ -174,7 +175,7 @@ def _source_line(args, idata) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ihstats.predict", description=__doc__.split("\n")[1])
+    p = argparse.ArgumentParser(prog="python -m ihstats.law.predict", description=__doc__.split("\n")[1])
     p.add_argument("--batch-size", type=float, required=True,
                    help="B: sequences per optimizer update (effective batch size)")
     p.add_argument("--context", type=float, required=True, help="C: context length in tokens")

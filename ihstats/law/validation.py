@@ -7,14 +7,15 @@ Two ways to ask how often the law's interval holds for a run it did not see:
   the seed scatter both in the interval);
 - :func:`validate_holdout`: fit on one grid (or take a saved posterior) and predict another.
 
-Each prediction is scored by :func:`ihstats.law_scoring.score_runs` (coverage of the 50% and 90%
+Each prediction is scored by :func:`ihstats.law.scoring.score_runs` (coverage of the 50% and 90%
 intervals, PIT, log predictive density, error of the median; censored runs by their survival
-probability), and so is every baseline of :mod:`ihstats.law_scoring`, fitted on the same training
+probability), and so is every baseline of :mod:`ihstats.law.scoring`, fitted on the same training
 runs. Use (the spec / run / results pattern of the other ihstats fits)::
 
     spec = ValidationSpec(law=UPTLawSpec(cell_effect=True))
     res = cross_validate(table, spec, fit_kw=dict(draws=300, tune=300, chains=2))
-    res.summary(); res.save("results/validate_law"); res.plot()
+    res.summary(); res.save("results/validate_law")
+    ihstats.law.report.write_validation_figure(res, "results/validate_law")
 
 Refits: each fold builds and samples a fresh PyMC model (the training rows change, and the law's
 likelihood indexes censored and uncensored rows with constants of the graph, so one compiled
@@ -38,10 +39,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ihstats.law_scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
-from ihstats.upt_data import LawData, UPTLawError, prepare
-from ihstats.upt_law import UPTLawSpec
-from ihstats.upt_results import fitted_range
+from ihstats.law.data import LawData, prepare
+from ihstats.law.model import UPTLawModel
+from ihstats.law.results import fitted_range
+from ihstats.law.scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
+from ihstats.law.spec import UPTLawError, UPTLawSpec
 
 NO_CELL = "law without the new-cell term"
 
@@ -57,7 +59,7 @@ class ValidationSpec:
     levels : tuple of float
         Central predictive interval probabilities to score.
     baselines : bool
-        Score the baselines of :mod:`ihstats.law_scoring` beside the law.
+        Score the baselines of :mod:`ihstats.law.scoring` beside the law.
     n_pred_draws : int
         Posterior draws per predictive mixture.
     seed : int
@@ -86,7 +88,7 @@ class ValidationResults:
     runs : pandas.DataFrame
         One row per (model, run): ``model, fold, run_id, cell_id, B, C, y, censored, region``
         (``interpolation`` when B and C lie inside the training range, else ``extrapolation``)
-        and the columns of :func:`ihstats.law_scoring.score_runs`.
+        and the columns of :func:`ihstats.law.scoring.score_runs`.
     meta : dict
         ``mode`` (``loco`` or ``holdout``), ``source``, spec, sampler settings, wall seconds,
         per-fold seconds, the validated (training) range of B and C.
@@ -110,22 +112,15 @@ class ValidationResults:
                 for k, v in s[s["model"] == LAW].iloc[0].items()}
 
     def record(self) -> dict:
-        """The JSON record ``save`` writes (``ihstats.predict`` reads ``law`` and ``range``)."""
+        """The JSON record ``save`` writes (``ihstats.law.predict`` reads ``law`` and ``range``)."""
         return {**self.meta, "law": self.law_scores(),
                 "models": self.summary().to_dict(orient="records"),
                 "by_region": self.summary(by=("model", "region")).to_dict(orient="records")}
 
-    def plot(self):
-        """Observed vs predicted log UPT with the law's 90% intervals, and the PIT histogram."""
-        from ihstats.plots_paper import plot_law_validation  # matplotlib: only when drawing
-
-        return plot_law_validation(self.runs[self.runs["model"] == LAW], title=self.meta["source"])
-
     def save(self, out_dir) -> dict:
-        """Write ``runs.csv``, ``summary.csv``, ``summary_by_region.csv``, ``validation.json`` and
-        ``figures/validation.png|pdf`` (each file atomically); returns name -> path."""
-        from ihstats.plots import save_figure  # matplotlib: only when drawing
-
+        """Write ``runs.csv``, ``summary.csv``, ``summary_by_region.csv`` and ``validation.json``
+        (each file atomically); returns name -> path. The figure is
+        :func:`ihstats.law.report.write_validation_figure`'s."""
         out = Path(out_dir)
         paths = {"runs": out / "runs.csv", "summary": out / "summary.csv",
                  "by_region": out / "summary_by_region.csv", "record": out / "validation.json"}
@@ -133,7 +128,6 @@ class ValidationResults:
         _write_text(paths["summary"], self.summary().to_csv(index=False))
         _write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
         _write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
-        paths["figure"] = save_figure(self.plot(), out / "figures" / "validation", close=True)[0]
         return paths
 
 
@@ -239,7 +233,7 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
     for cell in tqdm(list(dict.fromkeys(cells)), desc="refits", unit="fold", disable=not progress):
         t1 = time.perf_counter()
         keep = (cells != cell).to_numpy()
-        res = spec.law.build(full.table[keep]).fit(**fit_kw)
+        res = UPTLawModel.from_table(full.table[keep], spec.law).fit(**fit_kw)
         frames.append(score_fold(spec, res.idata, res.data, subset(full, ~keep), fold=cell))
         fold_s.append(time.perf_counter() - t1)
     idata = res.idata
@@ -267,7 +261,7 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
     t0 = time.perf_counter()
     train = prepare(train_table, spec.law) if train_table is not None else None
     if idata is None:
-        idata = spec.law.build(train_table).fit(**fit_kw).idata
+        idata = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw).idata
     # the test runs are predicted, not fitted: no cell effect or size term to identify in them
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False))
     runs = score_fold(spec, idata, train, test, fold="held-out")

@@ -26,9 +26,9 @@ column, partially pooled on the log scale (non-centred)::
 Hierarchical rather than independent because a grid has few levels (3 C values) with a dozen
 runs each: a level with few or tightly clustered runs borrows from the others instead of
 collapsing to its prior or to zero, ``log_sigma_sd -> 0`` recovers the shared sigma (so LOO
-compares nested models, :func:`compare_sigma_by`), and a new level (a C not fitted) has a
-predictive scatter. Why it matters: a Student-t fit reads scatter that grows at short C as heavy
-tails (issue 39: within-cell sd of log onset 1.07 at C = 16, 0.13 at C = 64, nu 1.5).
+compares nested models, :func:`ihstats.law.sensitivity.compare_sigma_by`), and a new level (a C
+not fitted) has a predictive scatter. Why it matters: a Student-t fit reads scatter that grows at
+short C as heavy tails (issue 39: within-cell sd of log onset 1.07 at C = 16, 0.13 at C = 64, nu 1.5).
 
 Measurement error: each uncensored run's onset interval ``[onset_lo, onset_hi]`` at level
 ``level`` gives ``s_i = (log hi - log lo) / (2 z)`` with ``z = Phi^-1(0.5 + level / 2)``; it is
@@ -42,112 +42,33 @@ Censoring: a run with ``censored = True`` showed no emergence by ``last_step``, 
 only known to exceed ``last_step``; it enters through ``pm.Censored`` as the log survival
 function ``log P(log UPT > log last_step)`` (not dropped, not imputed).
 
-Use (the same pattern as :mod:`ihstats.frontier`)::
+Use (the same pattern as :mod:`ihstats.frontier.model`)::
 
-    model = UPTLawSpec().build(table)              # checks the table (ihstats.upt_data)
+    model = UPTLawModel.from_table(table, UPTLawSpec())   # checks the table (ihstats.law.data)
     res = model.fit(draws=1000, tune=1000, chains=4, seed=0)   # -> UPTLawResults
     res.summary(); res.diagnostics(); res.predict(B=512, C=2048); res.save("out/")
 
-Modules: :mod:`ihstats.upt_data` prepares the table, this module holds the spec and the PyMC model
-(with the Student-t survival Op its censored likelihood needs), :mod:`ihstats.upt_results` the
-results object and the predictions any saved posterior gives.
+Modules of :mod:`ihstats.law`: ``spec`` (what to fit), ``data`` prepares the table, this module
+the PyMC model (with the Student-t survival Op its censored likelihood needs), ``results`` the
+results object and the predictions any saved posterior gives, ``sensitivity`` what the fit depends
+on (variants, LOO comparisons), ``report`` its report, ``predict`` the prediction CLI,
+``validation`` and ``scoring`` its out-of-sample scores.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import special
 
 from ihstats import _bayes
-from ihstats.upt_data import COEF, LawData, UPTLawError, prepare
-from ihstats.upt_results import (
-    OBS, PUBLISHED, UPTLawResults, extrapolation_warnings, fitted_range, loglik, ols_fit,
-    predict_from_posterior)
-
-# The law's public names, wherever they live (one import line for users and scripts).
-__all__ = ["DEFAULT_PRIORS", "OBS", "PUBLISHED", "LawData", "UPTLawError", "UPTLawModel",
-           "UPTLawResults", "UPTLawSpec", "compare_size_term", "extrapolation_warnings",
-           "fitted_range", "loglik", "ols_fit", "predict_from_posterior", "prepare",
-           "student_t_logsf", "compare_sigma_by"]
-
-DEFAULT_PRIORS = {
-    "a": (0.5, 0.5),          # Normal(mu, sd)
-    "b": (0.5, 0.5),          # Normal(mu, sd)
-    "c": (0.0, 0.5),          # Normal(mu, sd)
-    "alpha_sd": 2.0,          # Normal(mean observed log onset, alpha_sd)
-    "sigma": 1.0,             # HalfNormal(sd)
-    "nu": (2.0, 0.1),         # Gamma(alpha, beta)
-    "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
-    "log_sigma_mu": (-1.0, 1.0),  # Normal(mu, sd) of the levels' mean log sigma (sigma_by)
-    "log_sigma_sd": 1.0,      # HalfNormal(sd) of the levels' spread in log sigma (sigma_by)
-}
-
-
-@dataclass(frozen=True)
-class UPTLawSpec:
-    """What to fit.
-
-    Parameters
-    ----------
-    size_term : bool
-        Add ``- c log N`` (needs an ``N`` column with two or more distinct values).
-    priors : dict
-        Overrides of ``DEFAULT_PRIORS`` (keys ``a, b, c, alpha_sd, sigma, nu``).
-    likelihood : {"student_t", "normal"}
-        Robust Student-t (default) or Gaussian noise.
-    measurement_error : bool
-        Use the onset intervals (columns ``onset_lo``, ``onset_hi``, ``level``).
-    metric : str or None
-        Keep rows of this ``metric``; None takes the only metric present (or ``ps``).
-    interval_level : float
-        Level of the onset intervals when the table has no ``level`` column.
-    hdi_prob : float
-        Default interval width of summaries and predictions.
-    cell_effect : bool
-        With replicates (several seeds per ``cell_id``): a per-cell effect
-        ``cell_sd * z_cell`` on log UPT, so ``cell_sd`` is the law's own residual (how far cells
-        sit from the line) and ``sigma`` the seed-to-seed scatter within a cell.
-    sigma_by : str or None
-        A column of the table (``"C"``, or any named column) whose levels each get their own
-        scatter ``sigma[level]``, partially pooled (module docstring); None: one shared sigma.
-    """
-
-    size_term: bool = False
-    priors: dict = field(default_factory=dict)
-    likelihood: Literal["student_t", "normal"] = "student_t"
-    measurement_error: bool = True
-    metric: str | None = None
-    interval_level: float = 0.9
-    hdi_prob: float = 0.9
-    cell_effect: bool = False
-    sigma_by: str | None = None
-
-    def __post_init__(self):
-        if self.sigma_by is not None and not (isinstance(self.sigma_by, str) and self.sigma_by):
-            raise UPTLawError(f"sigma_by: a column name of the table (like 'C') or None, got {self.sigma_by!r}")
-        if self.likelihood not in ("student_t", "normal"):
-            raise UPTLawError(f"likelihood: must be 'student_t' or 'normal', got {self.likelihood!r}")
-        unknown = set(self.priors) - set(DEFAULT_PRIORS)
-        if unknown:
-            raise UPTLawError(f"priors: unknown key(s) {sorted(unknown)}; allowed: "
-                              f"{sorted(DEFAULT_PRIORS)}")
-        for name in ("interval_level", "hdi_prob"):
-            if not 0.0 < getattr(self, name) < 1.0:
-                raise UPTLawError(f"{name}: must be in (0, 1), got {getattr(self, name)}")
-
-    @property
-    def resolved_priors(self) -> dict:
-        return {**DEFAULT_PRIORS, **self.priors}
-
-    def build(self, table: pd.DataFrame) -> UPTLawModel:
-        """Validate ``table`` (:func:`ihstats.upt_data.prepare`) and return the model to fit."""
-        return UPTLawModel(self, prepare(table, self))
+from ihstats.law.data import LawData, prepare
+from ihstats.law.results import UPTLawResults, loglik
+from ihstats.law.spec import COEF, OBS, UPTLawSpec
 
 
 @dataclass
@@ -158,11 +79,17 @@ class UPTLawModel:
     ----------
     spec : UPTLawSpec
     data : LawData
-        From :func:`ihstats.upt_data.prepare`.
+        From :func:`ihstats.law.data.prepare`.
     """
 
     spec: UPTLawSpec
     data: LawData
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, spec: UPTLawSpec | None = None) -> UPTLawModel:
+        """Validate ``table`` (:func:`ihstats.law.data.prepare`) and return the model to fit."""
+        spec = spec or UPTLawSpec()
+        return cls(spec, prepare(table, spec))
 
     def pymc_model(self):
         """The ``pm.Model`` (built anew on each call; see the module docstring for the model)."""
@@ -221,7 +148,7 @@ class UPTLawModel:
 
     def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0,
             target_accept: float = 0.9, cores: int = 1) -> UPTLawResults:
-        """Sample the posterior with NUTS; returns :class:`~ihstats.upt_results.UPTLawResults`."""
+        """Sample the posterior with NUTS; returns :class:`~ihstats.law.results.UPTLawResults`."""
         # log T and T are derived after sampling (not pm.Deterministic) and the pointwise
         # log-likelihood is computed in numpy: each avoids one more pytensor compile, which
         # dominates the run time of this small model.
@@ -246,7 +173,7 @@ class UPTLawModel:
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood,
                      cell_effect=int(self.spec.cell_effect), sigma_by=self.spec.sigma_by or "",
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
-                     model="ihstats.upt_law", ihstats_versions=json.dumps(_bayes.versions()))
+                     model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))
         idata.posterior.attrs.update(attrs)
         return UPTLawResults(self, idata, timings, sampler=dict(
             draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept))
@@ -323,62 +250,3 @@ def _student_t_logsf_op():
             return self.grad(inputs, cotangents)
 
     return StudentTLogSF()
-
-
-# ---- model comparison ---------------------------------------------------------------------------
-
-def compare_sigma_by(table: pd.DataFrame, spec: UPTLawSpec, *, fits: dict | None = None,
-                     **fit_kwargs) -> pd.DataFrame:
-    """LOO comparison of a scatter per level of ``spec.sigma_by`` with one shared sigma.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Emergence table with the ``sigma_by`` column.
-    spec : UPTLawSpec
-        Spec with ``sigma_by`` set; the shared variant is ``sigma_by=None``.
-    fits : dict, optional
-        Already fitted results under keys ``"sigma_by_<column>"`` / ``"shared_sigma"``.
-    **fit_kwargs
-        Passed to ``UPTLawModel.fit``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``az.compare`` frame (rank, elpd_loo, elpd_diff, dse, weight, ...).
-    """
-    if not spec.sigma_by:
-        raise UPTLawError("sigma_by: compare_sigma_by needs a spec with sigma_by set (e.g. 'C')")
-    fits = dict(fits or {})
-    for key, by in ((f"sigma_by_{spec.sigma_by}", spec.sigma_by), ("shared_sigma", None)):
-        if key not in fits:
-            fits[key] = replace(spec, sigma_by=by).build(table).fit(**fit_kwargs)
-    return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)
-
-
-def compare_size_term(table: pd.DataFrame, spec: UPTLawSpec | None = None, *,
-                      fits: dict | None = None, **fit_kwargs) -> pd.DataFrame:
-    """LOO comparison of the law with and without the model-size term ``- c log N``.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Emergence table with an ``N`` column holding two or more distinct values.
-    spec : UPTLawSpec, optional
-        Base spec; its ``size_term`` is overridden.
-    fits : dict, optional
-        Already fitted results under keys ``"without_N"`` / ``"with_N"`` (reused, not refitted).
-    **fit_kwargs
-        Passed to ``UPTLawModel.fit`` (draws, tune, chains, seed, ...).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``az.compare`` frame (rank, elpd_loo, p_loo, elpd_diff, weight, se, dse, ...).
-    """
-    spec = spec or UPTLawSpec()
-    fits = dict(fits or {})
-    for key, flag in (("without_N", False), ("with_N", True)):
-        if key not in fits:
-            fits[key] = replace(spec, size_term=flag).build(table).fit(**fit_kwargs)
-    return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)

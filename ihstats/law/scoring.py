@@ -6,7 +6,7 @@ components, Student-t or normal (:class:`Predictive`), so one scorer treats them
 (:func:`score_runs`):
 
 - coverage of the central 50% and 90% intervals (equal-tailed quantiles of the mixture; the
-  predictive is symmetric in log UPT, so these match the HDIs ``ihstats.predict`` prints);
+  predictive is symmetric in log UPT, so these match the HDIs ``ihstats.law.predict`` prints);
 - the probability integral transform (PIT) ``F(y)``: uniform when the predictive is calibrated;
 - the log predictive density ``log p(y)``;
 - the error of the predictive median in log UPT.
@@ -33,8 +33,9 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ihstats import _bayes
-from ihstats.upt_data import COEF, LawData
-from ihstats.upt_results import planned_run_sigma
+from ihstats.law.data import LawData
+from ihstats.law.results import planned_run_sigma
+from ihstats.law.spec import COEF
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {

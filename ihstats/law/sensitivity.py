@@ -11,6 +11,8 @@ a Student-t fit discounts it) and with the prior. The report shows both instead 
   influential first.
 - :func:`circuit_table`, :func:`circuit_warning`: the circuit of each cell's runs (previous-token
   head or not, :func:`ihstats.emergence.circuit`) and a warning when one law is fitted across both.
+- :func:`compare_sigma_by`, :func:`compare_size_term`: LOO comparisons of the law with and without
+  a scatter per level, and with and without the model-size term.
 
 Published forms in UPT form ``log UPT = log T - a log B - b log C``: Aoyama et al.
 (a = 0.37, b = 0.62) and the tokens form ``N = T sqrt(B C)`` (a = b = 0.5).
@@ -26,8 +28,9 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
-from ihstats.upt_law import UPTLawResults, UPTLawSpec
-from ihstats.upt_results import sigma_draws
+from ihstats.law.model import UPTLawModel
+from ihstats.law.results import UPTLawResults, sigma_draws
+from ihstats.law.spec import OBS, UPTLawError, UPTLawSpec
 
 PUBLISHED_FORMS = {"aoyama": {"a": 0.37, "b": 0.62}, "tokens": {"a": 0.5, "b": 0.5}}
 TOLERANCE = 0.05
@@ -84,7 +87,7 @@ def sensitivity_table(table: pd.DataFrame, spec: UPTLawSpec, base: UPTLawResults
     done = {**(fits or {}), **({"base": base} if base is not None else {})}
     rows = []
     for name, s in variants:
-        res = done.get(name) or s.build(table).fit(**fit_kw)
+        res = done.get(name) or UPTLawModel.from_table(table, s).fit(**fit_kw)
         rows.append(_row(name, res, spec.hdi_prob))
     return pd.DataFrame(rows)
 
@@ -135,3 +138,62 @@ def circuit_warning(table: pd.DataFrame) -> str | None:
             f"{len(mixed)} of {len(counts)} cells hold both" + (f" ({cells})" if len(mixed) else "")
             + ": fit each circuit alone (filter the emergence table by `circuit`) or use a design "
               "where every cell forms one way")
+
+
+# ---- model comparison ---------------------------------------------------------------------------
+
+def compare_sigma_by(table: pd.DataFrame, spec: UPTLawSpec, *, fits: dict | None = None,
+                     **fit_kwargs) -> pd.DataFrame:
+    """LOO comparison of a scatter per level of ``spec.sigma_by`` with one shared sigma.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Emergence table with the ``sigma_by`` column.
+    spec : UPTLawSpec
+        Spec with ``sigma_by`` set; the shared variant is ``sigma_by=None``.
+    fits : dict, optional
+        Already fitted results under keys ``"sigma_by_<column>"`` / ``"shared_sigma"``.
+    **fit_kwargs
+        Passed to ``UPTLawModel.fit``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare`` frame (rank, elpd_loo, elpd_diff, dse, weight, ...).
+    """
+    if not spec.sigma_by:
+        raise UPTLawError("sigma_by: compare_sigma_by needs a spec with sigma_by set (e.g. 'C')")
+    fits = dict(fits or {})
+    for key, by in ((f"sigma_by_{spec.sigma_by}", spec.sigma_by), ("shared_sigma", None)):
+        if key not in fits:
+            fits[key] = UPTLawModel.from_table(table, replace(spec, sigma_by=by)).fit(**fit_kwargs)
+    return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)
+
+
+def compare_size_term(table: pd.DataFrame, spec: UPTLawSpec | None = None, *,
+                      fits: dict | None = None, **fit_kwargs) -> pd.DataFrame:
+    """LOO comparison of the law with and without the model-size term ``- c log N``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Emergence table with an ``N`` column holding two or more distinct values.
+    spec : UPTLawSpec, optional
+        Base spec; its ``size_term`` is overridden.
+    fits : dict, optional
+        Already fitted results under keys ``"without_N"`` / ``"with_N"`` (reused, not refitted).
+    **fit_kwargs
+        Passed to ``UPTLawModel.fit`` (draws, tune, chains, seed, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare`` frame (rank, elpd_loo, p_loo, elpd_diff, weight, se, dse, ...).
+    """
+    spec = spec or UPTLawSpec()
+    fits = dict(fits or {})
+    for key, flag in (("without_N", False), ("with_N", True)):
+        if key not in fits:
+            fits[key] = UPTLawModel.from_table(table, replace(spec, size_term=flag)).fit(**fit_kwargs)
+    return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)

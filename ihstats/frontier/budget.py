@@ -14,7 +14,7 @@ formed by the long one, the boundary moved, and the report says it is a rate, wi
   the budgets, ``lost`` ones formed at the short reading only (a detector's second opinion on
   a longer curve). The boundary "moves" when late formers outnumber lost ones beyond chance (an
   exact sign test, one-sided, ``alpha`` 0.05); beside it, the boundary along each knob at the
-  other knob's highest level, from the logistic GLM (:func:`ihstats.frontier_glm.fit_glm`) at
+  other knob's highest level, from the logistic GLM (:func:`ihstats.frontier.glm.fit_glm`) at
   each budget, and their ratio (the shift).
 """
 
@@ -34,8 +34,10 @@ from scipy.stats import binom
 from ihstats import io
 from ihstats.cli_checks import Range, check_args
 from ihstats.emergence import FORMED_MIN_PS, formation
-from ihstats.frontier import KNOBS, FrontierSpec, single_outcome
-from ihstats.frontier_glm import fit_glm
+from ihstats.frontier.glm import fit_glm
+from ihstats.frontier.model import FrontierModel
+from ihstats.frontier.results import single_outcome
+from ihstats.frontier.spec import FrontierSpec, KNOBS
 
 BUDGET_COLUMNS = ("run_id", "budget", "formed", "onset", "onset_lo", "onset_hi", "censored",
                   "final_max_ps", "last_step")
@@ -101,7 +103,7 @@ def boundary_levels(table: pd.DataFrame) -> dict:
     """
     out = {k: np.nan for k in KNOBS}
     try:
-        model = FrontierSpec().build(table)
+        model = FrontierModel.from_table(table, FrontierSpec())
         if single_outcome(model.cells) is not None:
             return out
         b = fit_glm(model.X, model.cells["n_formed"].to_numpy(), model.cells["n_runs"].to_numpy(),
@@ -222,7 +224,7 @@ def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ihstats.budget",
+    ap = argparse.ArgumentParser(prog="python -m ihstats.frontier.budget",
                                  description="Read a grid's runs at the cap and at cap / ratio: formed per run "
                                              "at both budgets, and whether the boundary moves.")
     ap.add_argument("grid", help="grid directory (python -m ihtrain.grid --out)")

@@ -1,21 +1,9 @@
-"""Logistic boundary models of whether an induction head forms, and the frontier they imply.
+"""A fitted frontier: the ``p = 0.5`` contour per posterior draw, its band, which knob matters more.
 
-``logit p(formed) = b0 + bf zf + br zr [+ bfr zf zr] [+ covariates]`` where ``zf``, ``zr`` are
-the standardised natural logs of frequency and reliability (so slopes are comparable: "which knob
-matters more" is ``P(|bf| > |br|)``). The frontier is the ``p = 0.5`` contour, solved in closed
-form per posterior draw on a grid of frequencies and summarised as a median curve and an HDI band.
-
-Pipeline (STYLE.md rule 5; the same pattern as :mod:`ihstats.upt_law`)::
-
-    model = FrontierSpec(interaction=False).build(table)   # checks + cell counts + separation
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> FrontierResults
-    res.summary(); res.diagnostics(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm
-    res.save("out/")                                        # -> {"idata": Path, ...}
-
-The statsmodels GLM cross-check (:func:`ihstats.frontier_glm.fit_glm`) detects (quasi-)complete
-separation with a linear program and then falls back to Firth's penalised likelihood, flagged in
-its result. Sampling, summaries and saving go through :mod:`ihstats._bayes`; the PyMC model
-graph is :meth:`FrontierModel.pymc_model`.
+:class:`FrontierResults` is what :meth:`ihstats.frontier.model.FrontierModel.fit` returns; it
+holds numbers (the figure is :func:`ihstats.plots.plot_frontier`, the report
+:mod:`ihstats.frontier.report`). :func:`knob_verdict` is the one rule for claiming a knob matters
+more, shared with the onset model (:mod:`ihstats.onset`).
 """
 
 from __future__ import annotations
@@ -26,67 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier_glm import GLMFrontier, check_separation, fit_glm
-from ihstats.tables import formed_column, numeric_column
-
-KNOBS = ("frequency", "reliability")
-
-
-# ---- input -------------------------------------------------------------------------------------
-
-def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None = None
-                          ) -> pd.DataFrame:
-    """Validate a run table and aggregate it into grid cells.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        One row per run with ``frequency`` and ``reliability`` in (0, 1] and either a boolean
-        ``formed`` column or an emergence table's ``censored`` column (formed = not censored).
-        An emergence table with several metrics needs ``metric``.
-    covariates : sequence of str
-        Other numeric factors entered linearly (standardised); the frontier is drawn at their mean.
-    metric : str, optional
-        Keep only rows of this ``metric`` (emergence tables).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per cell: knobs, covariates, ``n_runs``, ``n_formed``, ``frac_formed``.
-    """
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
-    df = table.copy()
-    if metric is not None:
-        if "metric" not in df:
-            raise ValueError(f"metric={metric!r} given but the table has no 'metric' column")
-        df = df[df["metric"] == metric]
-        if df.empty:
-            raise ValueError(f"metric: no rows with metric == {metric!r}; "
-                             f"available: {sorted(table['metric'].unique())}")
-    elif "metric" in df and df["metric"].nunique() > 1:
-        raise ValueError("metric: the table holds several metrics "
-                         f"{sorted(df['metric'].unique())}; choose one with metric=")
-    needed = list(KNOBS) + list(covariates)
-    missing = [c for c in needed if c not in df]
-    if "formed" not in df and "censored" not in df:
-        missing.append("formed (or censored)")
-    if missing:
-        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
-    df["formed"] = formed_column(df)  # the one rule (docs/DESIGN.md, "What the fits accept")
-    for k in KNOBS:
-        v = pd.Series(numeric_column(df, k), index=df.index)
-        bad = v.isna() | (v <= 0) | (v > 1)
-        if bad.any():
-            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")
-        df[k] = v.astype(float)
-    for k in needed:
-        if df[k].nunique() < 2:
-            raise ValueError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
-    cells = (df.groupby(needed, as_index=False)
-               .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
-    cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]
-    return cells
+from ihstats.frontier.glm import GLMFrontier
+from ihstats.frontier.spec import CLAIM_PROBABILITY
 
 
 # ---- contour -----------------------------------------------------------------------------------
@@ -157,104 +86,6 @@ def _keep_contour_in_unit_interval(out: pd.DataFrame, drop_all: bool) -> pd.Data
     return out
 
 
-# ---- Bayesian model ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FrontierSpec:
-    """What to fit: terms and priors (on the standardised scale).
-
-    Parameters
-    ----------
-    interaction : bool
-        Add the ``zf * zr`` term.
-    covariates : tuple of str
-        Extra numeric factors (standardised, linear; logged first when ``log_covariates``).
-    prior_sd : float
-        Normal prior sd of each slope (2.5: weakly informative on the logit scale, Gelman 2008).
-    intercept_sd : float
-        Normal prior sd of the intercept.
-    metric : str, optional
-        Emergence-table metric to keep.
-    """
-
-    interaction: bool = False
-    covariates: tuple = ()
-    log_covariates: bool = True
-    prior_sd: float = 2.5
-    intercept_sd: float = 5.0
-    metric: str | None = None
-
-    def build(self, table: pd.DataFrame) -> "FrontierModel":
-        """Validate ``table``, aggregate it into cells and build the PyMC model."""
-        if self.prior_sd <= 0 or self.intercept_sd <= 0:
-            raise ValueError("prior_sd, intercept_sd: must be > 0")
-        cells = prepare_frontier_data(table, self.covariates, self.metric)
-        return FrontierModel(self, cells)
-
-
-@dataclass
-class FrontierModel:
-    """A built frontier model: cells, standardisation and the PyMC model."""
-
-    spec: FrontierSpec
-    cells: pd.DataFrame
-    scale: dict = field(init=False)
-    X: np.ndarray = field(init=False)
-    terms: list = field(init=False)
-    separation: str = field(init=False)
-
-    def __post_init__(self):
-        c, w = self.cells, self.cells["n_runs"].to_numpy(float)
-        cols, self.scale = [], {}
-        for name in list(KNOBS) + list(self.spec.covariates):
-            v = c[name].to_numpy(float)
-            if name in KNOBS or self.spec.log_covariates:
-                if np.any(v <= 0):
-                    raise ValueError(f"{name}: log_covariates=True needs positive values")
-                v = np.log(v)
-            mu = np.average(v, weights=w)                      # moments over runs, not cells
-            sd = np.sqrt(np.average((v - mu) ** 2, weights=w))
-            self.scale[name] = (float(mu), float(sd))
-            cols.append((v - mu) / sd)
-        zf, zr, *zc = cols
-        self.terms = ["intercept", "frequency", "reliability"]
-        X = [np.ones_like(zf), zf, zr]
-        if self.spec.interaction:
-            self.terms.append("frequency:reliability")
-            X.append(zf * zr)
-        self.terms += list(self.spec.covariates)
-        self.X = np.column_stack(X + zc)
-        self.separation = check_separation(self.X, self.cells["n_formed"].to_numpy(),
-                                           self.cells["n_runs"].to_numpy())
-
-    def pymc_model(self):
-        import pymc as pm
-
-        slopes = self.terms[1:]
-        with pm.Model(coords={"term": slopes, "cell": np.arange(len(self.cells))}) as m:
-            b0 = pm.Normal("intercept", 0.0, self.spec.intercept_sd)
-            beta = pm.Normal("beta", 0.0, self.spec.prior_sd, dims="term")
-            eta = b0 + pm.math.dot(self.X[:, 1:], beta)
-            pm.Binomial("formed", n=self.cells["n_runs"].to_numpy(), logit_p=eta,
-                        observed=self.cells["n_formed"].to_numpy(), dims="cell")
-        return m
-
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> "FrontierResults":
-        """Sample the posterior (NUTS) and fit the GLM cross-check."""
-        idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
-                                       seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
-        idata.posterior.attrs.update({"ihstats_model": "frontier", "separation": self.separation,
-                                      **{f"version_{k}": v for k, v in _bayes.versions().items()}})
-        glm = fit_glm(self.X, self.cells["n_formed"].to_numpy(), self.cells["n_runs"].to_numpy(),
-                      self.terms, separation=self.separation)
-        return FrontierResults(self, idata, glm, timings, sampler=dict(
-            draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept))
-
-
-# ---- results -----------------------------------------------------------------------------------
-
 @dataclass
 class FrontierResults:
     """Posterior of a frontier model with its GLM cross-check.
@@ -269,7 +100,7 @@ class FrontierResults:
         ``draws, tune, chains, seed, target_accept`` (empty for results not made by ``fit``).
     """
 
-    model: FrontierModel
+    model: object  # the ihstats.frontier.model.FrontierModel (not imported: it imports this module)
     idata: object
     glm: GLMFrontier
     timings: dict
@@ -417,15 +248,6 @@ class FrontierResults:
         tables = {"frontier": self.frontier(), "sensitivity": self.sensitivity(),
                   "cells": self.model.cells, "glm": self.glm.table()}
         return _bayes.save_fit(out_dir, self.idata, self.summary(), record, tables)
-
-    def plot_frontier(self, path=None, hdi_prob: float = 0.9):
-        """The frontier map; see :func:`ihstats.plots.plot_frontier`."""
-        from ihstats import plots  # matplotlib loads only when a figure is drawn (CLI import time)
-
-        return plots.plot_frontier(self, path, hdi_prob)
-
-
-CLAIM_PROBABILITY = 0.95  # a knob "matters more" only past this posterior probability
 
 
 def knob_verdict(p_freq_larger: float, level: float = CLAIM_PROBABILITY,

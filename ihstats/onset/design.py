@@ -1,8 +1,6 @@
-"""The onset model's maximum-likelihood fit, and the designs that would resolve "which knob".
+"""The designs that would resolve "which knob" of the onset model.
 
-:func:`fit_mle` maximises the censored log-normal likelihood of :mod:`ihstats.onset_model`
-(scipy, seconds-free): the cross-check beside the posterior, and the fast fit that makes design
-simulation affordable. :func:`resolving_designs` asks, for candidate designs (seeds per cell,
+:func:`resolving_designs` asks, for candidate designs (seeds per cell,
 levels, budget), how often a new experiment would settle ``P(|e_freq| > |e_rel|)`` at 0.95 either
 way: it draws laws from the fitted posterior, simulates each design's runs from them
 (:func:`ihstats.simulate.onsets.simulate_onsets`), refits by maximum likelihood and reads the
@@ -12,91 +10,12 @@ design (cheapest in runs) whose resolution rate reaches ``power`` is the one to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
-from scipy.stats import norm
 
-from ihstats.frontier import CLAIM_PROBABILITY as CLAIM
+from ihstats.frontier.spec import CLAIM_PROBABILITY as CLAIM
+from ihstats.onset.mle import fit_mle
 from ihstats.simulate.onsets import simulate_onsets
-
-
-@dataclass
-class CensoredMLE:
-    """Maximum-likelihood fit: ``params`` = (a, e_freq, e_rel, log sigma), ``cov`` their
-    covariance (inverse numerical Hessian x n_obs / (n_obs - 4), see :func:`fit_mle`), ``se``
-    standard errors, ``converged``."""
-
-    params: np.ndarray
-    cov: np.ndarray
-    converged: bool
-
-    @property
-    def se(self) -> np.ndarray:
-        return np.sqrt(np.clip(np.diag(self.cov), 0, None))
-
-    def p_freq_larger(self, n: int = 4000, seed: int = 0) -> float:
-        """``P(|e_freq| > |e_rel|)`` under the normal approximation of the likelihood."""
-        if not np.all(np.isfinite(self.cov)):
-            return np.nan
-        e = np.random.default_rng(seed).multivariate_normal(self.params[1:3], self.cov[1:3, 1:3], n)
-        return float(np.mean(np.abs(e[:, 0]) > np.abs(e[:, 1])))
-
-
-def _negloglik(theta, X, y, cen):
-    mu = theta[0] + X @ theta[1:3]
-    sigma = np.exp(theta[3])
-    z = (y - mu) / sigma
-    return -(np.sum(norm.logpdf(z[~cen]) - theta[3]) + np.sum(norm.logsf(z[cen])))
-
-
-def _hessian(fun, x, h: float = 1e-4) -> np.ndarray:
-    n = x.size
-    H = np.empty((n, n))
-    for i in range(n):
-        for j in range(i, n):
-            ei, ej = np.eye(n)[i] * h, np.eye(n)[j] * h
-            H[i, j] = H[j, i] = (fun(x + ei + ej) - fun(x + ei - ej) - fun(x - ei + ej)
-                                 + fun(x - ei - ej)) / (4 * h * h)
-    return H
-
-
-def fit_mle(X: np.ndarray, log_time: np.ndarray, censored: np.ndarray) -> CensoredMLE:
-    """Censored log-normal regression by maximum likelihood.
-
-    Parameters
-    ----------
-    X : ndarray, shape (n_runs, 2)
-        Centred log frequency and log reliability.
-    log_time : ndarray, shape (n_runs,)
-        Log onset of formed runs, log censoring point of the others.
-    censored : ndarray of bool, shape (n_runs,)
-
-    Returns
-    -------
-    CensoredMLE
-    """
-    y, cen = np.asarray(log_time, float), np.asarray(censored, bool)
-    obs = y[~cen]
-    x0 = np.array([obs.mean() if obs.size else y.mean(), 0.0, 0.0, np.log(max(obs.std(), 0.1))])
-    fun = lambda t: _negloglik(t, X, y, cen)  # noqa: E731
-    res = minimize(fun, x0, method="BFGS")
-    H = _hessian(fun, res.x)
-    n_obs = int((~cen).sum())
-    try:
-        # small-sample correction n_obs / (n_obs - 4), as OLS's n / (n - p) but counting onsets
-        # (a censored run carries less): measured 90% Wald coverage of the elasticities on 7 cells,
-        # 46% censored, 150 datasets: 0.84 without it, 0.88-0.90 with it (3 seeds); 0.91 (8 seeds);
-        # on a 5 x 5 grid, one seed, ~6 onsets in 25 runs (freqrel-markov's law), 277 datasets:
-        # 0.74 / 0.78 without it, 0.91 / 0.90 with it
-        cov = np.linalg.inv(H) * (n_obs / (n_obs - 4) if n_obs > 4 else np.nan)
-        if not np.all(np.diag(cov) > 0):
-            raise np.linalg.LinAlgError
-    except np.linalg.LinAlgError:  # flat likelihood (e.g. everything censored at a level)
-        cov = np.full((4, 4), np.nan)
-    return CensoredMLE(res.x, cov, bool(res.success))
 
 
 def candidate_designs(cells: pd.DataFrame, n_seeds: int, cap: float) -> list[dict]:
@@ -123,7 +42,7 @@ def resolution_rate(draws: dict, center: dict, design: dict, n_sims: int = 100,
                     seed: int = 0) -> float:
     """Share of simulated experiments under ``design`` (a :func:`candidate_designs` entry) whose
     maximum-likelihood ``P(|e_freq| > |e_rel|)`` reaches 0.95 either way; laws drawn from
-    ``draws`` (:meth:`ihstats.onset_model.OnsetResults.draws`), knobs centred at ``center``."""
+    ``draws`` (:meth:`ihstats.onset.results.OnsetResults.draws`), knobs centred at ``center``."""
     rng = np.random.default_rng(seed)
     idx = rng.choice(draws["intercept"].size, n_sims)
     hits = 0
@@ -146,7 +65,7 @@ def resolving_designs(results, power: float = 0.8, n_sims: int = 100, designs=No
 
     Parameters
     ----------
-    results : ihstats.onset_model.OnsetResults
+    results : ihstats.onset.results.OnsetResults
     power : float
         Resolution rate that makes a design enough; designs past the first such one are not tried.
     n_sims : int

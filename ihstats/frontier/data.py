@@ -1,0 +1,64 @@
+"""The frontier's input: a run table checked and aggregated into grid cells
+(:func:`prepare_frontier_data`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ihstats.frontier.spec import KNOBS
+from ihstats.tables import formed_column, numeric_column
+
+
+def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None = None
+                          ) -> pd.DataFrame:
+    """Validate a run table and aggregate it into grid cells.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per run with ``frequency`` and ``reliability`` in (0, 1] and either a boolean
+        ``formed`` column or an emergence table's ``censored`` column (formed = not censored).
+        An emergence table with several metrics needs ``metric``.
+    covariates : sequence of str
+        Other numeric factors entered linearly (standardised); the frontier is drawn at their mean.
+    metric : str, optional
+        Keep only rows of this ``metric`` (emergence tables).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell: knobs, covariates, ``n_runs``, ``n_formed``, ``frac_formed``.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+    df = table.copy()
+    if metric is not None:
+        if "metric" not in df:
+            raise ValueError(f"metric={metric!r} given but the table has no 'metric' column")
+        df = df[df["metric"] == metric]
+        if df.empty:
+            raise ValueError(f"metric: no rows with metric == {metric!r}; "
+                             f"available: {sorted(table['metric'].unique())}")
+    elif "metric" in df and df["metric"].nunique() > 1:
+        raise ValueError("metric: the table holds several metrics "
+                         f"{sorted(df['metric'].unique())}; choose one with metric=")
+    needed = list(KNOBS) + list(covariates)
+    missing = [c for c in needed if c not in df]
+    if "formed" not in df and "censored" not in df:
+        missing.append("formed (or censored)")
+    if missing:
+        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
+    df["formed"] = formed_column(df)  # the one rule (docs/DESIGN.md, "What the fits accept")
+    for k in KNOBS:
+        v = pd.Series(numeric_column(df, k), index=df.index)
+        bad = v.isna() | (v <= 0) | (v > 1)
+        if bad.any():
+            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")
+        df[k] = v.astype(float)
+    for k in needed:
+        if df[k].nunique() < 2:
+            raise ValueError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
+    cells = (df.groupby(needed, as_index=False)
+               .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
+    cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]
+    return cells

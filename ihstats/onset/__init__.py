@@ -1,0 +1,9 @@
+"""The censored time-to-onset model beside the frontier: one fit, one module per step.
+
+``spec`` (priors; imports nothing of the group) <- ``data`` (runs checked, censoring time) <-
+``mle`` (the maximum-likelihood cross-check) <- ``results`` (elasticities, verdict, iso-onset line,
+saving) <- ``model`` (the PyMC model; ``OnsetModel.from_table(table, spec).fit()``) <- ``design``
+(the designs that would resolve which knob matters) and ``report`` (its section of the frontier's
+``summary.md``). It reads the frontier's knobs and claim rule (:mod:`ihstats.frontier.spec`,
+:func:`ihstats.frontier.results.knob_verdict`). This file imports nothing.
+"""

@@ -1,0 +1,54 @@
+"""The onset model's input: a run table checked, with its onset or censoring time
+(:func:`prepare_onset_data`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ihstats.frontier.spec import KNOBS
+from ihstats.tables import boolean_column
+
+
+def prepare_onset_data(table: pd.DataFrame) -> pd.DataFrame:
+    """Validate a run table for the onset model.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per run: ``frequency``, ``reliability`` in (0, 1], ``formed`` (or ``censored``),
+        ``onset`` (updates; read for formed runs) and ``last_step`` (the censoring point of runs
+        that did not form), as :func:`ihstats.frontier.budget.read_at_budget` or an emergence table
+        with the knobs hold them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The knobs, ``formed``, ``time`` (onset if formed, else last_step) and ``log_time``.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in (*KNOBS, "onset", "last_step") if c not in table]
+    if "formed" not in table and "censored" not in table:
+        missing.append("formed (or censored)")
+    if missing:
+        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
+    formed = boolean_column(table, "formed") if "formed" in table else ~boolean_column(table, "censored")
+    df = pd.DataFrame({k: pd.to_numeric(table[k], errors="coerce") for k in KNOBS})
+    df["formed"] = np.asarray(formed, bool)
+    df["time"] = np.where(df["formed"], pd.to_numeric(table["onset"], errors="coerce"),
+                          pd.to_numeric(table["last_step"], errors="coerce"))
+    for k in KNOBS:
+        if not df[k].between(0, 1, inclusive="right").all():
+            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df[k].unique())}")
+        if df[k].nunique() < 2:
+            raise ValueError(f"{k}: a single level ({df[k].iloc[0]}), so its elasticity is not "
+                             "identified; the design needs at least two levels of each knob")
+    if not (np.isfinite(df["time"]) & (df["time"] > 0)).all():
+        raise ValueError("onset / last_step: every run needs a positive time (onset of a formed run, "
+                         "last_step of one that did not form)")
+    if df["formed"].sum() < 3:
+        raise ValueError(f"formed: only {int(df['formed'].sum())} run(s) formed; the onset model needs "
+                         "at least 3 onsets")
+    df["log_time"] = np.log(df["time"])
+    return df.reset_index(drop=True)
