@@ -262,8 +262,10 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
     train = prepare(train_table, spec.law) if train_table is not None else None
     if idata is None:
         idata = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw).idata
-    # the test runs are predicted, not fitted: no cell effect or size term to identify in them
-    test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False))
+    # the test runs are predicted, not fitted: no cell effect, size term or per-level scatter to
+    # identify in them (a sigma_by level with one run, or none formed, is still predicted: from
+    # the fitted level's sigma, or a new level's for a value the fit never saw)
+    test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None))
     runs = score_fold(spec, idata, train, test, fold="held-out")
     meta = _meta(spec, "holdout", source, fit_kw, idata)
     meta.update(n_folds=1, wall_s=time.perf_counter() - t0)

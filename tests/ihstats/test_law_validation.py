@@ -196,3 +196,9 @@ def test_sigma_by_predictive_uses_each_runs_level_and_a_new_level_for_an_unseen_
     new = pd.concat([table[table["C"] == 16], table[table["C"] == 64].assign(C=128.0)])  # 128: unseen
     pred_new = law_predictive(res.idata, prepare(new, spec), n_draws=100, seed=0)
     assert np.isfinite(pred_new.scale).all() and pred_new.scale.shape == (100, len(new))
+
+    # held out: a test level with a single run (or none formed) is predicted, not refused (the
+    # per-level check applies to the fitted table only)
+    one = pd.concat([table[table["C"] == 16], table[table["C"] == 64].iloc[:1].assign(C=128.0)])
+    out = validate_holdout(one, ValidationSpec(law=spec, baselines=False), idata=res.idata)
+    assert (out.runs["model"] == LAW).sum() == len(one) and np.isfinite(out.runs["lpd"]).all()
