@@ -229,19 +229,38 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
     cells = (full.table["cell_id"] if "cell_id" in full.table else full.table["run_id"]).astype(str)
     if cells.nunique() < 3:
         raise UPTLawError(f"cell_id: leave-one-cell-out needs at least 3 cells, got {cells.nunique()}")
-    t0, frames, fold_s, idata = time.perf_counter(), [], [], None
+    t0, frames, fold_s, idata, dropped = time.perf_counter(), [], [], None, {}
     for cell in tqdm(list(dict.fromkeys(cells)), desc="refits", unit="fold", disable=not progress):
         t1 = time.perf_counter()
         keep = (cells != cell).to_numpy()
-        res = UPTLawModel.from_table(full.table[keep], spec.law).fit(**fit_kw)
+        train, thin = _without_thin_levels(full, keep, spec.law)
+        res = UPTLawModel.from_table(train, spec.law).fit(**fit_kw)
         frames.append(score_fold(spec, res.idata, res.data, subset(full, ~keep), fold=cell))
+        if thin:
+            dropped[cell] = thin
         fold_s.append(time.perf_counter() - t1)
     idata = res.idata
     meta = _meta(spec, "loco", source, fit_kw, idata)
     meta.update(range={k: [float(np.exp(v.min())), float(np.exp(v.max()))]
                        for k, v in full.logs.items()},
-                n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0)
+                n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0,
+                thin_levels=dropped)
     return ValidationResults(pd.concat(frames, ignore_index=True), meta)
+
+
+def _without_thin_levels(full: LawData, keep: np.ndarray, law: UPTLawSpec) -> tuple[pd.DataFrame, list]:
+    """A fold's training rows, less those of a ``sigma_by`` level that leaving the cell out left
+    with fewer than two uncensored runs (its scatter cannot be estimated from the rest). Without
+    them the fit never sees that level, so the held-out runs there are predicted with a new
+    level's scatter, drawn from the hierarchy: the honest interval for a level the fit knows
+    nothing about. Returns the rows and the levels dropped (listed in ``meta["thin_levels"]``)."""
+    train = full.table[keep]
+    if not law.sigma_by:
+        return train, []
+    n_obs = train.loc[~full.censored[keep], law.sigma_by].value_counts()
+    thin = [v for v in train[law.sigma_by].unique() if n_obs.get(v, 0) < 2]
+    out = train[~train[law.sigma_by].isin(thin)]
+    return out, [v.item() if hasattr(v, "item") else v for v in thin]
 
 
 def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = None, *,

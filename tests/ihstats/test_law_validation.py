@@ -126,7 +126,7 @@ def test_new_cell_intervals_calibrated_and_cell_term_matters(tmp_path):
 def test_loco_scores_each_run_once_per_model():
     table = _sim(2, B=(8, 32, 128), C=(16, 64), n_seeds=2)
     res = cross_validate(table, ValidationSpec(law=LAW_SPEC, n_pred_draws=200),
-                         fit_kw=dict(draws=100, tune=150, chains=1, seed=0), progress=False)
+                         fit_kw=dict(draws=80, tune=100, chains=1, seed=0), progress=False)
     law = res.runs[res.runs["model"] == LAW]
     assert sorted(law["run_id"]) == sorted(table["run_id"])
     assert (law.groupby("fold")["cell_id"].nunique() == 1).all()
@@ -202,3 +202,24 @@ def test_sigma_by_predictive_uses_each_runs_level_and_a_new_level_for_an_unseen_
     one = pd.concat([table[table["C"] == 16], table[table["C"] == 64].iloc[:1].assign(C=128.0)])
     out = validate_holdout(one, ValidationSpec(law=spec, baselines=False), idata=res.idata)
     assert (out.runs["model"] == LAW).sum() == len(one) and np.isfinite(out.runs["lpd"]).all()
+
+
+def test_loco_with_sigma_by_predicts_a_level_it_empties_as_a_new_level():
+    """Leaving out the only cell whose runs formed at one C leaves that level with no uncensored
+    run: the fold drops the level's other (censored) runs, predicts the held-out cell with a new
+    level's scatter and says so in meta, instead of failing the whole command."""
+    table, _ = simulate_emergence_table(B_values=(4, 8), C_values=(16, 64), n_seeds=2,
+                                        sigma_C={16: 0.5, 64: 0.1}, censor_frac=0.0, cell_sd=0.0, seed=2)
+    table["cell_id"] = "B" + table["B"].astype(str) + "C" + table["C"].astype(str)
+    extra = table[table["C"] == 64].copy()
+    extra = extra.assign(C=256, cell_id=extra["cell_id"] + "x", run_id=extra["run_id"] + "x")
+    lone = extra["B"] == 4                     # C 256: B 4 forms, B 8 is censored
+    extra.loc[~lone, "censored"] = True
+    extra.loc[~lone, ["onset", "onset_lo", "onset_hi"]] = np.nan
+    spec = ValidationSpec(law=UPTLawSpec(cell_effect=False, sigma_by="C"), baselines=False)
+    res = cross_validate(pd.concat([table, extra], ignore_index=True), spec,
+                         fit_kw=dict(draws=80, tune=100, chains=1, seed=0), progress=False)
+    lone_cell = str(extra.loc[lone, "cell_id"].iloc[0])
+    assert res.meta["thin_levels"] == {lone_cell: [256]}
+    scored = res.runs[(res.runs["fold"] == lone_cell) & (res.runs["model"] == LAW)]
+    assert len(scored) == 2 and np.isfinite(scored["lpd"]).all()
