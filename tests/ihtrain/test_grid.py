@@ -111,7 +111,7 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
-    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-law, bxc-markov-holdout, bxc-markov, "),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct, bxc-law-holdout, bxc-law, bxc-markov-holdout, bxc-markov, "),
     ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
     ('name = "e"\nextends = "bxc-text"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
@@ -521,7 +521,7 @@ def test_law_design_presets():
     """bxc-law: B spans 8x, C >= 64, one probe length and vocabulary; bxc-size: 4x parameters."""
     law = load_grid_preset("bxc-law").expand()
     Bs, Cs = ({getattr(r.config.train, f) for r in law} for f in ("batch_size", "context"))
-    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 18 and {r.seed for r in law} == {0, 1, 2}
+    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 15 and {r.seed for r in law} == {0, 1, 2}
     assert len({(r.config.metrics.probe_len, r.config.data.markov.vocab, r.config.train.lr) for r in law}) == 1
     assert 2 * law[0].config.metrics.probe_len + 1 <= min(Cs)
     assert all(r.config.data.markov.vocab >= r.config.train.context for r in law)  # the shipped layout
