@@ -1,6 +1,6 @@
 """Fit the UPT law ``log UPT = log T - a log B - b log C (- c log N)`` and write a posterior report.
 
-    python analyses/fit_upt_law.py                         # runs/bxc-markov (the default grid)
+    python analyses/fit_upt_law.py                         # runs/bxc-law (the default grid)
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
@@ -29,7 +29,7 @@ from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_s
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 
-DEFAULT_RUNS = "runs/bxc-markov"
+DEFAULT_RUNS = "runs/bxc-law"
 RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
           "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN}
 

@@ -37,7 +37,7 @@ EXAMPLES = {"emergence": DATA / "example_emergence.csv", "frontier": DATA / "exa
 REFERENCE = DATA / "reference_runs"
 HDI = 0.9
 # the shipped real sets each figure reads by default (data/reference_runs/<set>)
-NATURAL, FAST = "bxc-cpu-h200-bf16", "bxc-markov"
+NATURAL, FAST = "bxc-cpu-h200-bf16", "bxc-law"
 # published laws (docs/REFERENCES.md): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C (arXiv 2511.16893),
 # and its earlier tokens form N = 10^5.7 sqrt(B C), i.e. UPT = 10^5.7 / sqrt(B C)
 PUBLISHED = {"published": (13.26, 0.37, 0.62), "published_early": (5.7 * np.log(10), 0.5, 0.5)}
@@ -362,10 +362,10 @@ REGISTRY: dict[str, Figure] = {
                        "top-k vs random-k head-ablation drops with p-values", ("ablation_table",)),
     "emergence_curves_fast": Figure(lambda i: analysis_emergence_curves(i, FAST),
                                     _curves,
-                                    "max-PS curves of the fast-regime grid (bxc-markov)"),
+                                    "max-PS curves of the fast-regime grid (bxc-law)"),
     "upt_law_fast": Figure(lambda i: analysis_upt_law(i, FAST),
                            _law,
-                           "the UPT law fitted to the fast-regime grid (bxc-markov)"),
+                           "the UPT law fitted to the fast-regime grid (bxc-law)"),
     "markov_factors": Figure(analysis_markov_factors, lambda d: plot_markov_factors(d.extra["cells"]),
                              "formed / max PS over marginal x dependency x categoriality x regime"),
     "biinduct": Figure(analysis_biinduct, lambda d: plot_biinduct(d.frame, BIINDUCT_METRICS),

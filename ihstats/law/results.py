@@ -139,24 +139,35 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
 
 
 def ols_fit(data: LawData, level: float = 0.9) -> pd.DataFrame:
-    """OLS in log space on uncensored runs; exponents with the sign convention of the law."""
+    """OLS in log space on uncensored runs; exponents with the sign convention of the law.
+
+    A factor with one value among the uncensored runs (every formed run at one C, the others
+    censored) has no OLS slope: its row is NaN and ``attrs["constant"]`` names it, rather than
+    letting its constant column stand in for the intercept."""
     import statsmodels.api as sm  # ~1 s to import; only fits and reports need it
 
     obs = ~data.censored
     names = list(data.logs)
-    X = sm.add_constant(np.column_stack([data.logs[k][obs] for k in names]))
+    varying = [k for k in names if np.ptp(data.logs[k][obs]) > 0] if obs.any() else []
+    X = sm.add_constant(np.column_stack([data.logs[k][obs] for k in varying]) if varying
+                        else np.empty((int(obs.sum()), 0)), has_constant="add")
     fit = sm.OLS(data.y[obs], X).fit()
-    ci = fit.conf_int(alpha=1 - level)
+    ci = np.asarray(fit.conf_int(alpha=1 - level))
     out = [{"param": "log_T", "estimate": fit.params[0], "se": fit.bse[0],
             "ci_lo": ci[0, 0], "ci_hi": ci[0, 1]}]
-    for j, k in enumerate(names, start=1):
+    for k in names:
+        if k not in varying:
+            out.append({"param": COEF[k], "estimate": np.nan, "se": np.nan, "ci_lo": np.nan, "ci_hi": np.nan})
+            continue
+        j = varying.index(k) + 1
         # log UPT = log T - a log B: the exponent is minus the slope.
         out.append({"param": COEF[k], "estimate": -fit.params[j], "se": fit.bse[j],
                     "ci_lo": -ci[j, 1], "ci_hi": -ci[j, 0]})
     out.append({"param": "sigma", "estimate": float(np.sqrt(fit.scale)), "se": np.nan,
                 "ci_lo": np.nan, "ci_hi": np.nan})
     frame = pd.DataFrame(out).set_index("param")
-    frame.attrs.update(n_obs=int(obs.sum()), r2=float(fit.rsquared), level=level)
+    frame.attrs.update(n_obs=int(obs.sum()), r2=float(fit.rsquared), level=level,
+                       constant=[k for k in names if k not in varying])
     return frame
 
 

@@ -226,10 +226,13 @@ def fixed_exponent_predictive(train: LawData, test: LawData, a: float, b: float,
 def ols_predictive(train: LawData, test: LawData) -> Predictive:
     """OLS of log onset on log B and log C over the uncensored training runs (censored runs
     dropped, as a fit that ignores censoring would); the classical Student-t prediction interval
-    ``x b +- t s sqrt(1 + x (X'X)^-1 x')``."""
+    ``x b +- t s sqrt(1 + x (X'X)^-1 x')``. A factor with one value among the uncensored
+    training runs has no slope to fit and is left out (slope 0), not given the arbitrary split
+    with the intercept that a minimum-norm solution would extrapolate from."""
     obs = ~train.censored
-    X = np.column_stack([np.ones(obs.sum()), train.logs["B"][obs], train.logs["C"][obs]])
-    Xt = np.column_stack([np.ones(len(test.y)), test.logs["B"], test.logs["C"]])
+    keys = [k for k in ("B", "C") if np.ptp(train.logs[k][obs]) > 0]
+    X = np.column_stack([np.ones(obs.sum())] + [train.logs[k][obs] for k in keys])
+    Xt = np.column_stack([np.ones(len(test.y))] + [test.logs[k] for k in keys])
     beta, *_ = np.linalg.lstsq(X, train.y[obs], rcond=None)
     dof = max(1, X.shape[0] - X.shape[1])
     s = np.sqrt(np.sum((train.y[obs] - X @ beta) ** 2) / dof)

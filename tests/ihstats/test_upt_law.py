@@ -177,6 +177,25 @@ def test_ols_matches_statsmodels_on_exact_law():
     assert o.loc["log_T", "estimate"] == pytest.approx(13.26, abs=1e-5)
 
 
+def test_ols_with_every_formed_run_at_one_C_has_no_b_and_the_right_intercept():
+    """bxc-law's shape: every formed run at C 64, those at C 128 censored. log C is then constant
+    among the runs OLS sees: b is NaN (named in attrs), and the intercept and a are those of a fit
+    on B alone (statsmodels' add_constant used to skip the intercept, taking log C for it, and
+    the index of b ran off the end), and the OLS baseline predicts C 128 without a made-up slope."""
+    table, _ = simulate_emergence_table(sigma=1e-9, me_sd=(1e-9, 2e-9), censor_frac=0.0, seed=1,
+                                        B_values=(8, 16, 32, 64), C_values=(64, 128))
+    table.loc[table["C"] == 128, "censored"] = True
+    data = prepare(table, UPTLawSpec())
+    o = ols_fit(data)
+    assert o.loc["a", "estimate"] == pytest.approx(0.37, abs=1e-6) and np.isnan(o.loc["b", "estimate"])
+    assert o.attrs["constant"] == ["C"]
+    assert o.loc["log_T", "estimate"] == pytest.approx(13.26 - 0.62 * np.log(64), abs=1e-5)
+    from ihstats.law.scoring import ols_predictive
+    pred = ols_predictive(data, data)
+    at128 = (np.exp(data.logs["C"]) > 100)
+    np.testing.assert_allclose(pred.loc[0, at128], 13.26 - 0.62 * np.log(64) - 0.37 * data.logs["B"][at128], atol=1e-5)
+
+
 def test_censoring_pulls_fit_upward():
     """Known answer: runs censored at a last_step below their true UPT must raise the fitted
     UPT at those runs compared with dropping them, and dropping biases the law downward."""
