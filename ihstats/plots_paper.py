@@ -96,7 +96,9 @@ def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *
         g, pts = law[law["C"] == c], f[f["C"] == c]
         ax2.plot(g["B"], g["upt"], color=col, lw=1.2, label=f"C = {c}")
         ax2.fill_between(g["B"], g["upt_lo"], g["upt_hi"], color=col, alpha=0.15, lw=0)
-        ax2.scatter(pts["B"], pts["observed"], color=col, s=14, edgecolors="none")
+        seen, cut = pts[~pts["censored"]], pts[pts["censored"]]  # a censored run: a lower bound
+        ax2.scatter(seen["B"], seen["observed"], color=col, s=14, edgecolors="none")
+        ax2.scatter(cut["B"], cut["observed"], marker="^", facecolors="none", edgecolors=col, s=22)
         if "published" in g:  # the published forms, at the same C (dashed, dotted)
             ax2.plot(g["B"], g["published"], color=col, lw=0.8, ls="--")
             ax2.plot(g["B"], g["published_early"], color=col, lw=0.8, ls=":")

@@ -89,6 +89,8 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
     # keeps its labels under an empty header
     if isinstance(df.index, pd.RangeIndex):
         df = df.reset_index(drop=True)
+    elif isinstance(df.index, pd.MultiIndex):  # (B, C) and the like: one column per level
+        df = df.rename_axis([n or "" for n in df.index.names]).reset_index()
     else:
         df = df.rename_axis(df.index.name or "").reset_index()
     fmt = [[(f"{v:.{digits}g}" if abs(v) >= 1e4 else f"{v:.{digits}f}")

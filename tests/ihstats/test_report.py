@@ -58,3 +58,14 @@ def test_report_files_and_contents(short_fit, tmp_path):
 def test_report_without_comparison_says_why(short_fit, tmp_path):
     write_upt_report(short_fit, tmp_path, compare_note="Not identifiable: single N.")
     assert "Not identifiable: single N." in (tmp_path / "report.md").read_text()
+
+
+def test_report_counts_circuits_per_cell(tmp_path):
+    """A table with a circuit column (every grid's summary has one) gets its circuits-per-cell
+    table: (B, C) as two columns (the MultiIndex used to crash the report after sampling)."""
+    table, _ = example_table()
+    table["circuit"] = np.where(table["C"] == table["C"].min(), "no-prev-token", "prev-token")
+    res = UPTLawModel.from_table(table, UPTLawSpec()).fit(draws=40, tune=60, chains=1, seed=0)
+    write_upt_report(res, tmp_path, source="unit test")
+    md = (tmp_path / "report.md").read_text()
+    assert "## Circuits per cell" in md and "| B | C | N | prev-token | no-prev-token | none |" in md
