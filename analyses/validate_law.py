@@ -127,6 +127,8 @@ def print_tables(res) -> None:
     by = res.summary(by=("model", "region"))
     if by["region"].nunique() > 1:
         print("by region:\n" + by[["model", "region"] + cols[1:]].round(3).to_string(index=False))
+    for fold, why in res.meta.get("skipped_folds", {}).items():
+        print(f"note: fold {fold} not scored: {why} (the law cannot be refitted to predict it)")
     for fold, levels in res.meta.get("thin_levels", {}).items():
         print(f"note: fold {fold}: {res.meta['law_spec']['sigma_by']} level(s) {levels} kept fewer than two "
               f"uncensored runs without it; their training runs were left out of that fold and its runs "

@@ -222,29 +222,37 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
     -------
     ValidationResults
         ``meta["range"]`` is the full table's B and C range (every fold's training range lies
-        inside it); ``meta["fold_s"]`` the wall seconds of each refit.
+        inside it); ``meta["fold_s"]`` the wall seconds of each refit; ``meta["skipped_folds"]``
+        the cells not scored because the other cells hold one value of B or C (the law's
+        exponent for it cannot be refitted), with why.
     """
     spec, fit_kw = spec or ValidationSpec(), dict(fit_kw or {})
     full = prepare(table, spec.law)
     cells = (full.table["cell_id"] if "cell_id" in full.table else full.table["run_id"]).astype(str)
     if cells.nunique() < 3:
         raise UPTLawError(f"cell_id: leave-one-cell-out needs at least 3 cells, got {cells.nunique()}")
-    t0, frames, fold_s, idata, dropped = time.perf_counter(), [], [], None, {}
+    t0, frames, fold_s, idata, dropped, skipped = time.perf_counter(), [], [], None, {}, {}
     for cell in tqdm(list(dict.fromkeys(cells)), desc="refits", unit="fold", disable=not progress):
         t1 = time.perf_counter()
         keep = (cells != cell).to_numpy()
         train, thin = _without_thin_levels(full, keep, spec.law)
+        if lone := [k for k in ("B", "C") if train[k].nunique() < 2]:
+            # the other cells hold one value of B or C: no exponent to carry to this cell
+            skipped[cell] = f"without it every training run has one {' and one '.join(lone)}"
+            continue
         res = UPTLawModel.from_table(train, spec.law).fit(**fit_kw)
         frames.append(score_fold(spec, res.idata, res.data, subset(full, ~keep), fold=cell))
         if thin:
             dropped[cell] = thin
         fold_s.append(time.perf_counter() - t1)
+    if not frames:
+        raise UPTLawError(f"leave-one-cell-out: no fold could be refitted ({skipped})")
     idata = res.idata
     meta = _meta(spec, "loco", source, fit_kw, idata)
     meta.update(range={k: [float(np.exp(v.min())), float(np.exp(v.max()))]
                        for k, v in full.logs.items()},
                 n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0,
-                thin_levels=dropped)
+                thin_levels=dropped, skipped_folds=skipped)
     return ValidationResults(pd.concat(frames, ignore_index=True), meta)
 
 

@@ -223,3 +223,17 @@ def test_loco_with_sigma_by_predicts_a_level_it_empties_as_a_new_level():
     assert res.meta["thin_levels"] == {lone_cell: [256]}
     scored = res.runs[(res.runs["fold"] == lone_cell) & (res.runs["model"] == LAW)]
     assert len(scored) == 2 and np.isfinite(scored["lpd"]).all()
+
+
+def test_loco_skips_a_cell_whose_removal_leaves_one_C_and_says_so():
+    """bxc-law's shape: several B at C 64 and one cell at C 128. Leaving that cell out leaves one
+    C, so b cannot be refitted: that fold is listed as skipped, with why, and the others scored
+    (before: the whole command failed on that fold)."""
+    table, _ = simulate_emergence_table(B_values=(4, 8, 16), C_values=(64, 128), n_seeds=2,
+                                        censor_frac=0.0, cell_sd=0.0, seed=4)
+    table = table[(table["C"] == 64) | (table["B"] == 8)].copy()
+    table["cell_id"] = "B" + table["B"].astype(str) + "C" + table["C"].astype(str)
+    spec = ValidationSpec(law=UPTLawSpec(cell_effect=False), baselines=False)
+    res = cross_validate(table, spec, fit_kw=dict(draws=60, tune=80, chains=1, seed=0), progress=False)
+    assert list(res.meta["skipped_folds"]) == ["B8C128"] and "one C" in res.meta["skipped_folds"]["B8C128"]
+    assert set(res.runs["fold"]) == {"B4C64", "B8C64", "B16C64"}
