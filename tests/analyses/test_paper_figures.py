@@ -156,7 +156,7 @@ def test_default_reads_only_shipped_real_logs(tmp_path):
     """No flag: the fast-regime curves come from data/reference_runs, INDEX says real."""
     assert make.main(["--only", "emergence_curves_fast", "--out", str(tmp_path)]) == 0
     index = (tmp_path / "INDEX.md").read_text()
-    assert "| emergence_curves_fast | ok | real: data/reference_runs/bxc-markov" in index
+    assert "| emergence_curves_fast | ok | real: data/reference_runs/bxc-law" in index
     assert "SIMULATED" not in index
     committed = ROOT / "paper_figures" / "figures" / "INDEX.md"
     assert "SIMULATED" not in committed.read_text()
