@@ -41,6 +41,14 @@ class LawData:
     def x(self) -> dict:
         return {k: v - self.centres[k] for k, v in self.logs.items()}
 
+    def varying_among_formed(self, names=None) -> list:
+        """The factors (of ``names``, default all) with more than one value among the uncensored
+        runs: the only ones a fit that drops censored runs (OLS) can give a slope."""
+        obs = ~self.censored
+        if not obs.any():
+            return []
+        return [k for k in (names or list(self.logs)) if np.ptp(self.logs[k][obs]) > 0]
+
 
 def _fail(msg: str):
     raise UPTLawError(msg)

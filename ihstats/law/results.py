@@ -148,7 +148,7 @@ def ols_fit(data: LawData, level: float = 0.9) -> pd.DataFrame:
 
     obs = ~data.censored
     names = list(data.logs)
-    varying = [k for k in names if np.ptp(data.logs[k][obs]) > 0] if obs.any() else []
+    varying = data.varying_among_formed(names)
     X = sm.add_constant(np.column_stack([data.logs[k][obs] for k in varying]) if varying
                         else np.empty((int(obs.sum()), 0)), has_constant="add")
     fit = sm.OLS(data.y[obs], X).fit()

@@ -230,7 +230,7 @@ def ols_predictive(train: LawData, test: LawData) -> Predictive:
     training runs has no slope to fit and is left out (slope 0), not given the arbitrary split
     with the intercept that a minimum-norm solution would extrapolate from."""
     obs = ~train.censored
-    keys = [k for k in ("B", "C") if np.ptp(train.logs[k][obs]) > 0]
+    keys = train.varying_among_formed(["B", "C"])
     X = np.column_stack([np.ones(obs.sum())] + [train.logs[k][obs] for k in keys])
     Xt = np.column_stack([np.ones(len(test.y))] + [test.logs[k] for k in keys])
     beta, *_ = np.linalg.lstsq(X, train.y[obs], rcond=None)
