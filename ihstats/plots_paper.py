@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
+from matplotlib.ticker import StrMethodFormatter  # noqa: E402
 
 # published laws (docs/REFERENCES.md), as drawn by plot_upt_law's second panel
 PUBLISHED_LINES = "solid: fit (90% HDI); --: 13.26-0.37lnB-0.62lnC; : 10^5.7/sqrt(BC)"
@@ -159,10 +160,49 @@ def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
     return fig
 
 
+# ================================================================== frontier onsets at two budgets
+def plot_frontier_onsets(runs: pd.DataFrame, short: float, long: float, *, tag: str = "") -> Any:
+    """Onset of every run along each knob at the other knob's highest level (a transect, or a
+    grid's top edge), with the two budgets it is read at: a run formed by the short budget lies
+    below the lower line; one that formed only by the long one between them; ^ at the long
+    budget: not formed by it. Where onsets climb towards the long budget as a knob falls, the
+    boundary drawn at a budget is an iso-onset line.
+
+    ``runs``: one row per run with ``frequency, reliability, seed, formed_long, onset_long``
+    (:func:`ihstats.frontier.budget.per_run`).
+    """
+    knobs = ("frequency", "reliability")
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True, layout="constrained")
+    for ax, knob, other in zip(axes, knobs, knobs[::-1]):
+        edge = runs[np.isclose(runs[other], runs[other].max())]
+        seeds = sorted(edge["seed"].unique())
+        step = np.diff(np.sort(edge[knob].unique())).min(initial=0.1) * 0.12
+        for i, seed in enumerate(seeds):  # replicates side by side at each level
+            g = edge[edge["seed"] == seed]
+            x = g[knob] + (i - (len(seeds) - 1) / 2) * step
+            formed = g["formed_long"].astype(bool)
+            ax.plot(x[formed], g.loc[formed, "onset_long"], "o", color=f"C{i}", ms=5,
+                    label=f"seed {seed}")
+            ax.plot(x[~formed], np.full((~formed).sum(), long), "^", mfc="none", color=f"C{i}", ms=7)
+        for b, ls in ((short, ":"), (long, "--")):
+            ax.axhline(b, color="0.4", ls=ls, lw=1)
+            ax.annotate(f"budget {b:,.0f}", (ax.get_xlim()[0], b), fontsize=7, va="bottom", color="0.3")
+        ax.set(yscale="log", xlabel=knob, title=f"{knob} at {other} = {runs[other].max():g}")
+    low = np.nanmin([short, runs["onset_long"].min()])
+    axes[0].set_ylim(low * 0.8, long * 1.25)
+    axes[0].yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    axes[0].yaxis.set_minor_formatter(StrMethodFormatter("{x:,.0f}"))
+    axes[0].set_ylabel("onset (updates); ^ = not formed by the cap")
+    axes[0].legend(fontsize=7, frameon=False, loc="upper right")
+    fig.suptitle("Onsets along the frontier's knobs, read at two budgets" + tag, fontsize=9)
+    return fig
+
+
 # ================================================================== Markov factors
 def plot_markov_factors(cells: pd.DataFrame) -> Any:
-    """Final max PS (colour) and whether any run formed, per condition x marginal, one panel per
-    frequency/reliability regime. ``cells``: ``regime, condition, marginal, max_ps, n_formed``."""
+    """Final max PS (colour, mean over seeds) and the runs formed out of the cell's runs, per
+    condition x marginal, one panel per frequency/reliability regime. ``cells``: ``regime,
+    condition, marginal, max_ps, n_formed, n_runs``."""
     regimes = sorted(cells["regime"].unique())
     fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes), 3.2), squeeze=False,
                              layout="constrained")
@@ -171,10 +211,13 @@ def plot_markov_factors(cells: pd.DataFrame) -> Any:
                                                  values="max_ps")
         n = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
                                                  values="n_formed")
+        runs = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                    values="n_runs")
         m = ax.imshow(g.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
         for (i, j), v in np.ndenumerate(n.to_numpy(float)):
             if np.isfinite(v):
-                ax.text(j, i, "formed" if v > 0 else "-", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{v:.0f}/{runs.to_numpy(float)[i, j]:.0f} formed", ha="center",
+                        va="center", fontsize=7,
                         color="k" if g.to_numpy(float)[i, j] > 0.5 else "w")
         ax.set_xticks(range(g.shape[1]), g.columns)
         ax.set_yticks(range(g.shape[0]), g.index)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ihstats.ablation import ablation_arrays, run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table
+from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.io import load_grid
@@ -27,8 +28,8 @@ from ihstats.law.report import obs_vs_pred_frame
 from ihstats.law.spec import UPTLawSpec
 from ihstats.permutation import sign_flip_test
 from ihstats.plots import plot_frontier_map
-from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves, plot_icl_hits,
-                                 plot_markov_factors, plot_upt_law)
+from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves,
+                                 plot_frontier_onsets, plot_icl_hits, plot_markov_factors, plot_upt_law)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -197,13 +198,18 @@ def _freqrel_table(grid: Path) -> pd.DataFrame:
     return t[["run_id", "frequency", "reliability", "formed"]].assign(formed=lambda d: d["formed"].astype(bool))
 
 
-def analysis_frontier(inp: Inputs) -> FigureData:
-    if inp.frontier_table is not None or inp.simulated:
+# the shipped frontier sets: the semi-natural transects (issue 41) and the former Markov grid
+FREQREL = {"freqrel": "semi-natural bigrams, two transects, 3 seeds",
+           "freqrel-markov": "Markov tokens, 5 x 5 grid, one seed"}
+
+
+def analysis_frontier(inp: Inputs, name: str = "freqrel") -> FigureData:
+    if name == "freqrel" and (inp.frontier_table is not None or inp.simulated):
         table, source, simulated = _source(inp.frontier_table, "frontier", "--frontier-table")
     else:
-        table, source, simulated = _freqrel_table(_shipped(inp, "freqrel")), "", False
-        source = (f"{rel_path(inp.reference / 'freqrel')}/summary.csv (real logs of the freqrel-markov "
-                  "preset; formed per run)")
+        table, simulated = _freqrel_table(_shipped(inp, name)), False
+        source = (f"{rel_path(inp.reference / name)}/summary.csv (real logs of the {name} preset: "
+                  f"{FREQREL[name]}; formed per run at its cap)")
     b = inp.budget
     res = FrontierModel.from_table(table, FrontierSpec()).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)
@@ -212,6 +218,21 @@ def analysis_frontier(inp: Inputs) -> FigureData:
     extra = {"cells": cells, "sensitivity": res.sensitivity(HDI),
              "params": res.summary(HDI).reset_index()}  # which knob matters more, with intervals
     return FigureData(res.frontier(HDI), source, simulated, extra=extra, note=note)
+
+
+def analysis_frontier_onsets(inp: Inputs) -> FigureData:
+    """Every freqrel run read at its cap and at a third of it (ihstats.frontier.budget)."""
+    grid = _shipped(inp, "freqrel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        long, short, comparison = two_budgets(load_grid(grid, on_error="raise"))
+    runs = per_run(long, short)
+    runs["seed"] = runs["run_id"].map(long.set_index("run_id")["seed"]) if "seed" in long else 0
+    cols = ["run_id", "frequency", "reliability", "seed", "formed_short", "onset_short",
+            "formed_long", "onset_long"]
+    return FigureData(runs[cols].sort_values(["frequency", "reliability", "seed"]).reset_index(drop=True),
+                      f"{rel_path(grid)} (real logs, every run read at two budgets)", False,
+                      extra={"budgets": comparison.table()}, note=comparison.verdict())
 
 
 # ====================================================================== 4. ablation
@@ -356,6 +377,13 @@ REGISTRY: dict[str, Figure] = {
                        lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
                                                    title="Formation frontier" + _sim_tag(d)),
                        "formed fraction over frequency x reliability with the frontier band", ("frontier_table",)),
+    "frontier_onsets": Figure(analysis_frontier_onsets,
+                              lambda d: plot_frontier_onsets(d.frame, *d.extra["budgets"]["budget"]),
+                              "freqrel: onset per run along each knob, read at the cap and at 1/3 of it"),
+    "frontier_markov": Figure(lambda i: analysis_frontier(i, "freqrel-markov"),
+                              lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
+                                                          title="Formation frontier, Markov tokens"),
+                              "the former frequency x reliability grid on Markov tokens (freqrel-markov)"),
     "ablation": Figure(analysis_ablation,
                        lambda d: plot_ablation_drops(d.frame, d.extra["tests"],
                                                      title="Top-k vs random-k head ablations" + _sim_tag(d)),
