@@ -223,6 +223,21 @@ def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def per_cell(runs: pd.DataFrame) -> pd.DataFrame:
+    """Formed runs per cell at both budgets (rows of :func:`per_run` grouped by the factors that
+    vary, seeds pooled): ``n_runs, formed_short, formed_long`` and ``late`` (formed only by the
+    long budget). A cell whose count grows between the budgets is one whose verdict at the short
+    budget was about speed."""
+    ids = {"run_id", "seed", "cell_id"}
+    factors = [c for c in runs.columns if c not in ids and not c.startswith(("formed_", "onset_"))
+               and runs[c].astype(str).nunique() > 1]
+    if not factors:
+        raise ValueError("per_cell: no factor varies between the runs (one cell)")
+    g = runs.assign(late=runs["formed_long"] & ~runs["formed_short"]).groupby(factors, dropna=False)
+    return g.agg(n_runs=("run_id", "size"), formed_short=("formed_short", "sum"),
+                 formed_long=("formed_long", "sum"), late=("late", "sum")).reset_index()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ihstats.frontier.budget",
                                  description="Read a grid's runs at the cap and at cap / ratio: formed per run "
@@ -241,6 +256,8 @@ def main(argv=None) -> int:
     table = per_run(long, short)
     varying = [c for c in table.columns if c == "run_id" or table[c].astype(str).nunique() > 1]
     print(table[varying].to_string(index=False))  # the factors that vary, formed at both budgets
+    if "seed" in table and table["seed"].nunique() > 1:  # seeds pooled, per cell
+        print(per_cell(table).to_string(index=False))
     print(cmp.table().to_string(index=False))
     print(cmp.verdict())
     if a.out:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.frontier.budget import compare_budgets, main, read_at_budget, run_caps
+from ihstats.frontier.budget import compare_budgets, main, per_cell, read_at_budget, run_caps
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid
 from ihstats.simulate.onsets import read_onsets_at, simulate_onsets
@@ -108,5 +108,9 @@ def test_cli_prints_both_budgets_and_the_verdict(tmp_path, capsys):
     assert (table["formed_long"] >= table["formed_short"]).all()
     assert table["formed_long"].sum() > table["formed_short"].sum()
     assert "9000.0" in out and "3000.0" in out and "the boundary" in out
+    cells = per_cell(table)  # seeds pooled: every run counted once, late = formed only by 9,000
+    assert cells["n_runs"].sum() == len(table) and "seed" not in cells and "late" in out
+    assert (cells["late"] == cells["formed_long"] - cells["formed_short"]).all()
+    assert cells["late"].sum() == (table["formed_long"] & ~table["formed_short"]).sum() > 0
     assert main([str(tmp_path / "nowhere")]) == 2
     assert "error:" in capsys.readouterr().err
