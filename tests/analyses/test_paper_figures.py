@@ -140,8 +140,8 @@ def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
     """Without --simulated a figure whose shipped set is missing is skipped with the reason."""
     empty = tmp_path / "reference"
     empty.mkdir()
-    only = ["emergence_curves", "upt_law", "frontier", "ablation", "markov_factors", "biinduct",
-            "biinduct_icl"]
+    only = ["emergence_curves", "upt_law", "frontier", "frontier_onsets", "frontier_markov", "ablation",
+            "markov_factors", "biinduct", "biinduct_icl"]
     rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(tmp_path)])
     assert rc == 0
     index = (tmp_path / "INDEX.md").read_text()
