@@ -32,8 +32,7 @@ from ihstats import io
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
-from ihstats.frontier.report import budget_lines, write_frontier_report
-from ihstats.frontier.results import knob_verdict
+from ihstats.frontier.report import budget_lines, knob_lines, write_frontier_report
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.onset.design import resolving_designs
 from ihstats.onset.model import OnsetModel
@@ -147,10 +146,9 @@ def main(argv=None) -> int:
         budgets.to_csv(out / "budgets.csv", index=False)
     extra += onset_lines(table, args, out)
     write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra)
-    sens = res.sensitivity(args.hdi_prob).set_index("quantity")
-    print(f"separation: {res.separation}; GLM: {res.glm.method}; "
-          f"P(|b_freq| > |b_rel|) = {sens.at['P(|b_freq| > |b_rel|)', 'value']:.3f}: "
-          f"{knob_verdict(sens.at['P(|b_freq| > |b_rel|)', 'value'])}")
+    print(f"separation: {res.separation}; GLM: {res.glm.method}; which knob (logistic):")
+    for line in knob_lines(res.sensitivity(args.hdi_prob).set_index("quantity")):
+        print("  " + line[2:].replace("**", ""))
     note = res.boundary_note(args.hdi_prob)
     if note:
         print(f"boundary: {note}")

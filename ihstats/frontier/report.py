@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ihstats.frontier.results import knob_verdict
+from ihstats.frontier.results import PER_LOG_UNIT, knob_verdict
 
 
 def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=()) -> None:
@@ -37,13 +37,8 @@ def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(
         "", f"| term | mean | sd | {int(hdi_prob * 100)}% HDI |", "|---|---|---|---|"]
     lines += [f"| {r.term} | {fmt(r.mean)} | {fmt(r.sd)} | [{fmt(r.hdi_lo)}, {fmt(r.hdi_hi)}] |"
               for r in s.itertuples()]
-    p = sens.at["P(|b_freq| > |b_rel|)", "value"]
-    lines += ["", "## Which knob matters more",
-              f"P(|b_freq| > |b_rel|) = {p:.3f} (standardised log knobs): **{knob_verdict(p)}**; "
-              f"|b_freq| / |b_rel| = {fmt(sens.at['|b_freq| / |b_rel|', 'value'])} "
-              f"[{fmt(sens.at['|b_freq| / |b_rel|', 'lo'])}, "
-              f"{fmt(sens.at['|b_freq| / |b_rel|', 'hi'])}].",
-              "", "## GLM cross-check",
+    lines += ["", "## Which knob matters more", *knob_lines(sens)]
+    lines += ["", "## GLM cross-check",
               f"statsmodels GLM ({res.glm.method}); its contour lies inside the band at "
               f"{cmp['glm_in_band'].mean():.0%} of {len(cmp)} grid points; max |difference| "
               f"{cmp['diff_log'].abs().max():.3f} in log reliability." if len(cmp) else
@@ -51,6 +46,20 @@ def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(
               "", "Figure: `frontier.png` / `frontier.pdf`; data behind it: `frontier.csv`, "
               "`cells.csv`.", *extra]
     path.write_text("\n".join(lines) + "\n")
+
+
+def knob_lines(sens) -> list[str]:
+    """Which knob matters more on both scales (``FrontierResults.sensitivity`` indexed by
+    quantity): per unit log knob, the verdict; per sd of the design's log levels, what the design
+    shows over its own ranges (a knob tested over a wider range looks stronger there)."""
+    out = []
+    for suffix, what in ((PER_LOG_UNIT, "per unit log knob (the verdict; does not depend on the tested ranges)"),
+                         ("", "standardised log knobs (per sd of the tested log levels)")):
+        p, r = sens.at[f"P(|b_freq| > |b_rel|){suffix}", "value"], sens.loc[f"|b_freq| / |b_rel|{suffix}"]
+        verdict = knob_verdict(p, quantity=f"P(|b_freq| > |b_rel|){suffix}")
+        out.append(f"- {what}: P(|b_freq| > |b_rel|) = {p:.3f}: **{verdict}**; |b_freq| / |b_rel| = "
+                   f"{r['value']:.3g} [{r['lo']:.3g}, {r['hi']:.3g}].")
+    return out
 
 
 def budget_lines(cmp) -> list[str]:

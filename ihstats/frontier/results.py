@@ -50,6 +50,10 @@ def contour_z(coef: np.ndarray, zf: np.ndarray, interaction: bool) -> np.ndarray
     return z
 
 
+# the two scales of "which knob matters more" (FrontierResults.sensitivity)
+STANDARDISED, PER_LOG_UNIT = "standardised log knobs", " per log unit"
+
+
 def _hdi_columns(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
     """Narrowest interval holding ``prob`` of the draws, per column; infinite draws allowed."""
     s = np.sort(x, axis=0)                                     # (D, G)
@@ -204,32 +208,42 @@ class FrontierResults:
                    "glm_in_band"]].assign(glm_method=self.glm.method)
 
     def sensitivity(self, hdi_prob: float = 0.9) -> pd.DataFrame:
-        """Which knob matters more, on the standardised scale.
+        """Which knob matters more, on two scales.
+
+        Standardised log knobs (``scale`` "standardised log knobs": slopes per sd of the design's
+        log levels) answer "over the ranges this design tested", so a knob tested over a wider
+        range looks stronger; per unit log knob (``... per log unit``: the slope divided by that
+        sd, an elasticity of the odds) does not depend on the ranges, and is the one the verdict
+        (:meth:`sensitivity_verdict`) and the onset model's elasticities use. In a square grid
+        the two agree.
 
         Returns
         -------
         pandas.DataFrame
             Rows ``P(|b_freq| > |b_rel|)``, ``P(b_freq > 0)``, ``P(b_rel > 0)`` (and the
-            interaction's sign) with ``value``; and ``|b_freq| / |b_rel|`` with median and HDI.
+            interaction's sign) with ``value``; ``|b_freq| / |b_rel|`` with median and HDI; and
+            ``P(|b_freq| > |b_rel|) per log unit``, ``|b_freq| / |b_rel| per log unit``.
         """
         coef = self.coef_draws()
         bf, br = coef[:, 1], coef[:, 2]
-        ratio = np.abs(bf) / np.abs(br)
-        lo, hi = _hdi_columns(np.log(ratio)[:, None], hdi_prob)
-        rows = [
-            ("P(|b_freq| > |b_rel|)", np.mean(np.abs(bf) > np.abs(br)), np.nan, np.nan),
-            ("P(b_freq > 0)", np.mean(bf > 0), np.nan, np.nan),
-            ("P(b_rel > 0)", np.mean(br > 0), np.nan, np.nan),
-            ("|b_freq| / |b_rel|", np.median(ratio), np.exp(lo[0]), np.exp(hi[0])),
-        ]
+        sd_f, sd_r = self.model.scale["frequency"][1], self.model.scale["reliability"][1]
+        rows = [("P(b_freq > 0)", np.mean(bf > 0), np.nan, np.nan, STANDARDISED),
+                ("P(b_rel > 0)", np.mean(br > 0), np.nan, np.nan, STANDARDISED)]
+        for suffix, f, r, scale in (("", bf, br, STANDARDISED),
+                                    (PER_LOG_UNIT, bf / sd_f, br / sd_r, "per unit log knob")):
+            ratio = np.abs(f) / np.abs(r)
+            lo, hi = _hdi_columns(np.log(ratio)[:, None], hdi_prob)
+            rows += [(f"P(|b_freq| > |b_rel|){suffix}", np.mean(np.abs(f) > np.abs(r)), np.nan, np.nan, scale),
+                     (f"|b_freq| / |b_rel|{suffix}", np.median(ratio), np.exp(lo[0]), np.exp(hi[0]), scale)]
         if self.model.spec.interaction:
-            rows.append(("P(b_freq:rel > 0)", np.mean(coef[:, 3] > 0), np.nan, np.nan))
-        return pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi"]).assign(
-            hdi_prob=hdi_prob, scale="standardised log knobs")
+            rows.append(("P(b_freq:rel > 0)", np.mean(coef[:, 3] > 0), np.nan, np.nan, STANDARDISED))
+        return pd.DataFrame(rows, columns=["quantity", "value", "lo", "hi", "scale"]).assign(hdi_prob=hdi_prob)
 
     def sensitivity_verdict(self, hdi_prob: float = 0.9) -> str:
-        """One line on which knob matters more, claimed only with evidence (:func:`knob_verdict`)."""
-        return knob_verdict(self.sensitivity(hdi_prob).set_index("quantity").at["P(|b_freq| > |b_rel|)", "value"])
+        """One line on which knob matters more per unit log knob (the scale that does not depend
+        on the design's ranges), claimed only with evidence (:func:`knob_verdict`)."""
+        key = f"P(|b_freq| > |b_rel|){PER_LOG_UNIT}"
+        return knob_verdict(self.sensitivity(hdi_prob).set_index("quantity").at[key, "value"], quantity=key)
 
     def save(self, out_dir) -> dict:
         """Write the fit's folder (:func:`ihstats._bayes.save_fit`): ``idata.nc``,

@@ -136,6 +136,22 @@ def test_frontier_recovers_planted_boundary(recovered):
     assert sens.at["|b_freq| / |b_rel|", "lo"] < 1.5 / 2.5 < sens.at["|b_freq| / |b_rel|", "hi"]
 
 
+def test_knob_verdict_does_not_follow_the_tested_ranges():
+    """Equal effects per log unit, frequency tested over a narrow range and reliability over a
+    wide one: per sd of the tested levels reliability looks far stronger (a fact about the design);
+    per unit log knob, the verdict's scale, the ratio's interval holds the true 1 and no knob is
+    claimed."""
+    tab, _ = simulate_frontier(frequencies=(0.75, 0.8, 0.85, 0.9, 0.95), reliabilities=(0.2, 0.35, 0.5, 0.7, 0.9),
+                               n_seeds=20, intercept=3.4, b_freq=4.0, b_rel=4.0, seed=5)
+    res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, chains=2, seed=2)
+    sens = res.sensitivity().set_index("quantity")
+    assert sens.at["|b_freq| / |b_rel|", "hi"] < 0.5                       # standardised: a design artefact
+    assert sens.at["P(|b_freq| > |b_rel|)", "value"] < 0.05
+    per_unit = sens.loc["|b_freq| / |b_rel| per log unit"]
+    assert per_unit["lo"] < 1.0 < per_unit["hi"] and per_unit["scale"] == "per unit log knob"
+    assert res.sensitivity_verdict().startswith("not resolved")
+
+
 def test_glm_agrees_with_posterior_median(recovered):
     res, _ = recovered
     cmp = res.compare_glm()
