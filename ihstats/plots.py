@@ -169,6 +169,9 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     fe, re_ = (np.minimum(_log_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
     fig, ax = plt.subplots(figsize=(5.3, 4.3))
     mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
+    if grid.isna().to_numpy().any():  # a transect design: cells without runs show as grey
+        ax.set_facecolor("0.8")
+        ax.fill_between([], [], color="0.8", label="no runs in this cell")
     fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
     fr = frontier
     ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
