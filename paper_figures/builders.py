@@ -226,8 +226,7 @@ def analysis_frontier_onsets(inp: Inputs) -> FigureData:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         long, short, comparison = two_budgets(load_grid(grid, on_error="raise"))
-    runs = per_run(long, short)
-    runs["seed"] = runs["run_id"].map(long.set_index("run_id")["seed"]) if "seed" in long else 0
+    runs = per_run(long, short)  # the run factors, seed included, formed and onset at both budgets
     cols = ["run_id", "frequency", "reliability", "seed", "formed_short", "onset_short",
             "formed_long", "onset_long"]
     return FigureData(runs[cols].sort_values(["frequency", "reliability", "seed"]).reset_index(drop=True),

@@ -223,14 +223,18 @@ def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _varying(table: pd.DataFrame) -> list:
+    """The columns that take more than one value (as text, so NaN and mixed types compare)."""
+    return [c for c in table.columns if table[c].astype(str).nunique() > 1]
+
+
 def per_cell(runs: pd.DataFrame) -> pd.DataFrame:
     """Formed runs per cell at both budgets (rows of :func:`per_run` grouped by the factors that
     vary, seeds pooled): ``n_runs, formed_short, formed_long`` and ``late`` (formed only by the
     long budget). A cell whose count grows between the budgets is one whose verdict at the short
     budget was about speed."""
-    ids = {"run_id", "seed", "cell_id"}
-    factors = [c for c in runs.columns if c not in ids and not c.startswith(("formed_", "onset_"))
-               and runs[c].astype(str).nunique() > 1]
+    factors = [c for c in _varying(runs) if c not in {"run_id", "seed", "cell_id"}
+               and not c.startswith(("formed_", "onset_"))]
     if not factors:
         raise ValueError("per_cell: no factor varies between the runs (one cell)")
     g = runs.assign(late=runs["formed_long"] & ~runs["formed_short"]).groupby(factors, dropna=False)
@@ -254,7 +258,7 @@ def main(argv=None) -> int:
         print(f"error: {a.grid}: {e}", file=sys.stderr)
         return 2
     table = per_run(long, short)
-    varying = [c for c in table.columns if c == "run_id" or table[c].astype(str).nunique() > 1]
+    varying = ["run_id"] + [c for c in _varying(table) if c != "run_id"]
     print(table[varying].to_string(index=False))  # the factors that vary, formed at both budgets
     if "seed" in table and table["seed"].nunique() > 1:  # seeds pooled, per cell
         print(per_cell(table).to_string(index=False))
