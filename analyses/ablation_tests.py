@@ -10,7 +10,10 @@ The table is tidy, one row per (condition, example, ablated set): columns
 sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, conditions
 ``"<condition>:prev_token"``; column ``family``), ``comparisons.csv``,
 ``drops.png/.pdf`` (random-set drops with the top-k drop marked) with the data behind it
-(``drops.csv``) and ``summary.md``.
+(``drops.csv``) and ``summary.md``. Conditions labelled ``MODE@sN`` (``ihtrain.ablate --condition``,
+one label per seed) are also tested with seeds as the unit: ``pooled.csv`` (one row per MODE x
+metric and family; Fisher's combination of the seeds' random-set tests with its exact null,
+``ihstats.pooled_ablation``; Holm within a family).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pandas as pd
 
 from ihstats.ablation import ablation_arrays, run_ablation_tests
 from ihstats.ablation_report import write_ablation_report
+from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
 from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
@@ -81,6 +85,20 @@ def _run_families(table: pd.DataFrame, args, pairs) -> tuple[pd.DataFrame, pd.Da
     return pd.concat(tests, ignore_index=True), pd.concat(comps, ignore_index=True)
 
 
+def _pooled_families(table: pd.DataFrame, args) -> pd.DataFrame:
+    """pooled_ablation_tests per family (as :func:`_run_families`); empty without seed labels."""
+    labels = table["condition"].astype(str)
+    if not labels.str.contains(SEED_SEP).any():
+        return pd.DataFrame()
+    prev = labels.str.endswith(":prev_token")
+    out = []
+    for family, mask in (("top", ~prev), ("prev_token", prev)):
+        if mask.any():
+            sub = table[mask].assign(condition=labels[mask].str.replace(":prev_token", "", regex=False))
+            out.append(pooled_ablation_tests(sub, args.alpha, not args.loss).assign(family=family))
+    return pd.concat(out, ignore_index=True)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.table is None:
@@ -109,6 +127,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     try:
         tests, comps = _run_families(table, args, pairs)
+        pooled = _pooled_families(table, args)
     except (ValueError, TypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -135,7 +154,12 @@ def main(argv=None) -> int:
                             n_resamples=999, seed=args.seed)
     write_ablation_report(out / "summary.md", tests, comps, source=source, loss=args.loss,
                           n_resamples=args.n_resamples, n_boot=args.n_boot, alpha=args.alpha,
-                          power_effect=args.power_effect, n_min=n_min, power=power)
+                          power_effect=args.power_effect, n_min=n_min, power=power, pooled=pooled)
+    if len(pooled):
+        pooled.to_csv(out / "pooled.csv", index=False)
+        print("seeds as the unit (pooled.csv):")
+        print(pooled[[c for c in ("family", "condition", "metric", "n_seeds", "top_drop", "random_drop",
+                                  "p_pooled", "p_pooled_holm", "p_floor_holm") if c in pooled]].to_string(index=False))
     cols = ["condition", "metric", "top_drop", "random_drop", "p_random", "p_random_holm"]
     print(tests[[c for c in cols if c in tests]].to_string(index=False))  # metric: which drop each row tests
     print(f"wrote {out}/ (tests.csv, comparisons.csv, drops.csv, drops.png, drops.pdf, "

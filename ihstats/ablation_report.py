@@ -22,7 +22,8 @@ def floor_text(tests: pd.DataFrame) -> str:
 
 def write_ablation_report(path: Path, tests: pd.DataFrame, comps: pd.DataFrame, *, source: str,
                           loss: bool, n_resamples: int, n_boot: int, alpha: float,
-                          power_effect: float, n_min: int, power: float) -> None:
+                          power_effect: float, n_min: int, power: float,
+                          pooled: pd.DataFrame | None = None) -> None:
     """Write ``summary.md``: the input and design (drop direction, resamples, the sign-flip test's
     power at ``power_effect`` with ``n_min`` examples, the random-set floor), one row per test,
     and the condition comparisons when there are any."""
@@ -45,5 +46,15 @@ def write_ablation_report(path: Path, tests: pd.DataFrame, comps: pd.DataFrame, 
                "| A | B | diff | p | p Holm |", "|---|---|---|---|---|"]
         md += [f"| {r['condition_a']} | {r['condition_b']} | {r['diff']:.3g} | {r['p']:.3g} | "
                f"{r['p_holm']:.3g} |" for r in comps.to_dict("records")]
+    if pooled is not None and len(pooled):
+        md += ["", "## Seeds as the unit (conditions `MODE@sN` pooled; `pooled.csv`)", "",
+               "Fisher's combination of each seed's random-set p with its exact null; floor: every seed's "
+               "top set beats all its random sets; Holm within a family.", "",
+               "| family | condition | metric | seeds | top drop | random drop | seeds' p | p pooled (Holm) "
+               "| floor (Holm) |", "|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['family']} | {r['condition']} | {r.get('metric', '')} | {r['n_seeds']} | "
+               f"{r['top_drop']:.3g} | {r['random_drop']:.3g} | {r['p_seeds']} | {r['p_pooled']:.3g} "
+               f"({r['p_pooled_holm']:.3g}) | {r['p_floor']:.3g} ({r['p_floor_holm']:.3g}) |"
+               for r in pooled.to_dict("records")]
     md += ["", "Figure: `drops.png` / `drops.pdf`; data behind it: `drops.csv`."]
     Path(path).write_text("\n".join(md) + "\n")

@@ -61,3 +61,19 @@ def test_prev_token_sets_are_their_own_holm_family(tmp_path):
     pd.testing.assert_series_equal(top, ta.set_index("condition")["p_random_holm"].sort_index())
     one = tb[tb["family"] == "prev_token"]
     assert len(one) == 1 and one["p_random_holm"].iloc[0] == one["p_random"].iloc[0]  # a family of one
+
+
+def test_seed_labels_are_pooled_per_condition(tmp_path):
+    """Conditions 'MODE@sN' (one per seed) give pooled.csv: one row per MODE, the seeds combined, and
+    a floor far below any single run's 1 / (R + 1)."""
+    t = pd.read_csv(ROOT / "data" / "example_ablation.csv")
+    seeds = pd.concat([t.assign(condition=t["condition"] + f"@s{s}") for s in range(3)])
+    path = tmp_path / "seeds.csv"
+    seeds.to_csv(path, index=False)
+    r = _run("--table", path, "--fast", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    pooled = pd.read_csv(tmp_path / "o" / "pooled.csv").set_index("condition")
+    assert set(pooled.index) == {"natural", "biinduct"} and (pooled["n_seeds"] == 3).all()
+    single = pd.read_csv(tmp_path / "o" / "tests.csv")["p_random_min"].min()
+    assert (pooled["p_floor"] < single ** 2).all()
+    assert "Seeds as the unit" in (tmp_path / "o" / "summary.md").read_text()
