@@ -1,0 +1,103 @@
+"""Bi-Induct verdicts: each claim of Sabry and Belz tested on a biinduct grid, seeds as the unit.
+
+    python analyses/biinduct_verdicts.py GRID_DIR [--ablation TABLE] [--metric repeat_nat_logprob]
+        [--level 0.2] --out DIR
+
+Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` where
+``ihtrain.ablate --icl`` wrote one) and, with ``--ablation``, the tidy ablation table of all runs
+(conditions labelled ``MODE@sN``). Writes into ``--out``: ``runs.csv`` (one row per run:
+``ihstats.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
+against natural-only, exact two-sample permutation, its floor, the verdict), ``contrasts.csv``
+(each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ihstats.biinduct import NATURAL, claim_tests, run_table
+from ihstats.cli_checks import Range, check_args, check_out_dir
+from ihstats.fileio import UnreadableFile, read_table
+from ihstats.seed_tests import condition_contrasts
+
+CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
+                    "dup_bwd", "icl_token_index", "kv_gain", "top_share", "n_eff", "ablation_gap", "val_loss")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n", 2)[2])
+    ap.add_argument("grid", type=Path, help="biinduct grid directory")
+    ap.add_argument("--ablation", type=Path, default=None, help="tidy ablation table of all runs (MODE@sN labels)")
+    ap.add_argument("--metric", default="repeat_nat_logprob", help="ablation metric of the gap column")
+    ap.add_argument("--level", type=float, default=0.2, help="max PS at which concentration is compared")
+    ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    check_args(ap, args, {"level": Range(0, 1, lo_open=True), "alpha": Range(0, 1, lo_open=True, hi_open=True)})
+    check_out_dir(args.out, inputs=[args.grid] + ([args.ablation] if args.ablation else []), parser=ap)
+    return args
+
+
+def contrasts(runs: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    out = []
+    for col in CONTRAST_COLUMNS:
+        if col in runs and runs[col].notna().sum() > 1 and NATURAL in set(runs["mode"]):
+            out.append(condition_contrasts(runs.rename(columns={"mode": "condition"}), col, NATURAL,
+                                           condition="condition", alpha=alpha))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def _md_table(df: pd.DataFrame, cols) -> list[str]:
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] + [
+        "| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in df.to_dict("records")]
+
+
+def write_summary(path: Path, runs, claims, contr, source: str, level: float) -> None:
+    md = ["# Bi-Induct verdicts", "", f"- grid: {source}; {len(runs)} runs; conditions "
+          + ", ".join(f"{k} ({v})" for k, v in runs["mode"].value_counts().sort_index().items()),
+          f"- concentration compared at the first evaluation with max PS >= {level}",
+          "- each claim: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
+          "permutation over runs; one-sided floor 1 / C(n + n_baseline, n_baseline), twice that two-sided", "",
+          "## Claims", ""]
+    md += _md_table(claims, ["claim", "runs", "n", "mean", "mean_baseline", "diff", "p_greater", "p_less",
+                             "floor_one_sided", "verdict"])
+    md += ["", "## Runs", ""]
+    md += _md_table(runs, [c for c in ("mode", "seed", "formed", "onset", "ps", "ps_nat", "repeat_nat_logprob",
+                                       "copy_bwd_logprob", "dup_bwd", "icl_token_index", "kv_gain", "top_share",
+                                       "ablation_gap", "val_loss") if c in runs])
+    if len(contr):
+        md += ["", "## Each condition against natural-only (two-sided, Holm over the conditions)", ""]
+        md += _md_table(contr, ["value", "condition", "diff", "n", "p", "p_holm", "p_floor", "p_floor_holm"])
+    path.write_text("\n".join(md) + "\n")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    ablation = None
+    try:
+        if args.ablation is not None:
+            ablation = read_table(args.ablation, "ablation table", "write it with python -m ihtrain.ablate RUN_DIR")
+        runs = run_table(args.grid, args.level, ablation, args.metric)
+    except (UnreadableFile, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    claims, contr = claim_tests(runs, alpha=args.alpha), contrasts(runs, args.alpha)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs.to_csv(args.out / "runs.csv", index=False)
+    claims.to_csv(args.out / "claims.csv", index=False)
+    contr.to_csv(args.out / "contrasts.csv", index=False)
+    write_summary(args.out / "summary.md", runs, claims, contr, str(args.grid), args.level)
+    print(claims[["claim", "diff", "p_greater", "p_less", "floor_one_sided", "verdict"]].to_string(index=False))
+    print(f"wrote {args.out}/ (runs.csv, claims.csv, contrasts.csv, summary.md)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Bi-Induct claims (Sabry and Belz 2025) tested on a ``biinduct`` grid, seeds as the unit.
+
+:func:`run_table` reads one row per run: the condition (``biinduct`` mode) and seed, formation and
+onset (``summary.csv``), each signature at the last evaluation, the concentration of PS at matched
+max PS (:func:`ihstats.concentration.concentration_at_level`), key -> value recall against its
+controls (``icl_kv.csv`` beside the run, ``ihtrain.ablate --icl``) and, given the ablation table,
+each run's top-minus-random gap. :func:`claim_tests` tests each claim once, Bi-Induct runs
+(forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
+over runs (:func:`ihstats.seed_tests.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
+0.0045`` one-sided), and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
+this design``. Per-curriculum contrasts (and the random-span control) are
+:func:`ihstats.seed_tests.condition_contrasts`, Holm over the four, floor stated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ihstats.ablation import ablation_arrays
+from ihstats.concentration import concentration_at_level
+from ihstats.contract import max_over_heads
+from ihstats.io import load_grid
+from ihstats.seed_tests import two_sample_floor, two_sample_test
+
+NATURAL, CONTROL = "none", "random"
+CURRICULA = ("forward", "backward", "balanced")
+#: final per-head signatures read as the max over heads at the run's last evaluation
+MAX_OVER_HEADS = ("ps", "ps_nat", "dup_bwd", "anti_induction", "prev_token")
+#: final model-level probes
+MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "val_loss")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: the per-run column it is about, what the paper predicts for Bi-Induct against
+    natural-only (``greater``, ``less``, or ``none``: no difference), and which runs are tested."""
+
+    name: str
+    column: str
+    predicts: str
+    biinduct: tuple[str, ...] = CURRICULA
+    baseline: str = NATURAL
+
+
+CLAIMS = (
+    Claim("induction signatures rise with Bi-Induct (final max PS)", "ps", "greater"),
+    Claim("... on natural-text repeats (final max PS on natural spans)", "ps_nat", "greater"),
+    Claim("induction heads emerge earlier at small scale (onset; not formed = cap)", "onset_or_cap", "less"),
+    Claim("few-shot ICL not better (token-index ICL score)", "icl_token_index", "none"),
+    Claim("few-shot ICL not better (key -> value recall, true minus permuted log-prob)", "kv_gain", "none"),
+    Claim("top-head ablation hurts natural-only most (natural gap above Bi-Induct's)", "ablation_gap", "less"),
+    Claim("natural-only circuits more concentrated (top-2% share at matched PS)", "top_share", "less"),
+    Claim("anti-induction near zero, even with backward snippets (duplicate-token score)", "dup_bwd", "none",
+          ("backward", "balanced")),
+    Claim("... backward-copy log-prob", "copy_bwd_logprob", "none", ("backward", "balanced")),
+)
+
+
+def _final(m: pd.DataFrame) -> dict[str, float]:
+    last = m[m["step"] == m["step"].max()]
+    out = {k: float(last.loc[last["metric"] == k, "value"].max()) for k in MAX_OVER_HEADS + MODEL_LEVEL
+           if (last["metric"] == k).any()}
+    return out
+
+
+def _concentration(m: pd.DataFrame, level: float) -> dict[str, float]:
+    """Top share and effective heads of the layer holding the largest PS, at matched max PS."""
+    at = concentration_at_level(m, level)
+    if at.empty:
+        return {"top_share": np.nan, "n_eff": np.nan, "matched_step": np.nan}
+    step = int(at["step"].iloc[0])
+    rows = m[(m["metric"] == "ps") & (m["step"] == step)]
+    layer = int(rows.loc[rows["value"].idxmax(), "layer"])
+    row = at[at["layer"] == layer].iloc[0]
+    return {"top_share": float(row["top_share"]), "n_eff": float(row["n_eff"]), "matched_step": step}
+
+
+def _kv(run_dir: Path) -> dict[str, float]:
+    path = run_dir / "icl_kv.csv"
+    if not path.is_file():
+        return {}
+    kv = pd.read_csv(path).set_index("control")
+    return {"kv_hits1": kv.at["true", "hits1"], "kv_logprob": kv.at["true", "mean_logprob"],
+            "kv_gain": kv.at["true", "mean_logprob"] - kv.at["permuted", "mean_logprob"],
+            "kv_gain_absent": kv.at["true", "mean_logprob"] - kv.at["absent", "mean_logprob"]}
+
+
+def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame | None = None,
+              metric: str = "repeat_nat_logprob") -> pd.DataFrame:
+    """One row per run of a biinduct grid (see the module docstring)."""
+    grid = load_grid(grid_dir)
+    summary = pd.read_csv(Path(grid_dir) / "summary.csv").set_index("run_id")
+    rows = []
+    for run in grid.runs.to_dict("records"):
+        rid = run["run_id"]
+        m = grid.metrics[grid.metrics["run_id"] == rid]
+        s = summary.loc[rid]
+        row = {"run_id": rid, "mode": run["biinduct"], "seed": int(run["seed"]), "formed": bool(s["formed"]),
+               "onset": float(s["onset"]), "steps": int(s["steps"]),
+               "max_ps_peak": float(max_over_heads(m).max())}
+        row["onset_or_cap"] = row["onset"] if row["formed"] else float(row["steps"])
+        row |= _final(m) | _concentration(m, level) | _kv(Path(run["path"]))
+        if ablation is not None:
+            row["ablation_gap"] = _gap(ablation, f"{row['mode']}@s{row['seed']}", metric)
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["mode", "seed"], ignore_index=True)
+
+
+def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
+    if not (table["condition"] == label).any():
+        return np.nan
+    d = ablation_arrays(table, label, metric)
+    return float(d.top.mean() - d.random.mean())
+
+
+def verdict(p_more: float, p_less: float, floor: float, predicts: str, alpha: float = 0.05) -> str:
+    """Words a claim's test: one-sided p for 'Bi-Induct above' and 'below' the baseline, the design's
+    floor (one-sided; a two-sided test's is twice it), and what the paper predicts."""
+    if predicts == "none":
+        p_two = min(1.0, 2 * min(p_more, p_less))
+        if 2 * floor > alpha:
+            return "not resolvable by this design"
+        return "differs" if p_two <= alpha else "agrees (no difference detected)"
+    if floor > alpha:
+        return "not resolvable by this design"
+    p_for, p_against = (p_more, p_less) if predicts == "greater" else (p_less, p_more)
+    if p_for <= alpha:
+        return "agrees"
+    return "differs" if p_against <= alpha else "not resolvable by this design (no effect detected)"
+
+
+def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.DataFrame:
+    """Each claim's primary test: Bi-Induct runs against the baseline's, seeds as the unit."""
+    rows = []
+    for c in claims:
+        if c.column not in runs:
+            continue
+        a = runs.loc[runs["mode"].isin(c.biinduct), c.column].dropna().to_numpy(float)
+        b = runs.loc[runs["mode"] == c.baseline, c.column].dropna().to_numpy(float)
+        if not a.size or not b.size:
+            continue
+        more, less = two_sample_test(a, b, "greater"), two_sample_test(a, b, "less")
+        floor = two_sample_floor(a.size, b.size, "greater")[0]
+        rows.append({"claim": c.name, "column": c.column, "predicts": c.predicts, "runs": "+".join(c.biinduct),
+                     "n": a.size, "n_baseline": b.size, "mean": a.mean(), "mean_baseline": b.mean(),
+                     "diff": a.mean() - b.mean(), "p_greater": more.pvalue, "p_less": less.pvalue,
+                     "floor_one_sided": floor, "verdict": verdict(more.pvalue, less.pvalue, floor, c.predicts, alpha)})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["CLAIMS", "Claim", "claim_tests", "run_table", "verdict"]
