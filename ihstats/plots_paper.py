@@ -129,16 +129,16 @@ def _test_row(tests: pd.DataFrame, condition: Any, metric: Any) -> pd.Series:
 
 def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
                         title: str = "Top-k vs random-k head ablations",
-                        xlabel: str = "mean drop (unablated - ablated)") -> Any:
+                        xlabel: str = "mean drop (unablated - ablated)", ncols: int | None = None) -> Any:
     """Per (metric, condition): the random head sets' mean drops as a histogram, the top-k set's
     drop as a line, and the random-set permutation p value (raw and Holm) in the panel title.
-    A row per metric, a column per condition.
+    A row per metric, a column per condition (or ``ncols`` columns).
 
     ``drops``: ``condition, metric, ablation (top | random), set_id, drop``; ``tests``:
     ``ihstats.ablation.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
     """
     groups = list(drops.groupby(["metric", "condition"], dropna=False, sort=True))
-    ncols = min(len(groups), drops["condition"].nunique())
+    ncols = min(len(groups), ncols or drops["condition"].nunique())
     nrows = -(-len(groups) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.7 * nrows), squeeze=False)
     for ax in axes.ravel()[len(groups):]:
@@ -229,50 +229,49 @@ def plot_markov_factors(cells: pd.DataFrame) -> Any:
 
 # ================================================================== Bi-Induct
 def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str]) -> Any:
-    """One panel per metric (``panels``: metric -> title), one line per Bi-Induct mode, over
-    log steps. ``frame``: ``run_id, metric, step, value, mode``."""
+    """One panel per metric (``panels``: metric -> title), one line per run coloured by its
+    Bi-Induct mode (seeds share a colour), over log steps. ``frame``: ``run_id, metric, step,
+    value, mode``."""
     f = frame[frame["step"] > 0]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), layout="constrained")
+    modes = sorted(f["mode"].unique())
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2), layout="constrained")
     for ax, (metric, label) in zip(axes, panels.items()):
-        for i, (mode, g) in enumerate(f[f["metric"] == metric].groupby("mode")):
-            ax.plot(g["step"], g["value"], lw=1.1, color=f"C{i}", label=mode)
+        for i, mode in enumerate(modes):
+            sub = f[(f["metric"] == metric) & (f["mode"] == mode)]
+            for j, (_, g) in enumerate(sub.groupby("run_id")):
+                ax.plot(g["step"], g["value"], lw=1.0, alpha=0.8, color=f"C{i}", label=mode if j == 0 else None)
         ax.set(xscale="log", xlabel="step (updates)", title=label)
-    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode", title_fontsize=7)
-    fig.suptitle("Bi-Induct: induction, copy and anti-induction scores over training; held-out loss", fontsize=9)
+    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode (one line per seed)", title_fontsize=7)
+    fig.suptitle("Bi-Induct: induction, copy and duplicate-token scores over training; held-out loss", fontsize=9)
     return fig
 
 
-ICL_METRICS = {"hits1": "HITS@1", "hits3": "HITS@3"}
+KV_PANELS = {"hits1": "HITS@1 of the value", "mean_logprob": "log-prob of the value (nats)"}
+KV_CONTROLS = (("true", "true pairs", "C0"), ("permuted", "values permuted (control)", "0.55"),
+               ("absent", "query key absent (control)", "0.8"))
 
 
-def plot_icl_hits(frame: pd.DataFrame, order: list[str] | None = None) -> Any:
-    """ICL probe HITS@1 and HITS@3 per Bi-Induct condition, demonstrations with their true labels
-    against the label-permutation control (labels shuffled among the demonstrations).
-
-    Bars: the mean over tasks; dots: each task. A model that reads the task from the labels scores
-    lower under the control; equal bars mean the hits come from the prompt format alone.
-    ``frame``: one row per (condition, task, label_permuted) with ``hits1, hits3``.
-    """
+def plot_kv_recall(frame: pd.DataFrame, order: list[str] | None = None) -> Any:
+    """Key -> value recall per Bi-Induct condition against its two controls: the demonstrations'
+    values permuted among the keys, and a query key absent from the demonstrations. Bars: the
+    mean over runs (seeds); dots: each run. A model that recalls the value in context beats both.
+    ``frame``: one row per (condition, seed, control) with ``hits1, mean_logprob``."""
     conds = order or sorted(frame["condition"].unique())
     x = np.arange(len(conds))
-    width = 0.38
-    fig, axes = plt.subplots(1, len(ICL_METRICS), figsize=(9, 3.2), sharey=False, layout="constrained")
-    for ax, (col, label) in zip(axes, ICL_METRICS.items()):
-        for k, (permuted, name, color) in enumerate(((False, "true labels", "C0"),
-                                                     (True, "labels permuted (control)", "0.6"))):
-            sub = frame[frame["label_permuted"] == permuted]
-            means = sub.groupby("condition")[col].mean().reindex(conds)
-            pos = x + (k - 0.5) * width
-            ax.bar(pos, means, width, color=color, label=name)
-            for i, c in enumerate(conds):  # every task, jittered within its bar
+    width = 0.27
+    fig, axes = plt.subplots(1, len(KV_PANELS), figsize=(9.5, 3.3), layout="constrained")
+    for ax, (col, label) in zip(axes, KV_PANELS.items()):
+        for k, (control, name, color) in enumerate(KV_CONTROLS):
+            sub = frame[frame["control"] == control]
+            pos = x + (k - 1) * width
+            ax.bar(pos, sub.groupby("condition")[col].mean().reindex(conds), width, color=color, label=name)
+            for i, c in enumerate(conds):  # every run, jittered within its bar
                 v = sub.loc[sub["condition"] == c, col].to_numpy()
-                ax.plot(pos[i] + np.linspace(-0.12, 0.12, len(v)), v, ".", ms=3, color="k", alpha=0.6)
+                ax.plot(pos[i] + np.linspace(-0.08, 0.08, len(v)), v, ".", ms=3, color="k", alpha=0.7)
         ax.set_xticks(x, conds)
-        ax.set(title=label, xlabel="Bi-Induct condition", ylabel=f"{label} (mean over tasks)")
+        ax.set(title=label, xlabel="Bi-Induct condition")
     axes[0].legend(fontsize=7, frameon=False)
-    shots = f", {frame['shots_mean'].mean():g} shots" if "shots_mean" in frame else ""
-    fig.suptitle(f"ICL probe: {frame['task'].nunique()} tasks{shots}; bars = mean over tasks, dots = tasks",
-                 fontsize=9)
+    fig.suptitle("Key -> value recall in context; bars = mean over seeds, dots = runs", fontsize=9)
     return fig
 
 

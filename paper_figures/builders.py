@@ -26,10 +26,10 @@ from ihstats.io import load_grid
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import obs_vs_pred_frame
 from ihstats.law.spec import UPTLawSpec
-from ihstats.permutation import sign_flip_test
+from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
 from ihstats.plots import plot_frontier_map
 from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves,
-                                 plot_frontier_onsets, plot_icl_hits, plot_markov_factors, plot_upt_law)
+                                 plot_frontier_onsets, plot_kv_recall, plot_markov_factors, plot_upt_law)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -235,6 +235,9 @@ def analysis_frontier_onsets(inp: Inputs) -> FigureData:
 
 
 # ====================================================================== 4. ablation
+ABLATION_PRIMARY = "repeat_nat_logprob"  # a seeded grid's figure metric: in distribution for every condition
+
+
 def analysis_ablation(inp: Inputs) -> FigureData:
     shipped = inp.reference / "biinduct" / "ablation.parquet"
     if inp.ablation_table is None and not inp.simulated:
@@ -245,6 +248,12 @@ def analysis_ablation(inp: Inputs) -> FigureData:
     else:
         table, source, simulated = _source(inp.ablation_table, "ablation", "--ablation-table")
     b = inp.budget
+    extra = {}
+    labels = table["condition"].astype(str)
+    if labels.str.contains(SEED_SEP).any():  # a seeded grid: the primary metric's top sets, one panel per run
+        top = table[~labels.str.endswith(":prev_token")]
+        extra["pooled"] = pooled_ablation_tests(top)
+        table = top[top["metric"] == ABLATION_PRIMARY] if "metric" in top else top
     tests, _ = run_ablation_tests(table, b["n_resamples"], b["n_boot"], 0.05, inp.seed, True)
     rows = []
     for t in tests.to_dict("records"):
@@ -258,7 +267,11 @@ def analysis_ablation(inp: Inputs) -> FigureData:
                   "set_id": s, "drop": float(v), **keep}
                  for s, v in zip(a.set_ids, a.random.mean(1))]
     note = f"{b['n_resamples']} sign flips, {b['n_boot']} bootstrap draws, Holm across tests"
-    return FigureData(pd.DataFrame(rows), source, simulated, extra={"tests": tests}, note=note)
+    if "pooled" in extra:
+        note += "; seeds pooled (Holm over conditions x metrics): " + "; ".join(
+            f"{r['condition']}/{r['metric']} p {r['p_pooled_holm']:.2g}" for r in extra["pooled"].to_dict("records")
+            if r["metric"] == ABLATION_PRIMARY)
+    return FigureData(pd.DataFrame(rows), source, simulated, extra={"tests": tests, **extra}, note=note)
 
 
 # ====================================================================== 5. Markov factors
@@ -284,8 +297,9 @@ def analysis_markov_factors(inp: Inputs) -> FigureData:
 
 # ====================================================================== 6. Bi-Induct curves
 BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
+                    "ps_nat": "induction on natural-stream repeats (max PS)",
                     "copy_fwd": "forward copy on S SEP S (max over heads)",
-                    "anti_induction": "anti-induction (max over heads)",
+                    "dup_bwd": "duplicate-token on S SEP rev(S) (max over heads)",
                     "val_loss": "held-out loss (nats/token)"}
 
 
@@ -302,46 +316,38 @@ def analysis_biinduct(inp: Inputs) -> FigureData:
     final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
     if "val_loss" in final:
         final["val_perplexity"] = np.exp(final["val_loss"])
-    note = "; ".join(f"{r['mode']}: max PS {r.get('ps', np.nan):.2f}, copy {r.get('copy_fwd', np.nan):.2f}, "
-                     f"anti {r.get('anti_induction', np.nan):.2f}, "
-                     f"val loss {r.get('val_loss', np.nan):.3f}" for r in final.to_dict("records"))
+    means = final.drop(columns="run_id").groupby("mode").mean()
+    note = "mean over seeds at the end; " + "; ".join(
+        f"{mode}: max PS {r.get('ps', np.nan):.2f}, copy {r.get('copy_fwd', np.nan):.2f}, "
+        f"duplicate-token {r.get('dup_bwd', np.nan):.2f}, val loss {r.get('val_loss', np.nan):.3f}"
+        for mode, r in means.iterrows())
     return FigureData(frame.sort_values(["mode", "metric", "step"]).reset_index(drop=True),
                       f"{rel_path(inp.reference / 'biinduct')} (real logs)", False,
                       extra={"final": final}, note=note)
 
 
 # ====================================================================== 7. Bi-Induct ICL probes
-ICL_ORDER = ["none", "forward", "backward", "balanced"]  # the Bi-Induct conditions, as in the curves' legend
+ICL_ORDER = ["none", "forward", "backward", "balanced", "random"]  # as in the curves' legend
 
 
 def analysis_icl(inp: Inputs) -> FigureData:
-    """HITS@1/3 of the ICL probe per condition and task, true labels vs the label-permutation
-    control, with the paired difference per condition and its exact sign-flip p over tasks."""
-    path = inp.reference / "biinduct" / "icl.csv"
+    """Key -> value recall per condition and run under its controls (``icl_kv.csv`` of every run,
+    ``python -m ihtrain.ablate RUN --icl``, gathered with the run's condition and seed)."""
+    path = inp.reference / "biinduct" / "icl_kv.csv"
     if not path.is_file():
         raise Skip(f"{rel_path(path)} missing (python -m ihtrain.ablate RUN_DIR --icl on the biinduct runs, "
-                   f"shipped with paper_figures/ship_runs.py --extra)")
-    t = _read_table(path, "icl")
-    frame = t[["condition", "task", "label_permuted", "n_prompts", "shots_mean", "hits1", "hits3"]]
+                   f"gathered by paper_figures/ship_runs.py --extra)")
+    t = _read_table(path, "icl_kv")
+    frame = t[["condition", "seed", "control", "n_prompts", "shots_mean", "hits1", "mean_logprob"]]
     order = [c for c in ICL_ORDER if c in set(frame["condition"])] + sorted(set(frame["condition"]) - set(ICL_ORDER))
-    rows = []
-    for cond in order:
-        wide = frame[frame["condition"] == cond].pivot(index="task", columns="label_permuted",
-                                                         values=["hits1", "hits3"])
-        row = {"condition": cond, "n_tasks": len(wide)}
-        for col in ("hits1", "hits3"):
-            diff = (wide[(col, False)] - wide[(col, True)]).to_numpy(float)
-            test = sign_flip_test(diff, n_resamples=9999, alternative="greater", seed=inp.seed)
-            row.update({col: wide[(col, False)].mean(), f"{col}_permuted": wide[(col, True)].mean(),
-                        f"{col}_diff": diff.mean(), f"{col}_p": test.pvalue})
-        rows.append(row)
-    summary = pd.DataFrame(rows)
-    p_min = summary[["hits1_p", "hits3_p"]].min().min()
-    note = ("HITS@1, HITS@3 true / permuted labels: "
-            + "; ".join(f"{r['condition']} {r['hits1']:.3f}/{r['hits1_permuted']:.3f}, "
-                        f"{r['hits3']:.3f}/{r['hits3_permuted']:.3f}" for r in rows)
-            + f" (means over tasks; one-sided sign flip over tasks, smallest p {p_min:.2f})")
-    frame = frame.sort_values(["condition", "task", "label_permuted"], key=lambda c: c.map(order.index)
+    summary = (frame.pivot_table(index="condition", columns="control", values=["hits1", "mean_logprob"])
+               .reindex(order))
+    summary.columns = [f"{v}_{c}" for v, c in summary.columns]
+    summary = summary.reset_index()
+    note = "key -> value HITS@1 true / permuted / absent (mean over seeds): " + "; ".join(
+        f"{r['condition']} {r['hits1_true']:.2f}/{r['hits1_permuted']:.2f}/{r['hits1_absent']:.2f}"
+        for r in summary.to_dict("records"))
+    frame = frame.sort_values(["condition", "seed", "control"], key=lambda c: c.map(order.index)
                               if c.name == "condition" else c)
     return FigureData(frame.reset_index(drop=True),
                       f"{rel_path(path)} (real; python -m ihtrain.ablate --icl per run)", False,
@@ -385,7 +391,8 @@ REGISTRY: dict[str, Figure] = {
                               "the former frequency x reliability grid on Markov tokens (freqrel-markov)"),
     "ablation": Figure(analysis_ablation,
                        lambda d: plot_ablation_drops(d.frame, d.extra["tests"],
-                                                     title="Top-k vs random-k head ablations" + _sim_tag(d)),
+                                                     title="Top-k vs random-k head ablations" + _sim_tag(d),
+                                                     ncols=3 if "pooled" in d.extra else None),
                        "top-k vs random-k head-ablation drops with p-values", ("ablation_table",)),
     "emergence_curves_fast": Figure(lambda i: analysis_emergence_curves(i, FAST),
                                     _curves,
@@ -398,7 +405,7 @@ REGISTRY: dict[str, Figure] = {
     "biinduct": Figure(analysis_biinduct, lambda d: plot_biinduct(d.frame, BIINDUCT_METRICS),
                        "Bi-Induct: induction, copy, anti-induction and held-out loss per condition"),
     "biinduct_icl": Figure(analysis_icl,
-                           lambda d: plot_icl_hits(d.frame, list(d.extra["summary"]["condition"])),
-                           "Bi-Induct: ICL probe HITS@1/3 per condition vs the label-permutation control"),
+                           lambda d: plot_kv_recall(d.frame, list(d.extra["summary"]["condition"])),
+                           "Bi-Induct: key -> value recall per condition vs its permuted and absent controls"),
 }
 

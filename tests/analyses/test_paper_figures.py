@@ -180,18 +180,16 @@ def test_committed_figures_pass_check():
     assert make.main(["--check"]) == 0
 
 
-def test_icl_figure_from_shipped_probes(tmp_path):
-    """The Bi-Induct ICL figure: per-task rows as shipped, and per condition the mean HITS@1/3
-    with true and permuted labels and the exact sign-flip p over the 8 tasks."""
+def test_icl_figure_from_shipped_kv_probes(tmp_path):
+    """The Bi-Induct ICL figure: key -> value recall per run as shipped (true pairs and the permuted
+    and absent controls), and per condition the means over seeds."""
     assert make.main(["--only", "biinduct_icl", "--out", str(tmp_path)]) == 0
     rows = pd.read_csv(tmp_path / "biinduct_icl.csv")
-    shipped = pd.read_csv(ROOT / "data" / "reference_runs" / "biinduct" / "icl.csv")
-    assert len(rows) == len(shipped) == 64 and set(rows["condition"]) == set(shipped["condition"])
+    shipped = pd.read_csv(ROOT / "data" / "reference_runs" / "biinduct" / "icl_kv.csv")
+    assert len(rows) == len(shipped) == 15 * 3 and set(rows["control"]) == {"true", "permuted", "absent"}
     s = pd.read_csv(tmp_path / "biinduct_icl_summary.csv").set_index("condition")
-    assert list(s.index) == ["none", "forward", "backward", "balanced"] and (s["n_tasks"] == 8).all()
-    fwd = shipped[shipped["condition"] == "forward"].groupby("label_permuted")[["hits1", "hits3"]].mean()
-    assert s.at["forward", "hits1"] == pytest.approx(fwd.at[False, "hits1"])
-    assert s.at["forward", "hits3_permuted"] == pytest.approx(fwd.at[True, "hits3"])
-    assert ((s["hits3_p"] > 0) & (s["hits3_p"] <= 1)).all()
+    assert list(s.index) == ["none", "forward", "backward", "balanced", "random"]
+    fwd = shipped[shipped["condition"] == "forward"].groupby("control")[["hits1", "mean_logprob"]].mean()
+    assert s.at["forward", "hits1_true"] == pytest.approx(fwd.at["true", "hits1"])
+    assert s.at["forward", "mean_logprob_absent"] == pytest.approx(fwd.at["absent", "mean_logprob"])
     assert (tmp_path / "biinduct_icl.png").stat().st_size > 1000
-

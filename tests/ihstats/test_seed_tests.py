@@ -61,21 +61,25 @@ def test_errors():
 
 
 def test_ablation_floor_of_the_biinduct_preset_is_below_005_after_holm():
-    """The preset's shape, read from its TOML: one head per layer under the top-2% rule, and the
-    exact random-set test can reject at 0.05 after Holm over the preset's family (conditions x
-    seeds x the ablation metrics of its closing note: repeat, repeat_nat, val, kv log-probs)."""
+    """The preset's shape, read from its TOML: one head per layer under the top-2% rule; with seeds
+    as the unit (ihstats.pooled_ablation: each condition's seeds combined) the test can reject at
+    0.05 after Holm over the preset's family: its conditions x the 4 ablation metrics of the
+    closing note (repeat, repeat_nat, val, kv log-probs)."""
     from ihtrain.grid_spec import load_grid_preset
+    from ihstats.pooled_ablation import pooled_floor
 
     grid = load_grid_preset("biinduct")
     runs = grid.expand()
     cfg = runs[0].config.model
-    n_conditions = len({r.factors["data.biinduct.mode"] for r in runs})
-    n_tests = len(runs) * 4
-    assert n_conditions == 5 and len(runs) == 15
-    f = ablation_floor(cfg.n_layer, cfg.n_head, 0.02, n_tests)
+    modes = [r.factors["data.biinduct.mode"] for r in runs]
+    n_seeds = {modes.count(m) for m in modes}
+    assert len(set(modes)) == 5 and n_seeds == {3}
+    f = ablation_floor(cfg.n_layer, cfg.n_head, 0.02)
     assert f["k_per_layer"] == 1 and f["n_sets"] == cfg.n_head ** cfg.n_layer
-    assert f["p_holm"] < 0.05
-    # the old shape (2 x 4) could not: 16 sets, 1/16 raw and 0.25 after Holm over 4 conditions
+    pooled = pooled_floor([f["n_sets"] - 1] * 3)
+    assert pooled == pytest.approx(f["p_raw"] ** 3)
+    assert pooled * len(set(modes)) * 4 < 0.05
+    # one run alone could not: 16 sets floor at 1/16 raw, 0.25 after Holm over 4 conditions
     old = ablation_floor(2, 4, 0.02, 4)
     assert (old["n_sets"], old["p_raw"], old["p_holm"]) == (16, 1 / 16, 0.25)
     assert per_layer_count(12, 0.02) == 1 and per_layer_count(100, 0.02) == 2
