@@ -3,7 +3,8 @@
 :func:`run_table` reads one row per run: the condition (``biinduct`` mode) and seed, formation and
 onset (``summary.csv``), each signature at the last evaluation, the concentration of PS at matched
 max PS (:func:`ihstats.concentration.concentration_at_level`), key -> value recall against its
-controls (``icl_kv.csv`` beside the run, ``ihtrain.ablate --icl``) and, given the ablation table,
+controls (``ihtrain.ablate --icl``: the grid's gathered ``icl_kv.csv`` with a ``run_id``
+column, or each run's own) and, given the ablation table,
 each run's top-minus-random gap. :func:`claim_tests` tests each claim once, Bi-Induct runs
 (forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
 over runs (:func:`ihstats.seed_tests.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
@@ -79,11 +80,15 @@ def _concentration(m: pd.DataFrame, level: float) -> dict[str, float]:
     return {"top_share": float(row["top_share"]), "n_eff": float(row["n_eff"]), "matched_step": step}
 
 
-def _kv(run_dir: Path) -> dict[str, float]:
-    path = run_dir / "icl_kv.csv"
-    if not path.is_file():
+def _kv(kv_all: pd.DataFrame | None, run_id: str, run_dir: Path) -> dict[str, float]:
+    """Key -> value recall of one run: its rows of the grid's ``icl_kv.csv`` (column ``run_id``),
+    else the run's own ``icl_kv.csv``, else nothing."""
+    if kv_all is not None and (kv_all["run_id"] == run_id).any():
+        kv = kv_all[kv_all["run_id"] == run_id].set_index("control")
+    elif (run_dir / "icl_kv.csv").is_file():
+        kv = pd.read_csv(run_dir / "icl_kv.csv").set_index("control")
+    else:
         return {}
-    kv = pd.read_csv(path).set_index("control")
     return {"kv_hits1": kv.at["true", "hits1"], "kv_logprob": kv.at["true", "mean_logprob"],
             "kv_gain": kv.at["true", "mean_logprob"] - kv.at["permuted", "mean_logprob"],
             "kv_gain_absent": kv.at["true", "mean_logprob"] - kv.at["absent", "mean_logprob"]}
@@ -94,6 +99,8 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
     """One row per run of a biinduct grid (see the module docstring)."""
     grid = load_grid(grid_dir)
     summary = pd.read_csv(Path(grid_dir) / "summary.csv").set_index("run_id")
+    kv_path = Path(grid_dir) / "icl_kv.csv"  # every run's key -> value recall, gathered
+    kv_all = pd.read_csv(kv_path) if kv_path.is_file() else None
     rows = []
     for run in grid.runs.to_dict("records"):
         rid = run["run_id"]
@@ -103,7 +110,7 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
                "onset": float(s["onset"]), "steps": int(s["steps"]),
                "max_ps_peak": float(max_over_heads(m).max())}
         row["onset_or_cap"] = row["onset"] if row["formed"] else float(row["steps"])
-        row |= _final(m) | _concentration(m, level) | _kv(Path(run["path"]))
+        row |= _final(m) | _concentration(m, level) | _kv(kv_all, rid, Path(run["path"]))
         if ablation is not None:
             row["ablation_gap"] = _gap(ablation, f"{row['mode']}@s{row['seed']}", metric)
         rows.append(row)
