@@ -50,6 +50,7 @@ import torch.nn.functional as F
 
 from ihstats.ablation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args
+from ihstats.permutation import sign_flip_test
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
@@ -259,15 +260,22 @@ def icl_report(run: LoadedRun, n_prompts: int = 50, n_shots: int = 10, seed: int
 
 def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> pd.DataFrame:
     """Key -> value recall under its three controls (same prompts): :func:`icl_report`'s columns
-    plus ``control``; token level, so any source (no tokenizer needed)."""
-    C, rows = run.cfg.train.context, []
+    plus ``control`` and, for each control, ``p_true_above`` (one-sided paired sign-flip p over
+    prompts that the true pairs' answer log-prob is above the control's); token level, so any
+    source (no tokenizer needed)."""
+    C, rows, logp = run.cfg.train.context, [], {}
     for control in KV_CONTROLS:
         b = kv_recall_batch(n_prompts, min(KV_PAIRS, (C - 1) // 2), run.source.ordinary_range, control, seed)
         s = icl_scores(run.model, b)
+        logp[control] = s["icl_logprob"]
+        # the controls share the true prompts' keys: paired over prompts, does the truth score higher?
+        p = (np.nan if control == "true" else
+             sign_flip_test(logp["true"] - s["icl_logprob"], 9999, "greater", seed=seed).pvalue)
         rows.append({"task": "kv_recall", "label_permuted": control == "permuted", "control": control,
                      "n_prompts": len(b.ids), "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
                      "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
-                     "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
+                     "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean(),
+                     "p_true_above": p})
     return pd.DataFrame(rows)
 
 

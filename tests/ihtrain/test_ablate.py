@@ -289,6 +289,8 @@ def test_cli_icl_and_errors(tiny_run, tmp_path, capsys):
     assert (rep["hits3"] >= rep["hits1"]).all() and (rep["shots_mean"] <= 10).all()
     kv = pd.read_csv(tmp_path / "icl_kv.csv")  # key -> value recall beside it, 3 controls
     assert kv["control"].tolist() == ["true", "permuted", "absent"] and kv["hits1"].between(0, 1).all()
+    assert kv["p_true_above"].isna().tolist() == [True, False, False]  # a paired p per control
+    assert kv["p_true_above"].iloc[1:].between(1 / 16, 1).all()  # 4 prompts: exact, floor 1/16
     assert "wrote" in capsys.readouterr().out
 
     assert main([str(tmp_path / "nope")]) == 2
