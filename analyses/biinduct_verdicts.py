@@ -63,11 +63,13 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
     md = ["# Bi-Induct verdicts", "", f"- grid: {source}; {len(runs)} runs; conditions "
           + ", ".join(f"{k} ({v})" for k, v in runs["mode"].value_counts().sort_index().items()),
           f"- concentration compared at the first evaluation with max PS >= {level}",
-          "- each claim: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
-          "permutation over runs; one-sided floor 1 / C(n + n_baseline, n_baseline), twice that two-sided", "",
+          "- each measure: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
+          "permutation over runs, one-sided in the predicted direction (two-sided where the paper predicts "
+          "no difference); floor 1 / C(n + n_baseline, n_baseline), twice that two-sided; Holm over a "
+          "claim's measures (p_for_holm, floor_holm)", "",
           "## Claims", ""]
-    md += _md_table(claims, ["claim", "runs", "n", "mean", "mean_baseline", "diff", "p_greater", "p_less",
-                             "floor_one_sided", "verdict"])
+    md += _md_table(claims, ["claim", "measure", "runs", "n", "mean", "mean_baseline", "diff", "p_for",
+                             "p_for_holm", "p_against_holm", "floor_holm", "verdict"])
     md += ["", "## Runs", ""]
     md += _md_table(runs, [c for c in ("mode", "seed", "formed", "onset", "ps", "ps_nat", "repeat_nat_logprob",
                                        "copy_bwd_logprob", "dup_bwd", "icl_token_index", "kv_gain", "top_share",
@@ -94,7 +96,7 @@ def main(argv=None) -> int:
     claims.to_csv(args.out / "claims.csv", index=False)
     contr.to_csv(args.out / "contrasts.csv", index=False)
     write_summary(args.out / "summary.md", runs, claims, contr, str(args.grid), args.level)
-    print(claims[["claim", "diff", "p_greater", "p_less", "floor_one_sided", "verdict"]].to_string(index=False))
+    print(claims[["claim", "column", "diff", "p_for_holm", "floor_holm", "verdict"]].to_string(index=False))
     print(f"wrote {args.out}/ (runs.csv, claims.csv, contrasts.csv, summary.md)")
     return 0
 

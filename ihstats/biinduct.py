@@ -5,10 +5,10 @@ onset (``summary.csv``), each signature at the last evaluation, the concentratio
 max PS (:func:`ihstats.concentration.concentration_at_level`), key -> value recall against its
 controls (``ihtrain.ablate --icl``: the grid's gathered ``icl_kv.csv`` with a ``run_id``
 column, or each run's own) and, given the ablation table,
-each run's top-minus-random gap. :func:`claim_tests` tests each claim once, Bi-Induct runs
+each run's top-minus-random gap. :func:`claim_tests` tests each claim's measures, Bi-Induct runs
 (forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
 over runs (:func:`ihstats.seed_tests.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
-0.0045`` one-sided), and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
+0.0045`` one-sided), Holm over a claim's measures, and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
 this design``. Per-curriculum contrasts (and the random-span control) are
 :func:`ihstats.seed_tests.condition_contrasts`, Holm over the four, floor stated.
 """
@@ -25,6 +25,7 @@ from ihstats.ablation import ablation_arrays
 from ihstats.concentration import concentration_at_level
 from ihstats.contract import max_over_heads
 from ihstats.io import load_grid
+from ihstats.permutation import correct_pvalues
 from ihstats.seed_tests import two_sample_floor, two_sample_test
 
 NATURAL, CONTROL = "none", "random"
@@ -37,9 +38,11 @@ MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "ic
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim: the per-run column it is about, what the paper predicts for Bi-Induct against
-    natural-only (``greater``, ``less``, or ``none``: no difference), and which runs are tested."""
+    """One measure of a claim: the per-run column, what the paper predicts for Bi-Induct against
+    natural-only (``greater``, ``less``, or ``none``: no difference), which runs are tested, and
+    the claim (``family``) whose measures share one Holm correction."""
 
+    family: str
     name: str
     column: str
     predicts: str
@@ -48,16 +51,18 @@ class Claim:
 
 
 CLAIMS = (
-    Claim("induction signatures rise with Bi-Induct (final max PS)", "ps", "greater"),
-    Claim("... on natural-text repeats (final max PS on natural spans)", "ps_nat", "greater"),
-    Claim("induction heads emerge earlier at small scale (onset; not formed = cap)", "onset_or_cap", "less"),
-    Claim("few-shot ICL not better (token-index ICL score)", "icl_token_index", "none"),
-    Claim("few-shot ICL not better (key -> value recall, true minus permuted log-prob)", "kv_gain", "none"),
-    Claim("top-head ablation hurts natural-only most (natural gap above Bi-Induct's)", "ablation_gap", "less"),
-    Claim("natural-only circuits more concentrated (top-2% share at matched PS)", "top_share", "less"),
-    Claim("anti-induction near zero, even with backward snippets (duplicate-token score)", "dup_bwd", "none",
+    Claim("signatures rise", "final max PS", "ps", "greater"),
+    Claim("signatures rise", "final max PS on natural-stream repeats", "ps_nat", "greater"),
+    Claim("earlier emergence", "onset (not formed: the cap)", "onset_or_cap", "less"),
+    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "none"),
+    Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "none"),
+    Claim("ablation hurts natural-only most", "top minus mean random drop (the gap)", "ablation_gap", "less"),
+    Claim("natural-only more concentrated", "top-2% share of PS in the induction layer at matched PS",
+          "top_share", "less"),
+    Claim("anti-induction near zero", "duplicate-token score on S SEP rev(S)", "dup_bwd", "none",
           ("backward", "balanced")),
-    Claim("... backward-copy log-prob", "copy_bwd_logprob", "none", ("backward", "balanced")),
+    Claim("anti-induction near zero", "backward-copy log-prob on S SEP rev(S)", "copy_bwd_logprob", "none",
+          ("backward", "balanced")),
 )
 
 
@@ -124,39 +129,53 @@ def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
     return float(d.top.mean() - d.random.mean())
 
 
-def verdict(p_more: float, p_less: float, floor: float, predicts: str, alpha: float = 0.05) -> str:
-    """Words a claim's test: one-sided p for 'Bi-Induct above' and 'below' the baseline, the design's
-    floor (one-sided; a two-sided test's is twice it), and what the paper predicts."""
-    if predicts == "none":
-        p_two = min(1.0, 2 * min(p_more, p_less))
-        if 2 * floor > alpha:
-            return "not resolvable by this design"
-        return "differs" if p_two <= alpha else "agrees (no difference detected)"
+def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: float = 0.05) -> str:
+    """Words one measure's test from its Holm-adjusted p in the predicted direction (two-sided for
+    ``predicts = "none"``), in the opposite one, and the design's floor after the same Holm."""
     if floor > alpha:
         return "not resolvable by this design"
-    p_for, p_against = (p_more, p_less) if predicts == "greater" else (p_less, p_more)
+    if predicts == "none":
+        return "differs" if p_for <= alpha else "agrees (no difference detected)"
     if p_for <= alpha:
         return "agrees"
     return "differs" if p_against <= alpha else "not resolvable by this design (no effect detected)"
 
 
+def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
+    a = runs.loc[runs["mode"].isin(c.biinduct), c.column].dropna().to_numpy(float)
+    b = runs.loc[runs["mode"] == c.baseline, c.column].dropna().to_numpy(float)
+    if not a.size or not b.size:
+        return None
+    more, less = two_sample_test(a, b, "greater").pvalue, two_sample_test(a, b, "less").pvalue
+    if c.predicts == "none":
+        p_for, p_against = min(1.0, 2 * min(more, less)), np.nan
+    else:
+        p_for, p_against = (more, less) if c.predicts == "greater" else (less, more)
+    floor = two_sample_floor(a.size, b.size, "two-sided" if c.predicts == "none" else "greater")[0]
+    return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
+            "runs": "+".join(c.biinduct), "n": a.size, "n_baseline": b.size, "mean": a.mean(),
+            "mean_baseline": b.mean(), "diff": a.mean() - b.mean(), "p_greater": more, "p_less": less,
+            "p_for": p_for, "p_against": p_against, "floor": floor}
+
+
 def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.DataFrame:
-    """Each claim's primary test: Bi-Induct runs against the baseline's, seeds as the unit."""
-    rows = []
-    for c in claims:
-        if c.column not in runs:
-            continue
-        a = runs.loc[runs["mode"].isin(c.biinduct), c.column].dropna().to_numpy(float)
-        b = runs.loc[runs["mode"] == c.baseline, c.column].dropna().to_numpy(float)
-        if not a.size or not b.size:
-            continue
-        more, less = two_sample_test(a, b, "greater"), two_sample_test(a, b, "less")
-        floor = two_sample_floor(a.size, b.size, "greater")[0]
-        rows.append({"claim": c.name, "column": c.column, "predicts": c.predicts, "runs": "+".join(c.biinduct),
-                     "n": a.size, "n_baseline": b.size, "mean": a.mean(), "mean_baseline": b.mean(),
-                     "diff": a.mean() - b.mean(), "p_greater": more.pvalue, "p_less": less.pvalue,
-                     "floor_one_sided": floor, "verdict": verdict(more.pvalue, less.pvalue, floor, c.predicts, alpha)})
-    return pd.DataFrame(rows)
+    """Each claim's measures: Bi-Induct runs against the baseline's, seeds as the unit, Holm over
+    the measures of a claim; ``floor_holm`` is the floor times the claim's measures."""
+    rows = [r for c in claims if c.column in runs and (r := _measure(c, runs)) is not None]
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    for col in ("p_for", "p_against"):
+        out[f"{col}_holm"] = np.nan
+        for _, idx in out.groupby("claim").groups.items():
+            ok = out.loc[idx, col].notna()
+            if ok.any():
+                adj = correct_pvalues(out.loc[idx][ok][col], alpha, methods=("holm",))
+                out.loc[out.loc[idx][ok].index, f"{col}_holm"] = adj["p_holm"].to_numpy()
+    out["floor_holm"] = np.minimum(1.0, out["floor"] * out.groupby("claim")["claim"].transform("size"))
+    out["verdict"] = [verdict(r["p_for_holm"], r["p_against_holm"], r["floor_holm"], r["predicts"], alpha)
+                      for r in out.to_dict("records")]
+    return out
 
 
 __all__ = ["CLAIMS", "Claim", "claim_tests", "run_table", "verdict"]

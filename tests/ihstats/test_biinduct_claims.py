@@ -22,21 +22,24 @@ def test_verdict_wording():
     assert verdict(0.001, 1.0, 0.0045, "greater") == "agrees"
     assert verdict(1.0, 0.001, 0.0045, "greater") == "differs"
     assert verdict(0.3, 0.7, 0.0045, "greater").startswith("not resolvable")
-    assert verdict(0.05, 0.95, 0.05, "greater") == "agrees" and verdict(0.05, 0.95, 0.1, "less").startswith("not res")
-    assert verdict(0.4, 0.6, 0.0045, "none") == "agrees (no difference detected)"
-    assert verdict(0.001, 0.999, 0.0045, "none") == "differs"
-    assert verdict(0.4, 0.6, 0.05, "none") == "not resolvable by this design"  # two-sided floor 0.1
+    assert verdict(0.05, 0.95, 0.05, "greater") == "agrees" and verdict(0.1, 0.95, 0.1, "less").startswith("not res")
+    assert verdict(0.8, np.nan, 0.009, "none") == "agrees (no difference detected)"
+    assert verdict(0.002, np.nan, 0.009, "none") == "differs"
+    assert verdict(0.8, np.nan, 0.1, "none") == "not resolvable by this design"  # 3 vs 3 two-sided
 
 
 def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
     c = claim_tests(_runs(shift_ps=0.3)).set_index("column")
     assert c.at["ps", "n"] == 9 and c.at["ps", "n_baseline"] == 3
-    assert c.at["ps", "floor_one_sided"] == pytest.approx(1 / 220)
-    assert c.at["ps", "p_greater"] == pytest.approx(1 / 220) and c.at["ps", "verdict"] == "agrees"
+    assert c.at["ps", "floor"] == pytest.approx(1 / 220)
+    assert c.at["ps", "p_greater"] == pytest.approx(1 / 220)
+    # Holm over the claim's two measures (ps and ps_nat; ps_nat absent here: a family of one)
+    assert c.at["ps", "p_for_holm"] == pytest.approx(1 / 220) and c.at["ps", "verdict"] == "agrees"
     # onsets identical across conditions: nothing earlier
     assert c.at["onset_or_cap", "verdict"].startswith("not resolvable")
     # anti-induction uses backward + balanced only (6 vs 3: one-sided floor 1 / 84)
-    assert c.at["dup_bwd", "n"] == 6 and c.at["dup_bwd", "floor_one_sided"] == pytest.approx(1 / 84)
+    assert c.at["dup_bwd", "n"] == 6 and c.at["dup_bwd", "floor"] == pytest.approx(2 / 84)  # two-sided
+    assert c.at["dup_bwd", "floor_holm"] == pytest.approx(4 / 84)  # Holm with copy_bwd_logprob: still < 0.05
     assert c.at["dup_bwd", "verdict"] == "agrees (no difference detected)"
     # the random-span control is never pooled with the curricula
     assert all("random" not in r for r in c["runs"])
@@ -45,7 +48,7 @@ def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
 def test_three_seeds_of_one_curriculum_cannot_resolve_a_two_sided_claim():
     runs = _runs(shift_ps=0.3, n_seeds=1)
     c = claim_tests(runs).set_index("column")
-    assert c.at["ps", "floor_one_sided"] == pytest.approx(0.25)
+    assert c.at["ps", "floor"] == pytest.approx(0.25)
     assert c.at["ps", "verdict"] == "not resolvable by this design"
     assert {cl.column for cl in CLAIMS} >= {"ps", "onset_or_cap", "icl_token_index", "kv_gain", "ablation_gap",
                                            "top_share", "dup_bwd"}
