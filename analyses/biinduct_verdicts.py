@@ -64,8 +64,8 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
           + ", ".join(f"{k} ({v})" for k, v in runs["mode"].value_counts().sort_index().items()),
           f"- concentration compared at the first evaluation with max PS >= {level}",
           "- each measure: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
-          "permutation over runs, one-sided in the predicted direction (two-sided where the paper predicts "
-          "no difference); floor 1 / C(n + n_baseline, n_baseline), twice that two-sided; Holm over a "
+          "permutation over runs, one-sided in the predicted direction (for a claim of no increase, one-sided "
+          "for an increase, which would refute it); floor 1 / C(n + n_baseline, n_baseline); Holm over a "
           "claim's measures (p_for_holm, floor_holm)", "",
           "## Claims", ""]
     md += _md_table(claims, ["claim", "measure", "runs", "n", "mean", "mean_baseline", "diff", "p_for",

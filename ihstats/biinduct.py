@@ -39,8 +39,9 @@ MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "ic
 @dataclass(frozen=True)
 class Claim:
     """One measure of a claim: the per-run column, what the paper predicts for Bi-Induct against
-    natural-only (``greater``, ``less``, or ``none``: no difference), which runs are tested, and
-    the claim (``family``) whose measures share one Holm correction."""
+    natural-only (``greater``, ``less``, or ``not greater``: no increase, tested one-sided for
+    an increase), which runs are tested, and the claim (``family``) whose measures share one
+    Holm correction."""
 
     family: str
     name: str
@@ -54,14 +55,14 @@ CLAIMS = (
     Claim("signatures rise", "final max PS", "ps", "greater"),
     Claim("signatures rise", "final max PS on natural-stream repeats", "ps_nat", "greater"),
     Claim("earlier emergence", "onset (not formed: the cap)", "onset_or_cap", "less"),
-    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "none"),
-    Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "none"),
+    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not greater"),
+    Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "not greater"),
     Claim("ablation hurts natural-only most", "top minus mean random drop (the gap)", "ablation_gap", "less"),
     Claim("natural-only more concentrated", "top-2% share of PS in the induction layer at matched PS",
           "top_share", "less"),
-    Claim("anti-induction near zero", "duplicate-token score on S SEP rev(S)", "dup_bwd", "none",
+    Claim("anti-induction near zero", "duplicate-token score on S SEP rev(S)", "dup_bwd", "not greater",
           ("backward", "balanced")),
-    Claim("anti-induction near zero", "backward-copy log-prob on S SEP rev(S)", "copy_bwd_logprob", "none",
+    Claim("anti-induction near zero", "backward-copy log-prob on S SEP rev(S)", "copy_bwd_logprob", "not greater",
           ("backward", "balanced")),
 )
 
@@ -130,12 +131,15 @@ def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
 
 
 def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: float = 0.05) -> str:
-    """Words one measure's test from its Holm-adjusted p in the predicted direction (two-sided for
-    ``predicts = "none"``), in the opposite one, and the design's floor after the same Holm."""
+    """Words one measure's test from its Holm-adjusted one-sided p for the predicted direction (for
+    ``predicts = "not greater"``: for an increase, the direction that would refute it), for the
+    opposite one, and the design's floor after the same Holm."""
     if floor > alpha:
         return "not resolvable by this design"
-    if predicts == "none":
-        return "differs" if p_for <= alpha else "agrees (no difference detected)"
+    if predicts == "not greater":
+        if p_for <= alpha:
+            return "differs"
+        return "agrees (lower)" if p_against <= alpha else "agrees (no increase detected)"
     if p_for <= alpha:
         return "agrees"
     return "differs" if p_against <= alpha else "not resolvable by this design (no effect detected)"
@@ -147,11 +151,8 @@ def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
     if not a.size or not b.size:
         return None
     more, less = two_sample_test(a, b, "greater").pvalue, two_sample_test(a, b, "less").pvalue
-    if c.predicts == "none":
-        p_for, p_against = min(1.0, 2 * min(more, less)), np.nan
-    else:
-        p_for, p_against = (more, less) if c.predicts == "greater" else (less, more)
-    floor = two_sample_floor(a.size, b.size, "two-sided" if c.predicts == "none" else "greater")[0]
+    p_for, p_against = (less, more) if c.predicts == "less" else (more, less)
+    floor = two_sample_floor(a.size, b.size, "greater")[0]
     return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
             "runs": "+".join(c.biinduct), "n": a.size, "n_baseline": b.size, "mean": a.mean(),
             "mean_baseline": b.mean(), "diff": a.mean() - b.mean(), "p_greater": more, "p_less": less,

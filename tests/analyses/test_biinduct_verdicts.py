@@ -45,7 +45,7 @@ def test_claims_on_a_fake_grid(tmp_path):
     # curricula form earlier than natural-only in every seed: the pooled test reaches its floor
     assert claims.at["onset_or_cap", "p_less"] == pytest.approx(1 / 220)
     assert claims.at["onset_or_cap", "verdict"] == "agrees"
-    assert claims.at["kv_gain", "verdict"] == "agrees (no difference detected)"
+    assert claims.at["kv_gain", "verdict"] == "agrees (no increase detected)"
     contr = pd.read_csv(tmp_path / "o" / "contrasts.csv")
     onset = contr[contr["value"] == "onset_or_cap"].set_index("condition")
     assert onset.at["forward", "p_floor"] == pytest.approx(0.1)  # 3 vs 3, two-sided: descriptive

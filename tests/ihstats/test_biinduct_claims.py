@@ -14,7 +14,7 @@ def _runs(shift_ps=0.0, n_seeds=3):
             bi = mode in ("forward", "backward", "balanced")
             rows.append({"mode": mode, "seed": s, "ps": 0.4 + (shift_ps if bi else 0) + 0.01 * s,
                          "onset_or_cap": 2000.0 + 10 * s, "dup_bwd": 0.05 + 0.001 * s,
-                         "copy_bwd_logprob": -5.0 - 0.1 * s})
+                         "copy_bwd_logprob": -5.0 - 0.1 * s - (1.0 if mode in ("backward", "balanced") else 0.0)})
     return pd.DataFrame(rows)
 
 
@@ -23,9 +23,10 @@ def test_verdict_wording():
     assert verdict(1.0, 0.001, 0.0045, "greater") == "differs"
     assert verdict(0.3, 0.7, 0.0045, "greater").startswith("not resolvable")
     assert verdict(0.05, 0.95, 0.05, "greater") == "agrees" and verdict(0.1, 0.95, 0.1, "less").startswith("not res")
-    assert verdict(0.8, np.nan, 0.009, "none") == "agrees (no difference detected)"
-    assert verdict(0.002, np.nan, 0.009, "none") == "differs"
-    assert verdict(0.8, np.nan, 0.1, "none") == "not resolvable by this design"  # 3 vs 3 two-sided
+    assert verdict(0.8, 0.2, 0.009, "not greater") == "agrees (no increase detected)"
+    assert verdict(0.99, 0.01, 0.009, "not greater") == "agrees (lower)"
+    assert verdict(0.002, 0.99, 0.009, "not greater") == "differs"
+    assert verdict(0.8, 0.2, 0.1, "not greater") == "not resolvable by this design"  # 3 vs 3, Holm over 2
 
 
 def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
@@ -38,9 +39,11 @@ def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
     # onsets identical across conditions: nothing earlier
     assert c.at["onset_or_cap", "verdict"].startswith("not resolvable")
     # anti-induction uses backward + balanced only (6 vs 3: one-sided floor 1 / 84)
-    assert c.at["dup_bwd", "n"] == 6 and c.at["dup_bwd", "floor"] == pytest.approx(2 / 84)  # two-sided
-    assert c.at["dup_bwd", "floor_holm"] == pytest.approx(4 / 84)  # Holm with copy_bwd_logprob: still < 0.05
-    assert c.at["dup_bwd", "verdict"] == "agrees (no difference detected)"
+    assert c.at["dup_bwd", "n"] == 6 and c.at["dup_bwd", "floor"] == pytest.approx(1 / 84)
+    assert c.at["dup_bwd", "floor_holm"] == pytest.approx(2 / 84)  # Holm with copy_bwd_logprob
+    assert c.at["dup_bwd", "verdict"] == "agrees (no increase detected)"
+    # backward-copy log-prob lower with backward snippets in every run: not an increase
+    assert c.at["copy_bwd_logprob", "verdict"] == "agrees (lower)"
     # the random-span control is never pooled with the curricula
     assert all("random" not in r for r in c["runs"])
 
