@@ -99,7 +99,8 @@ def pooled_ablation_tests(table: pd.DataFrame, alpha: float = 0.05,
         Per condition (x metric): ``n_seeds``, ``top_drop`` and ``random_drop`` (means over seeds),
         ``gap_min`` / ``gap_max`` (the seeds' top-minus-mean-random drops), ``p_seeds`` (each
         seed's own p, joined), ``p_pooled``, its floor ``p_floor``, and ``p_pooled_holm`` /
-        ``p_floor_holm`` over the rows.
+        ``p_floor_holm`` over the rows; ``p_pooled_less`` (and its Holm) tests the other side:
+        the top set hurts less than the random sets.
     """
     check_table(table)
     labels = pd.Series(table["condition"].astype(str).unique())
@@ -111,16 +112,19 @@ def pooled_ablation_tests(table: pd.DataFrame, alpha: float = 0.05,
             tops = [d.top.mean() for d in data]
             rands = [d.random.mean(1) for d in data]
             res = pooled_random_set_test(tops, rands)
+            less = pooled_random_set_test([-t for t in tops], [-r for r in rands])  # top hurts less
             gaps = [t - r.mean() for t, r in zip(tops, rands)]
             per_seed = [float(_set_pvalues(t, r)[0]) for t, r in zip(tops, rands)]
             rows.append({"condition": cond, "metric": metric, "n_seeds": len(data),
                          "top_drop": float(np.mean(tops)), "random_drop": float(np.mean([r.mean() for r in rands])),
                          "gap_min": float(min(gaps)), "gap_max": float(max(gaps)),
                          "p_seeds": " ".join(f"{p:.3g}" for p in per_seed), "p_pooled": res.pvalue,
+                         "p_pooled_less": less.pvalue,
                          "p_floor": pooled_floor([r.size for r in rands])})
     out = pd.DataFrame(rows)
     adj = correct_pvalues(out["p_pooled"], alpha, methods=("holm",))
     out["p_pooled_holm"] = adj["p_holm"].to_numpy()
+    out["p_pooled_less_holm"] = correct_pvalues(out["p_pooled_less"], alpha, methods=("holm",))["p_holm"].to_numpy()
     out["p_floor_holm"] = np.minimum(1.0, out["p_floor"] * len(out))
     return out if metrics != [None] else out.drop(columns="metric")
 

@@ -61,6 +61,7 @@ def test_pooled_tests_group_seed_labels_and_correct_with_holm():
     assert out.at["none", "p_pooled_holm"] == pytest.approx(2 * 21.0 ** -3)
     assert out.at["none", "p_floor_holm"] == pytest.approx(2 * 21.0 ** -3)
     assert out.at["random", "p_pooled"] > 0.01
+    assert out.at["none", "p_pooled_less"] == pytest.approx(1.0)  # the other side: nowhere near
     assert out.at["none", "gap_min"] > 1.5 and out.at["none", "p_seeds"].split() == ["0.0476"] * 3
     assert condition_of("backward@s12") == "backward" and condition_of("plain") == "plain"
 
