@@ -55,6 +55,8 @@ CLAIMS = (
     Claim("signatures rise", "final max PS", "ps", "greater"),
     Claim("signatures rise", "final max PS on natural-stream repeats", "ps_nat", "greater"),
     Claim("earlier emergence", "onset (not formed: the cap)", "onset_or_cap", "less"),
+    Claim("earlier emergence", "onset against the random-span control (same injection, nothing to copy)",
+          "onset_or_cap", "less", CURRICULA, CONTROL),
     Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not greater"),
     Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "not greater"),
     Claim("ablation hurts natural-only most", "top minus mean random drop (the gap)", "ablation_gap", "less"),
@@ -154,7 +156,7 @@ def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
     p_for, p_against = (less, more) if c.predicts == "less" else (more, less)
     floor = two_sample_floor(a.size, b.size, "greater")[0]
     return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
-            "runs": "+".join(c.biinduct), "n": a.size, "n_baseline": b.size, "mean": a.mean(),
+            "runs": "+".join(c.biinduct), "baseline": c.baseline, "n": a.size, "n_baseline": b.size, "mean": a.mean(),
             "mean_baseline": b.mean(), "diff": a.mean() - b.mean(), "p_greater": more, "p_less": less,
             "p_for": p_for, "p_against": p_against, "floor": floor}
 

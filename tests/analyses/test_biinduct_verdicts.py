@@ -41,9 +41,13 @@ def test_claims_on_a_fake_grid(tmp_path):
     runs = pd.read_csv(tmp_path / "o" / "runs.csv")
     assert len(runs) == 15 and set(runs["mode"]) == set(MODES)
     assert list(runs["kv_gain"]) == pytest.approx([3.0] * 15) and runs["top_share"].notna().all()
-    claims = pd.read_csv(tmp_path / "o" / "claims.csv").set_index("column")
+    claims = pd.read_csv(tmp_path / "o" / "claims.csv")
+    vs_control = claims[claims["baseline"] == "random"].iloc[0]  # the curricula against the random-span control
+    assert vs_control["column"] == "onset_or_cap" and vs_control["verdict"] == "agrees"
+    claims = claims[claims["baseline"] == "none"].set_index("column")
     # curricula form earlier than natural-only in every seed: the pooled test reaches its floor
     assert claims.at["onset_or_cap", "p_less"] == pytest.approx(1 / 220)
+    assert claims.at["onset_or_cap", "p_for_holm"] == pytest.approx(2 / 220)  # Holm over the claim's 2 measures
     assert claims.at["onset_or_cap", "verdict"] == "agrees"
     assert claims.at["kv_gain", "verdict"] == "agrees (no increase detected)"
     contr = pd.read_csv(tmp_path / "o" / "contrasts.csv")

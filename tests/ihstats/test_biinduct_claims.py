@@ -30,7 +30,9 @@ def test_verdict_wording():
 
 
 def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
-    c = claim_tests(_runs(shift_ps=0.3)).set_index("column")
+    c = claim_tests(_runs(shift_ps=0.3))
+    assert (c.loc[c["column"] == "onset_or_cap", "baseline"].tolist() == ["none", "random"])  # and the control
+    c = c[c["baseline"] == "none"].set_index("column")
     assert c.at["ps", "n"] == 9 and c.at["ps", "n_baseline"] == 3
     assert c.at["ps", "floor"] == pytest.approx(1 / 220)
     assert c.at["ps", "p_greater"] == pytest.approx(1 / 220)
@@ -50,7 +52,8 @@ def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
 
 def test_three_seeds_of_one_curriculum_cannot_resolve_a_two_sided_claim():
     runs = _runs(shift_ps=0.3, n_seeds=1)
-    c = claim_tests(runs).set_index("column")
+    c = claim_tests(runs)
+    c = c[c["baseline"] == "none"].set_index("column")
     assert c.at["ps", "floor"] == pytest.approx(0.25)
     assert c.at["ps", "verdict"] == "not resolvable by this design"
     assert {cl.column for cl in CLAIMS} >= {"ps", "onset_or_cap", "icl_token_index", "kv_gain", "ablation_gap",
