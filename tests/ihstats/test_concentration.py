@@ -39,7 +39,8 @@ def test_concentration_matches_the_trainer_reexport():
 
 
 def test_cli_on_the_shipped_biinduct_grid(tmp_path, capsys):
-    """Every run of the shipped 2 x 4 grid, per layer at max PS >= 0.2; a bad path exits 2."""
+    """Every run of the shipped 2 x 4 grid (5 conditions x 3 seeds), per layer at max PS >= 0.2; a
+    bad path exits 2."""
     from pathlib import Path
 
     from ihstats.concentration import main
@@ -48,8 +49,8 @@ def test_cli_on_the_shipped_biinduct_grid(tmp_path, capsys):
     assert main([str(grid), "--level", "0.2", "--out", str(tmp_path)]) == 0
     at = pd.read_csv(tmp_path / "concentration_at_level.csv")
     over = pd.read_csv(tmp_path / "concentration.csv")
-    assert sorted(at["biinduct"].unique()) == ["backward", "balanced", "forward", "none"]
-    assert len(at) == 4 * 2 and at["n_eff"].between(1, 4).all() and at["top_share"].between(0.25, 1).all()
+    assert sorted(at["biinduct"].unique()) == ["backward", "balanced", "forward", "none", "random"]
+    assert len(at) == 15 * 2 and at["n_eff"].between(1, 4).all() and at["top_share"].between(0.25, 1).all()
     assert set(over["layer"]) == {0, 1} and over.groupby("run_id")["step"].nunique().min() > 10
     assert main([str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2  # a missing grid: one line
     with pytest.raises(SystemExit):  # an --out that holds the grid it reads is refused before reading
