@@ -62,3 +62,12 @@ def test_missing_summary_is_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT), str(grid), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 2 and "summary.csv" in r.stderr
+
+
+def test_a_run_missing_from_the_summary_is_named(tmp_path):
+    grid = _grid(tmp_path)
+    summary = pd.read_csv(grid / "summary.csv")
+    summary.iloc[1:].to_csv(grid / "summary.csv", index=False)
+    r = subprocess.run([sys.executable, str(SCRIPT), str(grid), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "no row for runs" in r.stderr and summary["run_id"].iloc[0] in r.stderr
