@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.ablation import ablation_arrays, run_ablation_tests
+from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays, ablation_families, run_ablation_tests
 from ihstats.ablation_report import write_ablation_report
 from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
@@ -71,12 +71,8 @@ def parse_args(argv=None):
 def _run_families(table: pd.DataFrame, args, pairs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """run_ablation_tests per Holm family: the top-score sets, and the previous-token sets that
     ``ihtrain.ablate --prev-token-set`` labels ``"<condition>:prev_token"`` (column ``family``)."""
-    prev = table["condition"].astype(str).str.endswith(":prev_token")
     tests, comps = [], []
-    for family, mask in (("top", ~prev), ("prev_token", prev)):
-        if not mask.any():
-            continue
-        sub = table[mask]
+    for family, sub in ablation_families(table):
         conds = set(sub["condition"])
         t, c = run_ablation_tests(sub, args.n_resamples, args.n_boot, args.alpha, args.seed, not args.loss,
                                   args.n_possible, [p for p in pairs if set(p) <= conds])
@@ -87,15 +83,12 @@ def _run_families(table: pd.DataFrame, args, pairs) -> tuple[pd.DataFrame, pd.Da
 
 def _pooled_families(table: pd.DataFrame, args) -> pd.DataFrame:
     """pooled_ablation_tests per family (as :func:`_run_families`); empty without seed labels."""
-    labels = table["condition"].astype(str)
-    if not labels.str.contains(SEED_SEP).any():
+    if not table["condition"].astype(str).str.contains(SEED_SEP).any():
         return pd.DataFrame()
-    prev = labels.str.endswith(":prev_token")
     out = []
-    for family, mask in (("top", ~prev), ("prev_token", prev)):
-        if mask.any():
-            sub = table[mask].assign(condition=labels[mask].str.replace(":prev_token", "", regex=False))
-            out.append(pooled_ablation_tests(sub, args.alpha, not args.loss).assign(family=family))
+    for family, sub in ablation_families(table):
+        sub = sub.assign(condition=sub["condition"].astype(str).str.removesuffix(PREV_TOKEN_SUFFIX))
+        out.append(pooled_ablation_tests(sub, args.alpha, not args.loss).assign(family=family))
     return pd.concat(out, ignore_index=True)
 
 

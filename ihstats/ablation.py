@@ -119,6 +119,17 @@ def ablation_arrays(table: pd.DataFrame, condition: str, metric: str | None = No
         set_ids=list(rand_cols))
 
 
+#: ``ihtrain.ablate --prev-token-set`` labels the previous-token sets' rows ``"<condition>:prev_token"``
+PREV_TOKEN_SUFFIX = ":prev_token"
+
+
+def ablation_families(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The table split into its Holm families, each present one as ``(name, rows)``: ``"top"`` (the
+    top-score sets) and ``"prev_token"`` (rows labelled with :data:`PREV_TOKEN_SUFFIX`, kept as is)."""
+    prev = table["condition"].astype(str).str.endswith(PREV_TOKEN_SUFFIX)
+    return [(name, table[mask]) for name, mask in (("top", ~prev), ("prev_token", prev)) if mask.any()]
+
+
 def check_table(table: pd.DataFrame) -> None:
     """Raise a ValueError naming the problem if ``table`` is not a tidy ablation table."""
     if not isinstance(table, pd.DataFrame):

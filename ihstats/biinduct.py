@@ -71,9 +71,8 @@ CLAIMS = (
 
 def _final(m: pd.DataFrame) -> dict[str, float]:
     last = m[m["step"] == m["step"].max()]
-    out = {k: float(last.loc[last["metric"] == k, "value"].max()) for k in MAX_OVER_HEADS + MODEL_LEVEL
-           if (last["metric"] == k).any()}
-    return out
+    return {k: float(last.loc[last["metric"] == k, "value"].max()) for k in MAX_OVER_HEADS + MODEL_LEVEL
+            if (last["metric"] == k).any()}
 
 
 def _concentration(m: pd.DataFrame, level: float) -> dict[str, float]:

@@ -48,7 +48,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.ablation import DEFAULT_RANDOM_SETS, choose_head_sets, count_head_sets
+from ihstats.ablation import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head_sets, count_head_sets
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args
 from ihstats.permutation import sign_flip_test
 from ihtrain.checkpoint import load_model
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             prev = top_heads(run_head_scores(args.run_dir, "prev_token"), k=k, frac=args.top_frac,
                              per_layer=args.per_layer)
             t2, info2 = ablation_table(run, prev, args.random_sets, args.examples, args.seed, args.mode, metrics,
-                                       f"{args.condition or run.cfg.name}:prev_token", args.shots)
+                                       f"{args.condition or run.cfg.name}{PREV_TOKEN_SUFFIX}", args.shots)
             table = pd.concat([table, t2], ignore_index=True)
             print(f"previous-token set: {info2['top']}; {info2['n_random']} random sets")
     except (FileNotFoundError, ValueError, ConfigError) as e:

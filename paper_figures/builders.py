@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import ablation_arrays, run_ablation_tests
+from ihstats.ablation import ablation_arrays, ablation_families, run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
@@ -249,9 +249,8 @@ def analysis_ablation(inp: Inputs) -> FigureData:
         table, source, simulated = _source(inp.ablation_table, "ablation", "--ablation-table")
     b = inp.budget
     extra = {}
-    labels = table["condition"].astype(str)
-    if labels.str.contains(SEED_SEP).any():  # a seeded grid: the primary metric's top sets, one panel per run
-        top = table[~labels.str.endswith(":prev_token")]
+    if table["condition"].astype(str).str.contains(SEED_SEP).any():  # seeded: primary metric's top sets, a panel per run
+        top = dict(ablation_families(table)).get("top", table.iloc[:0])
         extra["pooled"] = pooled_ablation_tests(top)
         table = top[top["metric"] == ABLATION_PRIMARY] if "metric" in top else top
     tests, _ = run_ablation_tests(table, b["n_resamples"], b["n_boot"], 0.05, inp.seed, True)
