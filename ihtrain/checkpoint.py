@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import pickle
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -51,12 +52,22 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu", remedy: str = "
     path = Path(path)
     if not path.is_file():
         raise UnreadableFile(path, "missing (checkpoint)", remedy)
+    if str(map_location).startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"{path}: asked to load onto {map_location}, but this machine has no CUDA device "
+                           "(the checkpoint itself is not at fault); pass --device cpu")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=False)
+        # weights_only: a checkpoint is data (tensors, numbers, strings); a pickled object in a file
+        # a user was handed must never run as code (torch's restricted unpickler refuses it)
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError (zip), ...
         # EINVAL: torch seeking past the end of a truncated file, a damaged file rather than a failing disk
         if is_os_error(e) and e.errno != errno.EINVAL:
             raise
+        if isinstance(e, pickle.UnpicklingError) and "global" in str(e).lower():  # names a callable: not data
+            raise UnreadableFile(path, "refused: it holds Python objects other than tensors, numbers and strings "
+                                 "(a checkpoint of ihtrain holds only data; this file may carry code)",
+                                 "do not load it; get the run directory from a source you trust, or retrain it"
+                                 ) from None
         raise UnreadableFile(path, f"not a readable PyTorch checkpoint ({type(e).__name__}: {first_line(e)})",
                              remedy) from None
     if not isinstance(ckpt, dict):

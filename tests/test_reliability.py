@@ -131,7 +131,7 @@ def test_a_non_finite_state_is_never_checkpointed(tmp_path, smoke_cache):
     with pytest.raises(RuntimeError, match="non-finite"):
         train_run(cfg, tmp_path, progress=False, make_figures=False)
     st = read_status(tmp_path)
-    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
     assert st["status"] == "failed" and 1 <= ckpt["step"] < st["step"]
     assert all(torch.isfinite(v).all() for v in ckpt["model"].values())
     assert not (tmp_path / "checkpoints" / "final.pt").exists()
@@ -175,7 +175,7 @@ def test_a_second_trainer_exits_at_once_naming_the_first_and_a_killed_one_blocks
         first.wait()
     # the kernel dropped the dead trainer's lock: the same command resumes from its checkpoint
     cfg = smoke(smoke_cache, **{"train.max_steps": 100000, "train.checkpoint_every": 2})
-    at = torch.load(out / "checkpoints" / "last.pt", weights_only=False)["step"]
+    at = torch.load(out / "checkpoints" / "last.pt", weights_only=True)["step"]
     st = train_run(cfg, out, progress=False, should_stop=lambda: True)
     assert st["status"] == "running" and st["stop_reason"] == "interrupted" and st["step"] == at
 

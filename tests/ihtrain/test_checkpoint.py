@@ -58,8 +58,8 @@ def test_load_model_gives_the_trained_model_exactly(trained):
 
 def test_checkpoint_files_keep_their_format(trained):
     run_dir = trained[0]
-    assert list(torch.load(checkpoint_dir(run_dir) / LAST, weights_only=False)) == LAST_KEYS
-    final = torch.load(checkpoint_dir(run_dir) / FINAL, weights_only=False)
+    assert list(torch.load(checkpoint_dir(run_dir) / LAST, weights_only=True)) == LAST_KEYS
+    final = torch.load(checkpoint_dir(run_dir) / FINAL, weights_only=True)
     assert list(final) == FINAL_KEYS and final["model_config"] == dataclasses.asdict(trained[1].model_cfg)
 
 

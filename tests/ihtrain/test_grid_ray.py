@@ -119,7 +119,7 @@ n_evals = 6
     assert 0 < max(progress) < steps and progress == sorted(progress), progress
     stopped = status(run_dir)
     assert stopped["stop_reason"] == "interrupted" and 0 < stopped["step"] < steps, stopped
-    ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=False)
+    ckpt = torch.load(run_dir / "checkpoints" / "last.pt", weights_only=True)
     assert ckpt["step"] == stopped["step"]  # the rerun resumes where the status says the run stopped
     assert not list(out.rglob(STOP_FILE))
 

@@ -67,5 +67,5 @@ def test_sigkill_then_resume_equals_the_straight_run(tmp_path, smoke_cache):
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     a, b = (pd.read_parquet(d / "metrics.parquet") for d in (straight, killed))
     pd.testing.assert_frame_equal(a, b, check_exact=True)
-    wa, wb = (torch.load(d / "checkpoints" / "final.pt", weights_only=False)["model"] for d in (straight, killed))
+    wa, wb = (torch.load(d / "checkpoints" / "final.pt", weights_only=True)["model"] for d in (straight, killed))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -72,7 +72,7 @@ def _comparable(run_dir: Path) -> dict[str, object]:
         elif p.suffix == ".parquet":
             out[rel] = pd.read_parquet(p).drop(columns=[c for c in TIMING if c in pd.read_parquet(p).columns])
         elif p.suffix == ".pt":
-            out[rel] = {k: v for k, v in torch.load(p, weights_only=False).items() if k not in TIMING}
+            out[rel] = {k: v for k, v in torch.load(p, weights_only=True).items() if k not in TIMING}
         else:
             out[rel] = p.read_bytes()
     return out

@@ -129,8 +129,8 @@ def test_resume_reproduces_the_straight_trajectory(straight_run, tmp_path):
     assert status["status"] == "running" and status["step"] == 15
     assert train_run(cfg, tmp_path, progress=False)["status"] == "done"
     assert_same_logs(straight, tmp_path)
-    w1 = torch.load(straight / "checkpoints" / "final.pt", weights_only=False)["model"]
-    w2 = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=False)["model"]
+    w1 = torch.load(straight / "checkpoints" / "final.pt", weights_only=True)["model"]
+    w2 = torch.load(tmp_path / "checkpoints" / "final.pt", weights_only=True)["model"]
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
 
 
@@ -147,7 +147,7 @@ def test_every_status_write_records_the_crossing_and_a_resume_recovers_it(text_c
 
     status = train_run(cfg, tmp_path, progress=False, should_stop=stop_at_15, make_figures=False)
     assert (status["status"], status["stop_reason"], status["crossing"]) == ("running", "interrupted", 0)
-    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
     assert ckpt["crossing"] == 0
     torch.save({**ckpt, "crossing": None}, tmp_path / "checkpoints" / "last.pt")  # as an older trainer kept it
     old = {k: v for k, v in status.items() if k != "crossing"}
@@ -172,7 +172,7 @@ def test_resume_drops_rows_flushed_after_its_checkpoint(straight_run, tmp_path):
     # the on-disk state of the crash: logs from a later flush, checkpoint taken before step `stop` was evaluated
     for name in ("metrics", "train"):
         (tmp_path / f"{name}.parquet").write_bytes((straight / f"{name}.parquet").read_bytes())
-    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
     ckpt["evaluated"] = False
     torch.save(ckpt, tmp_path / "checkpoints" / "last.pt")
 
