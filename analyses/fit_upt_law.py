@@ -4,6 +4,7 @@
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
+    python analyses/fit_upt_law.py --runs runs/series/pythia-70m runs/series/pythia-160m   # scored series
 
 Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them), the fit
 (idata.nc, summary.csv, fit.json, ols.csv), emergence.csv (the table fitted) and,
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table
-from ihstats.io import load_grid
+from ihstats.io import load_grids
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
@@ -40,9 +41,9 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[1:]))
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--runs", default=None,
-                     help=f"grid/run directory: detect emergence with ihstats.emergence first "
-                          f"(default when no source is given: {DEFAULT_RUNS})")
+    src.add_argument("--runs", nargs="+", default=None,
+                     help=f"grid/run or scored-series directories (several are one table): detect emergence "
+                          f"with ihstats.emergence first (default when no source is given: {DEFAULT_RUNS})")
     src.add_argument("--emergence", default=None,
                      help="emergence table CSV with the docs/DESIGN.md columns (skips detection)")
     p.add_argument("--out", default=None,
@@ -80,8 +81,8 @@ def parse_args(argv=None):
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
     args = p.parse_args(argv)
     check_args(p, args, RANGES)
-    src = args.emergence or args.runs or DEFAULT_RUNS
-    args.out = check_out_dir(args.out or default_out("upt_law", src), inputs=[src], parser=p)
+    inputs = [args.emergence] if args.emergence else (args.runs or [DEFAULT_RUNS])
+    args.out = check_out_dir(args.out or default_out("upt_law", inputs[0]), inputs=inputs, parser=p)
     return args
 
 
@@ -95,18 +96,18 @@ def load_table(args):
             return read_table(path, "emergence table", "write it with python -m ihstats.emergence"), str(path)
         except UnreadableFile as e:
             raise SystemExit(f"error: --emergence {e}") from None
-    runs = Path(args.runs or DEFAULT_RUNS)
-    if not runs.is_dir():
-        if args.runs:
-            raise SystemExit(f"error: --runs: directory not found: {runs}")
-        raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
-                         f"`python -m ihtrain.grid` first or pass --emergence CSV")
-    # Imported lazily: detection (and its dependencies) is only needed on this path.
-    grid = load_grid(runs, on_error="skip")
+    runs = [Path(r) for r in (args.runs or [DEFAULT_RUNS])]
+    for r in runs:
+        if not r.is_dir():
+            if args.runs:
+                raise SystemExit(f"error: --runs: directory not found: {r}")
+            raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
+                             f"`python -m ihtrain.grid` first or pass --emergence CSV")
+    grid = load_grids(runs, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
     table = emergence_table(grid, metric=args.metric or "ps", head="max", on_error="skip")
-    return table, f"{runs} (emergence detected by ihstats.emergence)"
+    return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 
 
 def sigma_comparison(args, table, spec, res, fit_kw, out):

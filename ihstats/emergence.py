@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.emergence",
                                 description="Emergence table (onset, interval, midpoint, end, censoring) "
                                             "from a run or grid directory.")
-    p.add_argument("runs_dir", help="run directory, grid directory, or directory of run directories")
+    p.add_argument("runs_dir", nargs="+", help="run directory, grid directory, directory of run directories, "
+                   "or scored series directory (python -m ihtrain.score); several are read as one table")
     p.add_argument("-o", "--out", default="emergence.csv", help="output CSV (default: emergence.csv)")
     p.add_argument("--metric", default="ps", help="metric name in metrics.parquet (default: ps)")
     p.add_argument("--head", default="max", help="max (over heads, default), each, or LAYER.HEAD like 1.0")
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
 
     on_error = "skip" if a.skip_bad else "raise"
     try:
-        data = io.load_grid(a.runs_dir, nonfinite=a.nonfinite, on_error=on_error)
+        data = io.load_grids(a.runs_dir, nonfinite=a.nonfinite, on_error=on_error)
         for why in data.skipped:
             print(f"warning: {why} (run skipped)", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught:  # skipped curves: one line each, as the runs

@@ -22,6 +22,7 @@ from ihstats.contract import (
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash
+from ihstats.series import is_series_dir, read_series, series_factors
 from ihstats.sources import source_factors
 
 KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.contract), under the name io always used
@@ -186,7 +187,8 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
 
     Parameters
     ----------
-    path : run directory holding ``config.json`` and (once it has evaluated) ``metrics.parquet``.
+    path : run directory holding ``config.json`` (or a scored series' ``series.json``,
+        :mod:`ihstats.series`) and (once it has evaluated) ``metrics.parquet``.
     nonfinite : {"error", "drop"}
         NaN/infinite metric values raise a :class:`SchemaError` or are dropped (and reported).
 
@@ -200,13 +202,7 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
     path = Path(path)
     if not path.is_dir():
         raise SchemaError(f"{path}: not a directory")
-    cfg_path = path / "config.json"
-    if not cfg_path.is_file():
-        raise SchemaError(f"{cfg_path}: missing (every run directory needs config.json)")
-    meta = _read_json(cfg_path)
-    for key in ("run_id", "config"):
-        if key not in meta:
-            raise SchemaError(f"{cfg_path}: missing key '{key}'")
+    meta, factors = _run_meta(path)
     run_id = str(meta["run_id"])
     problems: list[str] = []
     st_path = path / STATUS_FILE
@@ -234,11 +230,28 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
         train = check_frame(_checked(read_parquet, t_path, what="training log"), TRAIN_COLUMNS, str(t_path))
         train["run_id"] = run_id
     crossing = run_crossing(record, metrics, emergence_threshold(meta))
-    return RunData(run_id, path, meta, config_factors(meta), status, metrics, train, problems, crossing)
+    return RunData(run_id, path, meta, factors, status, metrics, train, problems, crossing)
+
+
+def _run_meta(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(meta, factors) of a run directory: a trained run's ``config.json``, or a scored series'
+    ``series.json`` (:mod:`ihstats.series`) when it has no config.json."""
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file() and is_series_dir(path):
+        meta = read_series(path)
+        return meta, series_factors(meta)
+    if not cfg_path.is_file():
+        raise SchemaError(f"{cfg_path}: missing (every run directory needs config.json, or series.json "
+                          f"for a scored checkpoint series)")
+    meta = _read_json(cfg_path)
+    for key in ("run_id", "config"):
+        if key not in meta:
+            raise SchemaError(f"{cfg_path}: missing key '{key}'")
+    return meta, config_factors(meta)
 
 
 def _is_run_dir(p: Path) -> bool:
-    return (p / "config.json").is_file()
+    return (p / "config.json").is_file() or is_series_dir(p)
 
 
 def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "raise") -> GridData:
@@ -246,8 +259,8 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
 
     Parameters
     ----------
-    path : directory whose sub-directories with a ``config.json`` are runs; a run directory
-        itself is accepted too (a one-run grid).
+    path : directory whose sub-directories with a ``config.json`` (or a scored series'
+        ``series.json``) are runs; a run directory itself is accepted too (a one-run grid).
     nonfinite : {"error", "drop"}
         See :func:`load_run`.
     on_error : {"raise", "skip"}
@@ -267,7 +280,7 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
         raise SchemaError(f"{path}: not a directory")
     run_dirs = [path] if _is_run_dir(path) else sorted(p for p in path.iterdir() if p.is_dir() and _is_run_dir(p))
     if not run_dirs:
-        raise SchemaError(f"{path}: no run directories (sub-directories with a config.json) found")
+        raise SchemaError(f"{path}: no run directories (sub-directories with a config.json or series.json) found")
     spec = _read_json(path / "grid.json") if (path / "grid.json").is_file() else None
     problems: list[str] = []
     skipped: list[str] = []
@@ -308,5 +321,22 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
                     pd.concat(train, ignore_index=True) if train else pd.DataFrame(), spec, problems, skipped)
 
 
+def load_grids(paths: list[str | Path], *, nonfinite: str = "error", on_error: str = "raise") -> GridData:
+    """Several grid, run or scored-series directories as one :class:`GridData` (each read with
+    :func:`load_grid`; ``path`` is the first one's). A run_id found in two of them raises."""
+    grids = [load_grid(p, nonfinite=nonfinite, on_error=on_error) for p in paths]
+    if len(grids) == 1:
+        return grids[0]
+    runs = pd.concat([g.runs for g in grids], ignore_index=True)
+    dup = runs.loc[runs["run_id"].duplicated(), "run_id"].tolist()
+    if dup:
+        raise SchemaError(f"{', '.join(map(str, paths))}: run_id(s) {', '.join(dup)} in more than one "
+                          f"directory (the same run or series given twice?)")
+    trains = [g.train for g in grids if len(g.train)]
+    return GridData(Path(paths[0]), runs, pd.concat([g.metrics for g in grids], ignore_index=True),
+                    pd.concat(trains, ignore_index=True) if trains else pd.DataFrame(), None,
+                    [p for g in grids for p in g.problems], [s for g in grids for s in g.skipped])
+
+
 __all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError", "STATUSES",
-           "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_run", "read_metrics"]
+           "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_grids", "load_run", "read_metrics"]

@@ -23,6 +23,7 @@ from ihstats.contract import (
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_threshold, ps_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.series import is_series_dir, read_series
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
@@ -45,6 +46,8 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
     """Problems with one run directory; a finished run must have every file, a running one may not.
     ``weights=False`` checks logs only (a copy without checkpoints, e.g. data/reference_runs)."""
     rd = Path(run_dir)
+    if is_series_dir(rd) and not (rd / "config.json").is_file():
+        return check_series_dir(rd)
     problems: list[str] = []
     status = _json(rd / "status.json", problems)
     if status is not None:
@@ -75,6 +78,36 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
     if status and (rd / "metrics.parquet").is_file() and not problems:
         problems += _check_logs_agree(rd, status, cfg or {})
     return problems
+
+
+def check_series_dir(series_dir: str | Path) -> list[str]:
+    """Problems with a scored checkpoint series (``python -m ihtrain.score``): series.json
+    (:func:`ihstats.series.read_series`), status.json, the metric log, every scored step one of
+    the sidecar's revisions with tokens = step * B * C; no weights or training log."""
+    rd = Path(series_dir)
+    problems: list[str] = []
+    try:
+        rec = read_series(rd)
+    except SchemaError as e:
+        return [str(e)]
+    status = _json(rd / "status.json", problems)
+    if status is not None:
+        problems += _check_status(rd, status)
+    if not (status and status.get("status") == "done"):
+        return problems
+    problems += check_metrics(rd / "metrics.parquet")
+    if problems:
+        return problems
+    m = read_parquet(rd / "metrics.parquet", columns=["step", "tokens"]).drop_duplicates()
+    tokens = {r["step"]: r["tokens"] for r in rec["revisions"]}
+    stray = sorted(set(m["step"]) - set(tokens))
+    if stray:
+        problems.append(f"{rd}/metrics.parquet: step(s) {stray[:5]} are no revision of series.json")
+    wrong = m[m["step"].map(tokens).notna() & (m["step"].map(tokens) != m["tokens"])]
+    if len(wrong):
+        problems.append(f"{rd}/metrics.parquet: tokens at step {int(wrong['step'].iloc[0])} differ from "
+                        f"series.json's (step * B * C)")
+    return problems + _check_logs_agree(rd, status, {})
 
 
 def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:

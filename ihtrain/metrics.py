@@ -323,6 +323,19 @@ NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index")
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 
+def metric_names(include: list[str] | tuple[str, ...] | None, has_val: bool) -> list[str]:
+    """The metrics :func:`evaluate` computes, in registry order: those in ``include``, or by default
+    all but ``OPT_IN_METRICS`` (those in ``NEEDS_VAL`` only when held-out tokens are given)."""
+    if include:
+        unknown = [m for m in include if m not in REGISTRY]
+        if unknown:
+            raise ValueError(f"include: unknown metric(s) {unknown}; allowed: {', '.join(REGISTRY)}")
+        if not has_val and set(NEEDS_VAL) & set(include):
+            raise ValueError(f"include: {sorted(set(NEEDS_VAL) & set(include))} need val_tokens")
+        return [m for m in REGISTRY if m in include]
+    return [m for m in REGISTRY if m not in OPT_IN_METRICS and (m not in NEEDS_VAL or has_val)]
+
+
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
              include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
     """Compute the metrics in ``include`` (default: all but ``OPT_IN_METRICS``; those in ``NEEDS_VAL``
@@ -330,15 +343,7 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
-    if include:
-        unknown = [m for m in include if m not in REGISTRY]
-        if unknown:
-            raise ValueError(f"include: unknown metric(s) {unknown}; allowed: {', '.join(REGISTRY)}")
-        if val_tokens is None and set(NEEDS_VAL) & set(include):
-            raise ValueError(f"include: {sorted(set(NEEDS_VAL) & set(include))} need val_tokens")
-        names = [m for m in REGISTRY if m in include]
-    else:
-        names = [m for m in REGISTRY if m not in OPT_IN_METRICS and (m not in NEEDS_VAL or val_tokens is not None)]
+    names = metric_names(include, has_val=val_tokens is not None)
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)))
     was_training = model.training
@@ -385,7 +390,7 @@ def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> p
     })
 
 
-__all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "to_rows", "concentration",
+__all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "metric_names", "to_rows", "concentration",
            "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
            "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
            "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "NEEDS_VAL"]

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("module", ["ihtrain.train", "ihtrain.grid", "ihtrain.ablate"])
+@pytest.mark.parametrize("module", ["ihtrain.train", "ihtrain.grid", "ihtrain.ablate", "ihtrain.score",
+                                    "ihtrain.score.convert"])
 def test_entry_point_help(module):
     r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)

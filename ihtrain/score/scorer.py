@@ -1,0 +1,196 @@
+"""Score a checkpoint series: the trainer's metrics at every revision, into one series directory.
+
+:class:`ScoreSpec` says what to score (model, revisions, B and C, probes, metrics, dtype, device);
+:func:`score_series` scores it: the probes are built once from the model's vocabulary and reused at
+every revision, one checkpoint is in memory at a time, and each revision's rows are appended to
+``metrics.parquet`` atomically before the next one loads, so a killed command rerun the same way
+goes on with the first unscored revision. The directory (docs/DESIGN.md, "Scored series
+directory"): ``series.json`` (:mod:`ihstats.series`), ``metrics.parquet``, ``status.json``.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
+from ihstats.fileio import atomic_write_parquet, read_parquet
+from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
+from ihtrain.metrics import evaluate, metric_names, to_rows
+from ihtrain.probes import ProbeSet, make_probes
+from ihtrain.provenance import package_versions
+from ihtrain.score.adapter import HFModel, family_of
+from ihtrain.score.load import Revision, ScoreError, count_params, load_checkpoint, vocabulary
+
+
+@dataclass
+class ScoreSpec:
+    """One scoring command: the revisions of one model, and how to score them."""
+
+    model: str  # the Hub name or local directory, as given (recorded in series.json)
+    revisions: list[Revision]
+    out: Path
+    batch_size: int  # B: sequences per update of the model's training (tokens = step * B * C)
+    context: int  # C: its training context; also caps the probes (n = min(50, C // 2))
+    dtype: str = "float32"
+    device: str = "cpu"
+    probe_seed: int = 0
+    probe_seqs: int = 100
+    probe_len: int = 0  # 0: min(50, C // 2), as the trainer
+    include: list[str] = field(default_factory=list)  # metric names; empty: the trainer's default set
+    ordinary_range: tuple[int, int] | None = None  # None: from the tokenizer (load.vocabulary)
+    sep_token: int | None = None
+    val_tokens: np.ndarray | None = None  # (n, T + 1) held-out ids for val_loss, ps_nat, ...
+    progress: bool = True
+
+
+def _probes(spec: ScoreSpec, first: Revision, vocab_size: int) -> tuple[ProbeSet, str]:
+    if spec.ordinary_range is not None:
+        rng, sep, where = spec.ordinary_range, spec.sep_token, "--ordinary-range"
+    else:
+        rng, sep, where = vocabulary(first, vocab_size)
+        sep = spec.sep_token if spec.sep_token is not None else sep
+    try:
+        return make_probes(vocab_size, spec.context, spec.probe_seed, rng, sep, n_seqs=spec.probe_seqs,
+                           n=spec.probe_len), where
+    except ValueError as e:
+        raise ScoreError(f"probes: {e}") from None
+
+
+def _check_positions(hf: torch.nn.Module, probes: ProbeSet) -> None:
+    """The longest probe must fit the model's positions (a learned table has no row past them)."""
+    c = hf.config
+    most = getattr(c, "n_positions", None) or getattr(c, "max_position_embeddings", None)
+    longest = max(probes.repeat.shape[1], probes.copy_fwd.shape[1])
+    if most is not None and longest > most:
+        raise ScoreError(f"--context {probes.context}: probes of {longest} tokens exceed the model's "
+                         f"{most} positions; lower --context or --probe-len")
+
+
+def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[str], where: str) -> dict[str, Any]:
+    """series.json for ``spec`` (ihstats.series.SERIES_KEYS), from the first checkpoint."""
+    shape = HFModel(hf).cfg
+    n_params, n_non_emb = count_params(hf)
+    versions = package_versions()
+    versions["transformers"] = metadata.version("transformers")
+    probe = {"seed": probes.seed, "n_seqs": probes.n_seqs, "n": probes.n, "n_copy": probes.n_copy,
+             "n_copy_seqs": probes.n_copy_seqs, "ordinary_range": list(probes.ordinary_range),
+             "sep_token": probes.sep_token, "vocab_size": probes.vocab_size, "vocabulary_from": where,
+             "val_tokens": None if spec.val_tokens is None else list(spec.val_tokens.shape)}
+    rec = {"kind": SERIES_KIND, "run_id": "", "model": spec.model, "family": hf.config.model_type,
+           "B": spec.batch_size, "C": spec.context, "revisions": [r.record(spec.batch_size, spec.context)
+                                                                  for r in spec.revisions],
+           "probe": probe, "metrics": names, "dtype": spec.dtype, "n_params": n_params,
+           "n_params_non_embedding": n_non_emb, "n_layer": shape.n_layer, "n_head": shape.n_head,
+           "d_model": int(hf.get_input_embeddings().weight.shape[1]), "versions": versions,
+           "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    rec["run_id"] = series_id(rec)
+    return rec
+
+
+def _merge_existing(out: Path, rec: dict[str, Any]) -> dict[str, Any]:
+    """A rerun into a series directory: the same identity (else an error naming what differs), its
+    revisions joined with the new ones, its creation time kept."""
+    old = read_series(out)
+    if old["run_id"] != rec["run_id"]:
+        differ = [k for k in ("model", "family", "B", "C", "probe", "metrics", "dtype") if old[k] != rec[k]]
+        raise ScoreError(f"{out}: holds a series scored with other settings ({', '.join(differ)} differ); "
+                         f"rerun with its settings to resume, or pass another --out")
+    by_name = {r["revision"]: r for r in old["revisions"]}
+    by_name.update({r["revision"]: r for r in rec["revisions"]})
+    revs = sorted(by_name.values(), key=lambda r: r["step"])
+    steps = [r["step"] for r in revs]
+    if len(set(steps)) != len(steps):
+        raise ScoreError(f"{out}: two revisions with the same step ({', '.join(r['revision'] for r in revs)})")
+    return {**rec, "revisions": revs, "created": old["created"]}
+
+
+def _scored_steps(out: Path) -> set[int]:
+    path = out / METRICS_FILE
+    return set() if not path.is_file() else set(read_parquet(path, ["step"], "metric log")["step"].tolist())
+
+
+def _append_rows(out: Path, rows: pd.DataFrame) -> pd.DataFrame:
+    """metrics.parquet with ``rows`` added (sorted by step), written atomically: a kill leaves the
+    old file or the new one, never half of one."""
+    path = out / METRICS_FILE
+    old = read_parquet(path, what="metric log") if path.is_file() else None
+    frame = rows if old is None else pd.concat([old[old["step"] != rows["step"].iloc[0]], rows], ignore_index=True)
+    frame = frame.sort_values("step", kind="stable").reset_index(drop=True)
+    atomic_write_parquet(path, frame)
+    return frame
+
+
+def _score_one(spec: ScoreSpec, rev: Revision, probes: ProbeSet, names: list[str], first: dict[str, Any],
+               hf: torch.nn.Module | None = None) -> pd.DataFrame:
+    """metrics.parquet rows of one revision (``hf``: already loaded, else loaded here)."""
+    hf = hf if hf is not None else load_checkpoint(rev, spec.dtype, spec.device)
+    model = HFModel(hf)
+    shape = {"family": hf.config.model_type, "n_layer": model.cfg.n_layer, "n_head": model.cfg.n_head}
+    if any(first[k] != v for k, v in shape.items()):
+        raise ScoreError(f"revision {rev.name}: a {shape} model, not the series' {first['family']} "
+                         f"{first['n_layer']} x {first['n_head']}: one series is one model")
+    res = evaluate(model, probes, spec.val_tokens, include=names)
+    del model, hf
+    return to_rows(res, rev.step, rev.step * spec.batch_size * spec.context)
+
+
+def score_series(spec: ScoreSpec) -> dict[str, Any]:
+    """Score every revision of ``spec`` not yet in ``spec.out``; returns the series.json written.
+
+    Resumable: a directory holding the same series (same identity, :data:`ihstats.series.IDENTITY_KEYS`)
+    keeps its scored revisions and scores the rest; another series there is an error.
+    """
+    out = Path(spec.out)
+    if out.exists() and not out.is_dir():
+        raise ScoreError(f"--out {out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not is_series_dir(out):
+        raise ScoreError(f"--out {out}: a non-empty directory without series.json; pass a new or series directory")
+    first_rev = spec.revisions[0]
+    hf = load_checkpoint(first_rev, spec.dtype, spec.device)
+    family_of(hf)  # an unsupported family fails before anything is written
+    probes, where = _probes(spec, first_rev, int(hf.get_input_embeddings().weight.shape[0]))
+    _check_positions(hf, probes)
+    names = metric_names(spec.include or None, has_val=spec.val_tokens is not None)
+    rec = _record(spec, hf, probes, names, where)
+    out.mkdir(parents=True, exist_ok=True)
+    if is_series_dir(out):
+        rec = _merge_existing(out, rec)
+    write_series(out, rec)
+    done = _scored_steps(out)
+    todo = [r for r in spec.revisions if r.step not in done]
+    loaded = hf if todo and todo[0] is first_rev else None  # the first revision is not loaded twice
+    del hf
+    bar = tqdm(todo, desc=f"scoring {Path(spec.model).name}", unit="rev", disable=not spec.progress)
+    frame = None
+    for rev in bar:
+        bar.set_postfix_str(rev.name)
+        write_status(out, "running", max(done, default=0), reason=f"scoring {rev.name}")
+        try:
+            frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded))
+            loaded = None
+        except ScoreError as e:
+            write_status(out, "failed", max(done, default=0), reason=str(e))
+            raise
+        done.add(rev.step)
+        gc.collect()  # one checkpoint in memory at a time: free this one before the next loads
+        if spec.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    if frame is None and (out / METRICS_FILE).is_file():
+        frame = read_parquet(out / METRICS_FILE, what="metric log")
+    last = max(done, default=0)
+    crossing = ps_crossing(frame, EMERGENCE_THRESHOLD) if frame is not None else None
+    write_status(out, "done", last, crossing=crossing)
+    return rec
+
+
+__all__ = ["ScoreSpec", "score_series"]
