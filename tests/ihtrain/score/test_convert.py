@@ -51,3 +51,38 @@ def test_scoring_the_export_matches_our_metrics(options, tmp_path):
     rank = ours["metric"] == "ar_rank"  # a mean of ranks in the hundreds, summed in float32: relative
     np.testing.assert_allclose(scored["value"][~rank], ours["value"][~rank], atol=1e-5, rtol=0)
     np.testing.assert_allclose(scored["value"][rank], ours["value"][rank], rtol=1e-5)
+
+
+def test_every_metric_with_held_out_tokens_matches(tmp_path):
+    """--include every metric and --val-tokens: val_loss, ps_nat, icl_token_index and the copy
+    log-probs through the command equal our own."""
+    from ihtrain.metrics import REGISTRY
+
+    g = _gpt(4)
+    to_gpt2(g).save_pretrained(tmp_path / "ckpt" / "step5")
+    val = np.random.default_rng(0).integers(LO, V, size=(6, 33))
+    np.save(tmp_path / "val.npy", val)
+    out = tmp_path / "series"
+    assert main([str(tmp_path / "ckpt"), "--out", str(out), "--batch-size", "2", "--context", "32",
+                 "--probe-seqs", "8", "--ordinary-range", str(LO), str(V), "--val-tokens", str(tmp_path / "val.npy"),
+                 "--include", *REGISTRY, "--threads", "1", "--no-progress"]) == 0
+    scored = pd.read_parquet(out / "metrics.parquet")
+    ours = to_rows(evaluate(g, make_probes(V, 32, 0, (LO, V), None, n_seqs=8), val, include=list(REGISTRY)), 5, 320)
+    assert list(scored["metric"].unique()) == list(REGISTRY)
+    rank = ours["metric"] == "ar_rank"
+    np.testing.assert_allclose(scored["value"][~rank], ours["value"][~rank], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(scored["value"][rank], ours["value"][rank], rtol=1e-5)
+
+
+def test_bfloat16_scores_close_to_float32(tmp_path):
+    g = _gpt(5)
+    to_gpt2(g).save_pretrained(tmp_path / "ckpt" / "step1")
+    frames = {}
+    for dtype in ("float32", "bfloat16"):
+        out = tmp_path / dtype
+        assert main([str(tmp_path / "ckpt"), "--out", str(out), "--batch-size", "2", "--context", "32",
+                     "--probe-seqs", "8", "--dtype", dtype, "--threads", "1", "--no-progress"]) == 0
+        frames[dtype] = pd.read_parquet(out / "metrics.parquet")
+    ps = {k: f.loc[f["metric"] == "ps", "value"].to_numpy() for k, f in frames.items()}
+    assert np.isfinite(ps["bfloat16"]).all() and not np.array_equal(ps["bfloat16"], ps["float32"])
+    np.testing.assert_allclose(ps["bfloat16"], ps["float32"], atol=0.02)
