@@ -13,17 +13,22 @@ transformers.utils.logging.disable_progress_bar()
 V, CONTEXT = 300, 64
 
 
+#: a tiny config per supported family: 2 layers, 4 heads, d = 32, vocab 300; Llama with
+#: grouped-query attention (2 kv heads). test_adapter holds its keys equal to adapter.FAMILIES.
+TINY = {
+    "gpt2": lambda: transformers.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=V, n_positions=CONTEXT,
+                                            bos_token_id=None, eos_token_id=None),
+    "gpt_neox": lambda: transformers.GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+                                                   intermediate_size=64, vocab_size=V,
+                                                   max_position_embeddings=CONTEXT),
+    "llama": lambda: transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                              hidden_size=32, intermediate_size=64, vocab_size=V,
+                                              max_position_embeddings=CONTEXT),
+}
+
+
 def tiny_config(family: str):
-    """2 layers, 4 heads, d = 32, vocab 300; Llama with grouped-query attention (2 kv heads)."""
-    if family == "gpt2":
-        return transformers.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=V, n_positions=CONTEXT,
-                                       bos_token_id=None, eos_token_id=None)
-    if family == "gpt_neox":
-        return transformers.GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
-                                          intermediate_size=64, vocab_size=V, max_position_embeddings=CONTEXT)
-    return transformers.LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                    hidden_size=32, intermediate_size=64, vocab_size=V,
-                                    max_position_embeddings=CONTEXT)
+    return TINY[family]()
 
 
 def tiny_model(family: str, seed: int):
@@ -38,7 +43,7 @@ def save_revisions(root: Path, family: str, steps: tuple[int, ...]) -> Path:
     return root
 
 
-FAMILIES = ("gpt2", "gpt_neox", "llama")
+FAMILIES = tuple(TINY)
 
 
 @pytest.fixture(scope="module", params=FAMILIES)

@@ -6,8 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ihtrain.score import adapter
 from ihtrain.score.adapter import HFModel, family_of
 from tests.ihtrain.score.conftest import FAMILIES, tiny_model
+
+
+def test_every_family_has_a_tiny_model_here():
+    assert set(FAMILIES) == set(adapter.FAMILIES)
 
 
 def _zero_attention_biases(hf):
