@@ -27,7 +27,7 @@ from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
 from ihtrain.metrics import evaluate, metric_names, to_rows
 from ihtrain.probes import ProbeSet, make_probes
-from ihtrain.provenance import package_versions
+from ihtrain.provenance import git_commit, package_versions
 from ihtrain.score.adapter import HFModel, family_of
 from ihtrain.score.load import Revision, ScoreError, count_params, load_checkpoint, vocabulary
 
@@ -92,7 +92,8 @@ def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[
            "probe": probe, "metrics": names, "dtype": spec.dtype, "n_params": n_params,
            "n_params_non_embedding": n_non_emb, "n_layer": shape.n_layer, "n_head": shape.n_head,
            "d_model": int(hf.get_input_embeddings().weight.shape[1]), "versions": versions,
-           "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+           "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "git_commit": git_commit(), "device": spec.device, "threads": torch.get_num_threads()}
     rec["run_id"] = series_id(rec)
     return rec
 
