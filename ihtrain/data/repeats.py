@@ -109,13 +109,12 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
                   ) -> tuple[np.ndarray, dict]:
     """Generate ``(n_seqs, length)`` tokens in ``[0, n_vocab)`` with planted repeats.
 
-    ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` draws one successor per entry of
-    ``prev`` from the fresh-token model (exclusion of seen tokens is done here, by rejection).
-    ``start``: first decision point ``h`` (``None``: ``length // 2``, the shipped layout).
-    Returns ``(tokens, truth)``; ``truth`` holds per-sequence counts ``n_decisions``,
-    ``n_contexts``, ``n_copies``, the realised ``frequency`` and ``reliability`` (ratios of sums),
-    and ``copy_source`` (n, T) int32: for each copied position ``p`` the position ``j + 1`` whose
-    token it copied (its copy query is ``p - 1``), -1 elsewhere.
+    ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` one successor per entry of ``prev``
+    from the fresh-token model (seen tokens are excluded here, by rejection). ``start``: first
+    decision point ``h`` (``None``: ``length // 2``, the shipped layout). Returns ``(tokens,
+    truth)``: per-sequence ``n_decisions``, ``n_contexts``, ``n_copies``, the realised ``frequency``
+    and ``reliability`` (ratios of sums), and ``copy_source`` (n, T) int32: at a copied position
+    ``p`` the position ``j + 1`` it copied (its copy query is ``p - 1``), -1 elsewhere.
     """
     f = check_prob(frequency, "frequency")
     r = check_prob(reliability, "reliability")
@@ -135,8 +134,7 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
     x = np.zeros((n_seqs, length), dtype=np.int64)
     seen = np.zeros((n_seqs, n_vocab), dtype=bool)
     all_rows = np.arange(n_seqs)
-    n_ctx = np.zeros(n_seqs, dtype=np.int64)
-    n_copy = np.zeros(n_seqs, dtype=np.int64)
+    n_ctx, n_copy = np.zeros(n_seqs, dtype=np.int64), np.zeros(n_seqs, dtype=np.int64)
     copy_source = np.full((n_seqs, length), -1, dtype=np.int32)  # copy at p: the position j+1 it copied
 
     x[:, 0] = first(rng, n_seqs)
@@ -183,10 +181,8 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
         if p <= length - 2:
             n_ctx += ctx
     n_dec = np.full(n_seqs, length - 1 - h, dtype=np.int64)
-    truth = {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_copy, "copy_source": copy_source}
-    truth.update(summarise(n_dec, n_ctx, n_copy))
-    truth.update(frequency_target=f, reliability_target=r, plant_prob=q)
-    return x, truth
+    return x, {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_copy, "copy_source": copy_source,
+               **summarise(n_dec, n_ctx, n_copy), "frequency_target": f, "reliability_target": r, "plant_prob": q}
 
 
 def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: int,
