@@ -137,12 +137,38 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
     is_ps = metric in PS_METRICS and head == "max"
+    if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
+        table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
+        table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
     if is_ps and method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
         table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
     if is_ps:
         circuits = [{"run_id": rid, **circuit(m, metric=metric)} for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
     return runs.merge(table, on="run_id", how="right")
+
+
+def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", level: float = 0.9,
+                  **kwargs: Any) -> pd.DataFrame:
+    """Per run, the onsets of the other measures beside ``metric``'s: ``onset_ps`` (the repeat probe's
+    PS, when ``metric`` is ``ps_indist``) and ``onset_gain`` (the probe-free ``indist_gain``);
+    uncensored onsets by the same detector, NaN when censored, rejected or not logged."""
+    others = {"onset_gain": "indist_gain", **({"onset_ps": "ps"} if metric != "ps" else {})}
+    rows = []
+    for rid, m in metrics.groupby("run_id", sort=False):
+        row: dict[str, Any] = {"run_id": rid}
+        for col, name in others.items():
+            c = max_over_heads(m, name).dropna()
+            c = c[c.index > 0]
+            row[col] = np.nan
+            if len(c) >= DETECTORS[method].min_points:
+                try:
+                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}", **kwargs)
+                    row[col] = np.nan if r.censored else r.onset
+                except ValueError:
+                    pass  # a curve the detector rejects has no onset here
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run_id", *others])
 
 
 # ------------------------------------------------------------------------------ formed
