@@ -18,7 +18,7 @@ from ihtrain.config import (
     ConfigError, RunConfig, apply_overrides, get_field, get_preset, probe_len_of, set_field, validate,
 )
 from ihtrain.run_cost import budget_of
-from ihtrain.data import repeat_start_of
+from ihtrain.probes import probe_in_region
 
 
 @dataclass
@@ -258,16 +258,6 @@ def probe_geometry_warning(runs: list[PlannedRun]) -> str | None:
             f"metrics.probe_len = N under [base] of the spec ([base.metrics] probe_len = N) or "
             f"--set metrics.probe_len=N, with 2 * N + 1 <= the shortest context ({shortest}): "
             f"N <= {(shortest - 1) // 2}")
-
-
-def probe_in_region(cfg: Any) -> tuple[int, int, int]:
-    """(n, queries in the repeat region, region start) of one run: the repeat probe's ``n`` PS
-    queries sit at positions ``[n, 2n - 1]``; the training data holds copies only in
-    ``[start, C - 1]`` (the source's declared ``repeat_start``, :func:`ihtrain.data.repeat_start_of`)."""
-    C = cfg.train.context
-    n = probe_len_of(cfg.metrics.probe_len, C)
-    start = repeat_start_of(cfg.data, C)
-    return n, max(0, min(2 * n - 1, C - 1) - max(n, start) + 1), start
 
 
 def probe_region_check(runs: list[PlannedRun]) -> tuple[list[str], bool]:

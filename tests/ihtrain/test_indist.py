@@ -171,3 +171,15 @@ def test_generator_records_no_copy_without_repeats():
     x, truth = plant_repeats(rng, 8, 20, 50, 0.0, 0.9, lambda r, n: r.integers(0, 50, n),
                              lambda r, prev: r.integers(0, 50, prev.size))
     assert (truth["copy_source"] < 0).all() and not copy_labels(x, 10)[0].any()
+
+
+def test_a_single_run_says_when_its_probe_misses_the_data(tmp_path, capsys, smoke_cache):
+    from ihtrain.train import main
+
+    args = ["--preset", "cpu-smoke", "--set", "data.source=markov", "--set", f"data.cache_dir={smoke_cache}",
+            "--set", "train.max_steps=2", "--set", "train.threads=1"]
+    assert main(args + ["--set", "metrics.probe_len=4", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "positions 4-7" in err and "0 of 4" in err and "(16-31)" in err
+    assert main(args + ["--set", "metrics.probe_len=15", "--out", str(tmp_path / "b")]) == 0
+    assert "off the training distribution" not in capsys.readouterr().err
