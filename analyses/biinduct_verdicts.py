@@ -35,6 +35,9 @@ def parse_args(argv=None):
     ap.add_argument("grid", type=Path, help="biinduct grid directory")
     ap.add_argument("--ablation", type=Path, default=None, help="tidy ablation table of all runs (MODE@sN labels)")
     ap.add_argument("--metric", default="repeat_nat_logprob", help="ablation metric of the gap column")
+    ap.add_argument("--onset", choices=("auto", "ps", "indist", "loss"), default="auto",
+                    help="which onset the emergence claims read: auto (default: the summary's, in-distribution "
+                         "where logged), ps (the repeat probe), loss (the in-distribution loss gain)")
     ap.add_argument("--level", type=float, default=0.2, help="max PS at which concentration is compared")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--out", type=Path, required=True)
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
     try:
         if args.ablation is not None:
             ablation = read_table(args.ablation, "ablation table", "write it with python -m ihtrain.ablate RUN_DIR")
-        runs = run_table(args.grid, args.level, ablation, args.metric)
+        runs = run_table(args.grid, args.level, ablation, args.metric, args.onset)
     except (UnreadableFile, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

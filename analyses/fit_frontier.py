@@ -62,6 +62,9 @@ def parse_args(argv=None):
                     help="--grid: the long budget in updates (default: the runs' train.max_steps)")
     ap.add_argument("--design-sims", type=int, default=100,
                     help="simulated experiments per candidate design when the knob is not resolved")
+    ap.add_argument("--onset", choices=("auto", "ps", "indist"), default="auto",
+                    help="--grid: the PS the formed verdict reads: auto (default: the in-distribution PS at the "
+                         "data's own copies where the logs hold it, else the repeat probe's), ps, indist")
     ap.add_argument("--metric", default=None,
                     help="emergence-table metric to use when the table holds several (e.g. ps)")
     ap.add_argument("--covariate", action="append", default=[],
@@ -96,7 +99,7 @@ def load_input(args):
     """``(table, source, comparison, per-run budget table)`` from --grid, --table or the example."""
     if args.grid is not None:
         try:
-            long, short, cmp = two_budgets(io.load_grid(args.grid), args.budget_ratio, args.cap)
+            long, short, cmp = two_budgets(io.load_grid(args.grid), args.budget_ratio, args.cap, args.onset)
         except (ValueError, OSError) as e:
             raise SystemExit(f"error: --grid {args.grid}: {e}") from None
         return long, f"{args.grid} (logs read at {cmp.long:,.0f} updates)", cmp, per_run(long, short)

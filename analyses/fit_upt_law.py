@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
-from ihstats.emergence import emergence_table
+from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
@@ -57,7 +57,10 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target (default 0.9)")
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
-    p.add_argument("--metric", default=None, help="emergence metric to fit (default: ps)")
+    p.add_argument("--onset", choices=("auto", "ps", "indist", "loss"), default="auto",
+                   help="--runs: which onset to fit: ps (the repeat probe), indist (PS at the data's own copies), "
+                        "loss (the probe-free in-distribution loss gain); auto (default): indist where logged, else ps")
+    p.add_argument("--metric", default=None, help="emergence metric to fit (overrides --onset)")
     p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
                    help="noise model (default student_t)")
     p.add_argument("--size-term", choices=["auto", "on", "off"], default="auto",
@@ -106,7 +109,9 @@ def load_table(args):
     grid = load_grids(runs, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
-    table = emergence_table(grid, metric=args.metric or "ps", head="max", on_error="skip")
+    metric = args.metric or onset_metric(grid.metrics, args.onset)
+    print(f"onsets from the {metric} curves (--onset {args.onset})")
+    table = emergence_table(grid, metric=metric, head="max", on_error="skip")
     return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 
 

@@ -101,9 +101,14 @@ def _kv(kv_all: pd.DataFrame | None, run_id: str, run_dir: Path) -> dict[str, fl
             "kv_gain_absent": kv.at["true", "mean_logprob"] - kv.at["absent", "mean_logprob"]}
 
 
+#: the summary.csv column each onset kind reads (older summaries have only ``onset``, the PS probe's)
+SUMMARY_ONSET = {"auto": "onset", "indist": "onset", "ps": "onset_ps", "loss": "onset_gain"}
+
+
 def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame | None = None,
-              metric: str = "repeat_nat_logprob") -> pd.DataFrame:
-    """One row per run of a biinduct grid (see the module docstring)."""
+              metric: str = "repeat_nat_logprob", onset: str = "auto") -> pd.DataFrame:
+    """One row per run of a biinduct grid (see the module docstring). ``onset``: the summary's onset
+    (``auto``: the in-distribution one where logged), ``ps`` (the repeat probe's) or ``loss``."""
     grid = load_grid(grid_dir)
     summary = pd.read_csv(Path(grid_dir) / "summary.csv").set_index("run_id")
     if missing := sorted(set(grid.runs["run_id"]) - set(summary.index)):
@@ -117,7 +122,8 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
         m = grid.metrics[grid.metrics["run_id"] == rid]
         s = summary.loc[rid]
         row = {"run_id": rid, "mode": run["biinduct"], "seed": int(run["seed"]), "formed": bool(s["formed"]),
-               "onset": float(s["onset"]), "steps": int(s["steps"]),
+               "onset": float(s[SUMMARY_ONSET[onset]] if SUMMARY_ONSET[onset] in s else s["onset"]),
+               "steps": int(s["steps"]),
                "max_ps_peak": float(max_over_heads(m).max())}
         row["onset_or_cap"] = row["onset"] if row["formed"] else float(row["steps"])
         row |= _final(m) | _concentration(m, level) | _kv(kv_all, rid, Path(run["path"]))

@@ -43,7 +43,13 @@ METRICS: dict[str, bool] = {
     # issue 42: anti-induction that can be non-zero, probes in distribution, token-index ICL
     "dup_bwd": True, "ps_nat": True, "repeat_nat_logprob": False, "copy_fwd_logprob": False,
     "copy_bwd_logprob": False, "icl_token_index": False,
+    # issue 52: in-distribution measures on held-out training-distribution sequences, at the copies
+    # the data itself holds (ihtrain.data.repeats.copy_labels)
+    "ps_indist": True, "indist_gain": False,
 }
+#: the metric each onset kind reads (``--onset``): the repeat probe's PS, in-distribution PS at the
+#: data's own copies, and the probe-free in-distribution loss gain (copy vs other positions, nats)
+ONSET_METRICS: dict[str, str] = {"ps": "ps", "indist": "ps_indist", "loss": "indist_gain"}
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 # Logged only when named in ``metrics.include`` (each costs extra forward passes per evaluation;
 # the Bi-Induct presets name them): the default is every other metric.
@@ -153,13 +159,14 @@ def max_over_heads(metrics: pd.DataFrame, metric: str = "ps") -> pd.Series:
     return rows.groupby("step")["value"].max().sort_index()
 
 
-def ps_crossing(metrics: pd.DataFrame, threshold: float) -> int | None:
-    """The first evaluated step at which max PS over heads is at least ``threshold``, or None.
+def ps_crossing(metrics: pd.DataFrame, threshold: float, metric: str = "ps") -> int | None:
+    """The first evaluated step at which max PS over heads is at least ``threshold``, or None
+    (``metric``: the PS the run's ``train.emergence_metric`` names, ``ps`` or ``ps_indist``).
 
     The trainer applies it to each evaluation's rows as they come (the until-emergence stop rule)
     and records the result in ``status.json``; readers apply it to a whole ``metrics.parquet``
     when the run's status.json predates the record (:func:`run_crossing`)."""
-    curve = max_over_heads(metrics, "ps")
+    curve = max_over_heads(metrics, metric)
     hit = curve.index[curve.to_numpy() >= threshold]
     return int(hit[0]) if len(hit) else None
 
@@ -201,7 +208,7 @@ __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
     "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
-    "MODEL_LEVEL", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ihstats import io
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
-from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
+from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, max_over_heads, ps_crossing
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
 
@@ -40,6 +40,7 @@ DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads f
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
 FORMED_MIN_PS = 0.3  # max PS at the end of a run that, with an uncensored onset, counts as formed
 FORMED_METHOD = "bayes"  # the detector whose uncensored onset the formed verdict needs (formation)
+PS_METRICS = ("ps", "ps_indist")  # the prefix-matching scores a formed verdict can be read on
 
 
 def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -> pd.DataFrame:
@@ -135,18 +136,46 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             continue
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
-    if metric == "ps" and head == "max" and method == FORMED_METHOD:  # the one meaning of formed (formation)
+    is_ps = metric in PS_METRICS and head == "max"
+    if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
+        table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
+        table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
+    if is_ps and method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
         table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
-    if metric == "ps" and head == "max":
-        circuits = [{"run_id": rid, **circuit(m)} for rid, m in metrics.groupby("run_id", sort=False)]
+    if is_ps:
+        circuits = [{"run_id": rid, **circuit(m, metric=metric)} for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
     return runs.merge(table, on="run_id", how="right")
+
+
+def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", level: float = 0.9,
+                  **kwargs: Any) -> pd.DataFrame:
+    """Per run, the onsets of the other measures beside ``metric``'s: ``onset_ps`` (the repeat probe's
+    PS, when ``metric`` is ``ps_indist``) and ``onset_gain`` (the probe-free ``indist_gain``);
+    uncensored onsets by the same detector, NaN when censored, rejected or not logged."""
+    others = {"onset_gain": "indist_gain", **({"onset_ps": "ps"} if metric != "ps" else {})}
+    rows = []
+    for rid, m in metrics.groupby("run_id", sort=False):
+        row: dict[str, Any] = {"run_id": rid}
+        for col, name in others.items():
+            c = max_over_heads(m, name).dropna()
+            c = c[c.index > 0]
+            row[col] = np.nan
+            if len(c) >= DETECTORS[method].min_points:
+                try:
+                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}", **kwargs)
+                    row[col] = np.nan if r.censored else r.onset
+                except ValueError:
+                    pass  # a curve the detector rejects has no onset here
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run_id", *others])
 
 
 # ------------------------------------------------------------------------------ formed
 
 
-def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float = 0.9) -> dict[str, Any]:
+def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float = 0.9,
+              metric: str = "ps") -> dict[str, Any]:
     """Whether one run formed an induction head, and what the head looks like.
 
     *Formed* (the one meaning used by until-emergence budgets, grid summaries and preset checks):
@@ -158,15 +187,16 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     NaN in layer 0), so a head that forms without a previous-token head shows as such; and the
     circuit columns of :func:`circuit` (crossing at ``min_ps``).
 
-    ``metrics``: tidy rows of one run (``step, metric, layer, head, value``).
+    ``metrics``: tidy rows of one run (``step, metric, layer, head, value``). ``metric``: the PS the
+    verdict reads (``ps``, the repeat probe; ``ps_indist``, the data's own copies).
     """
-    ps = metrics.loc[metrics["metric"] == "ps", ["step", "layer", "head", "value"]]
+    ps = metrics.loc[metrics["metric"] == metric, ["step", "layer", "head", "value"]]
     out: dict[str, Any] = {"formed": False, "onset": np.nan, "onset_lo": np.nan, "onset_hi": np.nan,
                            "censored": True, "final_max_ps": np.nan, "n_ih_heads": 0, "ih_head": "",
-                           "prev_token": np.nan, **circuit(metrics, min_ps)}
+                           "prev_token": np.nan, **circuit(metrics, min_ps, metric)}
     if ps.empty:
         return out
-    curve = max_over_heads(metrics, "ps")
+    curve = max_over_heads(metrics, metric)
     curve = curve[np.isfinite(curve.to_numpy()) & (curve.index > 0)]
     last = ps[ps["step"] == ps["step"].max()]
     top = last.loc[last["value"].idxmax()] if last["value"].notna().any() else None
@@ -185,7 +215,7 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     return out
 
 
-def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS) -> dict[str, Any]:
+def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str = "ps") -> dict[str, Any]:
     """Which circuit one run's induction head is built on, read from its tidy metrics.
 
     At the PS crossing (the first evaluation with max PS >= ``threshold``,
@@ -212,17 +242,27 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS) -> dict[str
                            "prev_token_l0_end": np.nan, "circuit": ""}
     pt0 = metrics.loc[(metrics["metric"] == "prev_token") & (metrics["layer"] == 0)]
     pt0 = pt0.groupby("step")["value"].max().sort_index()
-    step = ps_crossing(metrics, threshold)
+    step = ps_crossing(metrics, threshold, metric)
     if pt0.empty or step is None:
         out["prev_token_l0_end"] = float(pt0.iloc[-1]) if len(pt0) else np.nan
         return out
-    ps = metrics.loc[(metrics["metric"] == "ps") & (metrics["step"] == step)]
+    ps = metrics.loc[(metrics["metric"] == metric) & (metrics["step"] == step)]
     top = ps.loc[ps["value"].idxmax()]
     best = pt0.reindex([step, pt0.index[-1]]).to_numpy(dtype=float)
     built = int(top["layer"]) > 0 and bool(np.any(best >= CIRCUIT_PREV_TOKEN_MIN))
     out.update(ih_head_crossing=f"{int(top['layer'])}.{int(top['head'])}", prev_token_l0_crossing=best[0],
                prev_token_l0_end=best[1], circuit="prev-token" if built else "no-prev-token")
     return out
+
+
+def onset_metric(metrics: pd.DataFrame, onset: str = "auto") -> str:
+    """The metric an onset kind reads (:data:`ihstats.contract.ONSET_METRICS`); ``auto``: the
+    in-distribution PS where the logs hold it (every run since issue 52), else the repeat probe's."""
+    if onset == "auto":
+        return "ps_indist" if (metrics["metric"] == "ps_indist").any() else "ps"
+    if onset not in ONSET_METRICS:
+        raise ValueError(f"onset: must be auto or one of {', '.join(ONSET_METRICS)}, got {onset!r}")
+    return ONSET_METRICS[onset]
 
 
 # ----------------------------------------------------------------------------------- CLI
@@ -238,7 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs_dir", nargs="+", help="run directory, grid directory, directory of run directories, "
                    "or scored series directory (python -m ihtrain.score); several are read as one table")
     p.add_argument("-o", "--out", default="emergence.csv", help="output CSV (default: emergence.csv)")
-    p.add_argument("--metric", default="ps", help="metric name in metrics.parquet (default: ps)")
+    p.add_argument("--onset", choices=("auto", *ONSET_METRICS), default="auto",
+                   help="which onset: ps (the repeat probe's PS), indist (PS at the data's own copies), loss "
+                        "(the in-distribution loss gain, probe-free); auto (default): indist where the logs hold "
+                        "it, else ps. Sets --metric")
+    p.add_argument("--metric", default=None, help="any metric name in metrics.parquet (overrides --onset)")
     p.add_argument("--head", default="max", help="max (over heads, default), each, or LAYER.HEAD like 1.0")
     p.add_argument("--method", default="bayes", choices=list(DETECTORS), help="detector (default: bayes)")
     p.add_argument("--level", type=float, default=0.9, help="credible-interval level (default: 0.9)")
@@ -263,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: {why} (run skipped)", file=sys.stderr)
         with warnings.catch_warnings(record=True) as caught:  # skipped curves: one line each, as the runs
             warnings.simplefilter("always")
-            table = emergence_table(data, a.metric, a.head, a.method, a.level, on_error=on_error, **kw)
+            metric = a.metric or onset_metric(data.metrics, a.onset)
+            table = emergence_table(data, metric, a.head, a.method, a.level, on_error=on_error, **kw)
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
     except (ValueError, OSError) as e:
@@ -278,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
               file=sys.stderr)
         return 2
-    print(f"wrote {len(table)} rows ({int(table['censored'].sum())} censored) to {out}")
+    print(f"wrote {len(table)} rows ({int(table['censored'].sum())} censored) of the {metric} onset to {out}")
     return 0
 
 

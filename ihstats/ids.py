@@ -19,7 +19,7 @@ EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "ch
                          "divergence_factor", "divergence_window")
 # Fields added after runs were shipped, with the default that reproduces those runs: hashed only
 # when set otherwise, so every earlier run (and its config.json) keeps its run_id.
-LATE_FIELDS = {("data", "markov", "repeat_start"): 0}
+LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps"}
 
 
 def config_hash(d: dict[str, Any]) -> str:

@@ -129,6 +129,7 @@ class TrainConfig:
     max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
     emergence_threshold: float = EMERGENCE_THRESHOLD  # until-emergence: max PS that starts the margin; "formed" needs it at the end too
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
+    emergence_metric: Literal["ps", "ps_indist"] = "ps"  # the PS whose crossing and onset the budget watches
     lr: float = 3e-3
     schedule: Literal["cosine", "constant", "wsd"] = "cosine"  # wsd: warmup, stable, linear decay
     warmup_steps: int = 0  # 0: use warmup_frac

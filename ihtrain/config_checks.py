@@ -74,6 +74,8 @@ def _validate_train(t: Any, m: Any) -> None:
     need(t.warmup_steps >= 0, "train.warmup_steps", f"must be >= 0 (0: use train.warmup_frac), got {t.warmup_steps}")
     # PS is a fraction: a threshold outside (0, 1] is crossed at once or never
     need(0 < t.emergence_threshold <= 1, "train.emergence_threshold", f"must be in (0, 1], got {t.emergence_threshold}")
+    need(t.emergence_metric in ("ps", "ps_indist"), "train.emergence_metric",
+         f"must be ps (the repeat probe) or ps_indist (the data's own copies), got {t.emergence_metric!r}")
     need(t.threads >= 0, "train.threads", f"must be >= 0 (0: torch's default), got {t.threads}")
     need(0 < t.checkpoint_seconds < math.inf, "train.checkpoint_seconds", f"must be a number > 0, got {t.checkpoint_seconds}")
     need(all(k >= 0 for k in t.keep_checkpoints), "train.keep_checkpoints", "must be steps >= 0")

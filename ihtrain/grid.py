@@ -36,7 +36,7 @@ from ihstats.fileio import UnreadableFile, atomic_write_json, atomic_write_text,
 from ihtrain.grid_plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
-from ihtrain.grid_expand import GridSpec, PlannedRun, probe_geometry_warning
+from ihtrain.grid_expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
 from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec
 from ihtrain.grid_status import (
     format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
@@ -301,11 +301,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if geometry := probe_geometry_warning(runs):  # at plan time: before anything trains
         print(f"warning: {geometry}", file=sys.stderr)
+    misses, blocking = probe_region_check(runs)
+    if misses:  # the design check: where the probe sits against where the data teaches
+        print(f"{'error' if blocking and not args.dry_run else 'warning'}: {design_check_message(misses, blocking)}",
+              file=sys.stderr)
     grid_dir = Path(args.out or Path("runs") / spec.name)
     if args.dry_run:
         print(f"grid {spec.name}: {len(runs)} runs -> {grid_dir}  ({spec.description})")
         print(dry_run_table(runs, grid_dir, options.retry_failed, options.order, only))
+        print("design check: " + ("FAILS (a real run refuses to start)" if blocking else
+                                  "warns (see above)" if misses else "every cell's probe sits where its data repeats"))
         return 0
+    if blocking and not args.status:
+        return EXIT_BAD_INPUT
     if args.status:
         print(status_report(spec, runs, grid_dir))
         return 0

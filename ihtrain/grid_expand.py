@@ -18,6 +18,7 @@ from ihtrain.config import (
     ConfigError, RunConfig, apply_overrides, get_field, get_preset, probe_len_of, set_field, validate,
 )
 from ihtrain.run_cost import budget_of
+from ihtrain.probes import probe_in_region
 
 
 @dataclass
@@ -257,6 +258,37 @@ def probe_geometry_warning(runs: list[PlannedRun]) -> str | None:
             f"metrics.probe_len = N under [base] of the spec ([base.metrics] probe_len = N) or "
             f"--set metrics.probe_len=N, with 2 * N + 1 <= the shortest context ({shortest}): "
             f"N <= {(shortest - 1) // 2}")
+
+
+def probe_region_check(runs: list[PlannedRun]) -> tuple[list[str], bool]:
+    """The design check before any run: one line per cell whose repeat-probe PS queries fall mostly
+    (more than half) outside the positions where its training data holds repeats, so the PS-probe
+    onset would be measured off the training distribution; and whether that blocks the grid (an
+    until-emergence budget that watches that PS, ``train.emergence_metric = "ps"``)."""
+    lines, blocking, seen = [], False, set()
+    for r in runs:
+        cfg, label = r.config, factor_label(r)
+        if label in seen:
+            continue
+        seen.add(label)
+        n, inside, start = probe_in_region(cfg)
+        if 2 * inside >= n:
+            continue
+        watched = cfg.train.budget == "until-emergence" and cfg.train.emergence_metric == "ps"
+        blocking |= watched
+        lines.append(f"{label} (C {cfg.train.context}): repeat-probe queries at positions {n}-{2 * n - 1}, training "
+                     f"repeats at {start}-{cfg.train.context - 1}: {inside} of {n} queries where the data "
+                     f"teaches" + ("; its until-emergence budget watches this PS" if watched else ""))
+    return lines, blocking
+
+
+def design_check_message(lines: list[str], blocking: bool) -> str:
+    head = ("the repeat probe misses the training repeats in " + f"{len(lines)} cell(s), so its PS onsets are "
+            "measured off the training distribution:\n  " + "\n  ".join(lines))
+    fix = ("\nset train.emergence_metric = \"ps_indist\" (the budget, the formed verdict and the default onset "
+           "then read PS at the data's own copies), or a metrics.probe_len whose queries [n, 2n - 1] fall in "
+           "the repeat region")
+    return head + (fix if blocking else "\nthe onset read by default is the in-distribution one (ps_indist)")
 
 
 def factor_label(run: PlannedRun) -> str:

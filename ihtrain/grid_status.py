@@ -8,13 +8,14 @@ with what to do about it.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
-from ihstats.emergence import circuit, formation
+from ihstats.emergence import circuit, emergence_table, formation, onset_metric
 from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_parquet
 from ihtrain.grid_expand import GridSpec, PlannedRun
 from ihtrain.locks import GridLock
@@ -79,7 +80,8 @@ def write_manifest(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path) -> pd
 def _no_results() -> dict[str, Any]:
     return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
             "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
-            **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan")}
+            **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan"),
+            **other_onsets(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"]), "ps", float("nan"))}
 
 
 def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, Any]:
@@ -92,15 +94,34 @@ def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, 
     remedy = f"delete {rdir} and rerun the same command to train the run again"
     if (rdir / "metrics.parquet").is_file():
         m = read_parquet(rdir / "metrics.parquet", ["step", "metric", "layer", "head", "value"], "metric log", remedy)
-        f = formation(m, min_ps=threshold)
+        metric = onset_metric(m)  # the in-distribution PS where logged (issue 52), else the repeat probe's
+        f = formation(m, min_ps=threshold, metric=metric)
         out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
                                       "prev_token", *CIRCUIT_COLUMNS)}, max_ps=f["final_max_ps"])
         if f["censored"]:
             out.update(onset=float("nan"), onset_lo=float("nan"))
+        out.update(other_onsets(m, metric, out["onset"]))
     if (rdir / "train.parquet").is_file():
         tr = read_parquet(rdir / "train.parquet", ["wall_s"], "training log", remedy)
         out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")
     return out
+
+
+def other_onsets(m: pd.DataFrame, metric: str, onset: float) -> dict[str, Any]:
+    """Beside the summary's onset (on ``metric``): which PS it reads, the repeat probe's PS onset,
+    the probe-free loss-gain onset, and ``gain_ratio`` = loss-gain onset / onset (about 1 when the
+    two measures agree). Uncensored Bayesian onsets; NaN when censored or not logged."""
+    def bayes_onset(name: str) -> float:
+        if not (m["metric"] == name).any():
+            return float("nan")
+        r = emergence_table(m, name, method="bayes", on_error="skip")
+        return float("nan") if r.empty or bool(r["censored"].iloc[0]) else float(r["onset"].iloc[0])
+
+    with warnings.catch_warnings():  # a curve too short for the detector is a NaN here
+        warnings.simplefilter("ignore")
+        ps_onset = onset if metric == "ps" else bayes_onset("ps")
+        gain = bayes_onset("indist_gain")
+    return {"onset_metric": metric, "onset_ps": ps_onset, "onset_gain": gain, "gain_ratio": gain / onset}
 
 
 def checked_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, Any]:
@@ -129,9 +150,9 @@ def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
 def round_results(show: pd.DataFrame) -> pd.DataFrame:
     """Onsets to whole updates, scores to 3 decimals, for printing."""
     show = show.copy()
-    for c in ("onset", "onset_lo", "onset_hi"):
+    for c in ("onset", "onset_lo", "onset_hi", "onset_ps", "onset_gain"):
         show[c] = show[c].round(0).astype("Int64")
-    for c in ("max_ps", "prev_token", "prev_token_l0_crossing", "prev_token_l0_end"):
+    for c in ("max_ps", "prev_token", "prev_token_l0_crossing", "prev_token_l0_end", "gain_ratio"):
         show[c] = show[c].round(3)
     return show
 

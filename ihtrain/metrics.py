@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
+from ihtrain.data.repeats import copy_labels
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet, natural_repeat
 
@@ -42,9 +43,9 @@ class Activations:
     Hooks attached to the model while it evaluates (an ablation) show in them."""
 
     def __init__(self, model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
-                 repeat_logits: bool = True):
+                 repeat_logits: bool = True, copy_start: int = 0):
         self.model, self.probes, self.val_tokens = model, probes, val_tokens
-        self.repeat_logits = repeat_logits
+        self.repeat_logits, self.copy_start = repeat_logits, copy_start
         self.memo: dict[str, object] = {}  # intermediate results shared by metrics (e.g. AR)
 
     @cached_property
@@ -71,6 +72,21 @@ class Activations:
         probe = natural_repeat(self.val_tokens, n).to(self.probes.repeat.device)  # (N_val, 2n)
         logits, cache = self.model.run_with_cache(probe, logits=True, logit_positions=slice(n, 2 * n - 1))
         return logits, cache, probe
+
+    @cached_property
+    def indist(self) -> tuple[torch.Tensor, Cache, torch.Tensor, torch.Tensor]:
+        """(next-token log-probs (N, T), cache, copy queries (N, T), keys (N, T, T)) on the held-out
+        sequences ``val_tokens[:INDIST_SEQS]`` (inputs ``[:, :T]``), labelled by
+        :func:`ihtrain.data.repeats.copy_labels` from position ``copy_start`` (the data's repeat region)."""
+        if self.val_tokens is None:
+            raise ValueError("in-distribution probes: need val_tokens (n_seqs, T + 1); none were given")
+        val = torch.as_tensor(self.val_tokens, dtype=torch.long)[:INDIST_SEQS].to(self.probes.repeat.device)
+        queries, keys = copy_labels(val.cpu().numpy(), self.copy_start)  # on T + 1 tokens: a <= T - 1
+        T = val.shape[1] - 1
+        logits, cache = self.model.run_with_cache(val[:, :-1], logits=True)
+        logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (N, T)
+        as_t = lambda a: torch.from_numpy(a).to(val.device)  # noqa: E731
+        return logp, cache, as_t(queries[:, :T]), as_t(keys[:, :T, :T])
 
     @cached_property
     def copy_logprobs(self) -> torch.Tensor:
@@ -150,7 +166,40 @@ def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     return _attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
 
 
+def ps_indist(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """In-distribution PS: at each copy query of the held-out sequences (the data's own ``A B ... A``
+    positions in its repeat region), the attention mass on the positions after the earlier
+    occurrences of the query's token; mean over queries (NaN without any). Chance: the share of
+    earlier positions that are such keys (mean over queries of ``|keys| / (a + 1)``)."""
+    _, cache, queries, keys = acts.indist
+    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each
+    if b.numel() == 0:
+        return np.full((model.cfg.n_layer, model.cfg.n_head), np.nan)
+    attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
+    mass = (attn.float() * keys[b, a][:, None, None, :]).sum(-1)  # (Q, L, H)
+    return mass.mean(0).cpu().numpy()  # (L, H)
+
+
 # ------------------------------------------------------------------------------ log-prob scores
+def indist_gain(model: GPT, probes: ProbeSet, acts: Activations) -> float:
+    """In-distribution induction loss gain (nats): at each copy query ``a`` (the data's own
+    ``A B ... A -> B``), the log-prob of ``B`` at the repeat minus at the bigram's first occurrence
+    ``j`` (the same token predicting the same next token, without the earlier copy in context); mean
+    over queries. A model that reads only the current token scores 0 whatever bigram statistics it
+    has learnt; it rises when the model predicts copies from context. Probe-free: it reads only the
+    model's loss on training-distribution sequences."""
+    logp, _, queries, keys = acts.indist
+    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each
+    if b.numel() == 0:
+        return float("nan")
+    val = torch.as_tensor(acts.val_tokens, dtype=torch.long)[:INDIST_SEQS].to(logp.device)
+    # the bigram's first occurrence: the earliest key k = j + 1 holding the token that follows a
+    same_next = keys[b, a] & (val[b, : keys.shape[-1]] == val[b, a + 1][:, None])  # (Q, T)
+    j = same_next.float().argmax(dim=1) - 1
+    return float((logp[b, a] - logp[b, j]).mean())
+
+
+
 def repeat_nat_logprob(model: GPT, probes: ProbeSet, acts: Activations) -> float:
     """Mean log-prob of the next token over the natural repeat probe's second copy, s in [n, 2n-2]."""
     logits, _, probe = acts.repeat_nat
@@ -317,9 +366,11 @@ _FUNCTIONS: dict[str, MetricFn] = {
     "ov_copy": ov_copy, "ar_acc": ar_acc, "ar_rank": ar_rank, "val_loss": val_loss,
     "dup_bwd": dup_bwd, "ps_nat": ps_nat, "repeat_nat_logprob": repeat_nat_logprob,
     "copy_fwd_logprob": copy_fwd_logprob, "copy_bwd_logprob": copy_bwd_logprob, "icl_token_index": icl_token_index,
+    "ps_indist": ps_indist, "indist_gain": indist_gain,
 }
 # metrics read from held-out text: computed only when val_tokens are given
-NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index")
+NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain")
+INDIST_SEQS = 32  # held-out sequences the in-distribution probes read (the first of val_tokens)
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 
@@ -337,15 +388,17 @@ def metric_names(include: list[str] | tuple[str, ...] | None, has_val: bool) -> 
 
 
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
-             include: list[str] | tuple[str, ...] | None = None) -> dict[str, np.ndarray | float]:
+             include: list[str] | tuple[str, ...] | None = None, copy_start: int = 0) -> dict[str, np.ndarray | float]:
     """Compute the metrics in ``include`` (default: all but ``OPT_IN_METRICS``; those in ``NEEDS_VAL``
-    only when ``val_tokens`` is given) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
+    only when ``val_tokens`` is given; ``copy_start``: the first position of the data's repeat region,
+    :func:`ihtrain.data.repeat_start_of`, for the in-distribution probes) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
     names = metric_names(include, has_val=val_tokens is not None)
     device = next(model.parameters()).device
-    acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)))
+    acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)),
+                       copy_start=copy_start)
     was_training = model.training
     model.eval()
     try:
@@ -393,4 +446,5 @@ def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> p
 __all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "metric_names", "to_rows", "concentration",
            "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
            "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
-           "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "NEEDS_VAL"]
+           "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "ps_indist", "indist_gain",
+           "NEEDS_VAL"]

@@ -26,6 +26,7 @@ from ihtrain.divergence import TrainingDiverged  # noqa: F401 - train.TrainingDi
 from ihstats.fileio import UnreadableFile, describe_os_error, io_error_of
 from ihtrain.locks import DirectoryLocked, run_lock
 from ihtrain.presets import describe_presets
+from ihtrain.probes import probe_in_region
 from ihtrain.run_files import record_exception, resume_threads, start_or_record
 from ihtrain.trainer import Trainer
 from ihtrain.update import adamw_step_, clip_grad_norms_
@@ -130,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(to_json(cfg))
         return 0
+    n, inside, start = probe_in_region(cfg)  # the design check of a grid, for one run: said, not refused
+    if cfg.metrics.enabled and 2 * inside < n:
+        print(f"warning: the repeat probe's PS queries (positions {n}-{2 * n - 1}) hold {inside} of {n} positions "
+              f"where the training data repeats ({start}-{cfg.train.context - 1}): its PS is measured off the "
+              f"training distribution; read ps_indist (set train.emergence_metric = \"ps_indist\" for an "
+              f"until-emergence budget)", file=sys.stderr)
     try:  # a file, or a path under one: one line, before anything is written
         out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
     except OutputPathError as e:

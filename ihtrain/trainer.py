@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import checkpoint
 from ihtrain.config import ConfigError, RunConfig
-from ihtrain.data import build_source
+from ihtrain.data import build_source, repeat_start_of
 from ihtrain.divergence import DivergenceWatch
 from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
 from ihtrain.metrics import evaluate, to_rows
@@ -152,6 +152,7 @@ class Trainer:
                                   sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
                                   n=cfg.metrics.probe_len)
         self.val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
+        self.copy_start = repeat_start_of(cfg.data, t.context + 1)  # the in-distribution probes' region
         self.include = cfg.metrics.include or None
 
     def _write_config(self) -> None:
@@ -191,7 +192,8 @@ class Trainer:
         first = {"train": min(self.cfg.train.log_every, self.total)} | ({"metrics": 0} if self.schedule else {})
         self.logs = _Logs(self.run_dir, keep_through, first)
         if self.crossing is None and self.logs.frames["metrics"]:  # checkpoints kept it for until-emergence only
-            self.crossing = ps_crossing(self.logs.metric_frame(), self.cfg.train.emergence_threshold)
+            self.crossing = ps_crossing(self.logs.metric_frame(), self.cfg.train.emergence_threshold,
+                                        self.cfg.train.emergence_metric)
 
     # ---- around each update
     def go_on(self) -> bool:
@@ -280,21 +282,24 @@ class Trainer:
     # ---- evaluation and checkpoints
     def _evaluate(self) -> float:
         self.last_eval = self.step
-        results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include)
+        results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include,
+                           copy_start=self.copy_start)
         rows = to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step)
         self.logs.add_metrics(rows)
         threshold = self.cfg.train.emergence_threshold
         # every budget records the crossing in status.json; until-emergence stops by it. ps_crossing
         # (pandas) costs ~10% of a tiny model's evaluation: call it only once some head reaches
         # the threshold, the only case in which it finds a crossing
-        if self.crossing is None and "ps" in results and np.any(np.asarray(results["ps"], np.float64) >= threshold):
-            self.crossing = ps_crossing(rows, threshold)
-        return float(np.max(results["ps"])) if "ps" in results else float("nan")
+        watched = self.cfg.train.emergence_metric  # ps, or ps_indist where the data's copies are the probe
+        if self.crossing is None and watched in results and np.any(np.asarray(results[watched], np.float64) >= threshold):
+            self.crossing = ps_crossing(rows, threshold, watched)
+        return float(np.nanmax(results[watched])) if watched in results else float("nan")
 
     def _has_formed(self) -> bool:
         from ihstats.emergence import formation  # looked up per call: tests replace the verdict
 
-        return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold)["formed"]
+        return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold,
+                         metric=self.cfg.train.emergence_metric)["formed"]
 
     def save_checkpoint(self, name: str = checkpoint.LAST) -> None:
         """Flush the logs, then checkpoint the state they agree with (only a finite one)."""

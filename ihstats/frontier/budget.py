@@ -33,7 +33,7 @@ from scipy.stats import binom
 
 from ihstats import io
 from ihstats.cli_checks import Range, check_args
-from ihstats.emergence import FORMED_MIN_PS, formation
+from ihstats.emergence import FORMED_MIN_PS, PS_METRICS, formation, onset_metric
 from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
@@ -57,7 +57,7 @@ def run_caps(data: io.GridData) -> pd.Series:
 
 
 def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_PS,
-                   level: float = 0.9) -> pd.DataFrame:
+                   level: float = 0.9, onset: str = "auto") -> pd.DataFrame:
     """Each run's formed verdict as if it had stopped at update ``budget``.
 
     Parameters
@@ -68,6 +68,9 @@ def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_
         Last update read; evaluations after it are ignored.
     min_ps, level : float
         As :func:`ihstats.emergence.formation`.
+    onset : str
+        Which PS the verdict reads (:func:`ihstats.emergence.onset_metric`): ``auto`` (default, the
+        in-distribution PS where the logs hold it), ``ps``, ``indist``.
 
     Returns
     -------
@@ -79,9 +82,12 @@ def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_
     if not budget > 0:
         raise ValueError(f"budget: must be > 0 updates, got {budget}")
     m = data.metrics
+    metric = onset_metric(m, onset)
+    if metric not in PS_METRICS:
+        raise ValueError(f"onset: the frontier reads a formed verdict, on ps or indist; got {onset!r}")
     rows = []
     for rid, run in m[m["step"] <= budget].groupby("run_id", sort=False):
-        f = formation(run, min_ps=min_ps, level=level)
+        f = formation(run, min_ps=min_ps, level=level, metric=metric)
         rows.append({"run_id": rid, "budget": float(budget), "last_step": int(run["step"].max()),
                      **{k: f[k] for k in BUDGET_COLUMNS if k in f}})
     for rid in sorted(set(data.runs["run_id"]) - set(m.loc[m["step"] <= budget, "run_id"])):
@@ -202,13 +208,13 @@ def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05
                             late, lost, p, bounds, alpha)
 
 
-def two_budgets(data: io.GridData, ratio: float = 3.0, cap: float | None = None) -> tuple:
+def two_budgets(data: io.GridData, ratio: float = 3.0, cap: float | None = None, onset: str = "auto") -> tuple:
     """Read a grid at its cap (default: the largest ``train.max_steps`` of its runs) and at
     ``cap / ratio``; returns ``(long, short, comparison)``."""
     if not ratio > 1:
         raise ValueError(f"ratio: the long budget over the short one must be > 1, got {ratio}")
     cap = float(cap if cap is not None else run_caps(data).max())
-    long, short = read_at_budget(data, cap), read_at_budget(data, cap / ratio)
+    long, short = read_at_budget(data, cap, onset=onset), read_at_budget(data, cap / ratio, onset=onset)
     return long, short, compare_budgets(short, long)
 
 

@@ -26,6 +26,16 @@ def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: i
     return base
 
 
+def repeat_start_of(data_cfg: Any, length: int) -> int:
+    """The first position at which the training sequences of ``length`` tokens may hold a copy
+    (the source's declared ``repeat_start``; 0 for forward Bi-Induct snippets, which land anywhere)."""
+    src = find(data_cfg.source)
+    if src is None:
+        raise DataError(f"data.source: must be one of {usage()}; got {data_cfg.source!r}")
+    copies_anywhere = data_cfg.biinduct.mode in ("forward", "balanced")
+    return 0 if copies_anywhere else src.repeat_start(data_cfg, length)
+
+
 def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data stays cheap
     if name in ("NaturalSource", "TokenStream", "load_stream", "build_corpus"):
         from ihtrain.data import natural
@@ -38,6 +48,6 @@ def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data st
     raise AttributeError(f"module 'ihtrain.data' has no attribute {name!r}")
 
 
-__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "cached_stream_config", "resolve_cache_dir",
+__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "repeat_start_of", "cached_stream_config", "resolve_cache_dir",
            "NaturalSource", "TokenStream", "load_stream", "build_corpus", "Tokenizer", "train_bpe",
            "load_pretrained"]

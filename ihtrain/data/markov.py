@@ -463,4 +463,9 @@ def _check_section(mk: MarkovConfig, cfg: Any) -> None:
     need(mk.pool_tokens >= 0, "data.markov.pool_tokens", "must be >= 0")
 
 
-register(DataSource("markov", _build_source, section="markov", config=MarkovConfig, vocab_fields=("vocab",), check=_check_section))
+def _repeat_start(data_cfg: Any, length: int) -> int:
+    return data_cfg.markov.repeat_start or length // 2  # plant_repeats' layout
+
+
+register(DataSource("markov", _build_source, section="markov", config=MarkovConfig, vocab_fields=("vocab",),
+                    check=_check_section, repeat_start=_repeat_start))

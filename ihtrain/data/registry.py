@@ -31,6 +31,10 @@ def _no_stream(data_cfg: Any) -> None:
     return None
 
 
+def _repeats_anywhere(data_cfg: Any, length: int) -> int:
+    return 0
+
+
 @dataclass(frozen=True)
 class DataSource:
     """One data source, as the trainer sees it.
@@ -44,7 +48,9 @@ class DataSource:
     the DataConfig of the cached natural stream it reads, None when built in memory. ``check(section,
     run_cfg)``: range checks raising ``ConfigError`` naming the dotted field. ``factors``: how the
     statistics read its grid factors (None: every scalar field of its section). ``usage``: the name
-    as error messages write it.
+    as error messages write it. ``repeat_start(data_cfg, length)``: the first position at which a
+    sequence of ``length`` tokens may hold a copy (the repeat region is ``[start, length - 1]``; 0:
+    anywhere, as in natural text); the design check and the in-distribution probes read it.
     """
 
     name: str
@@ -56,6 +62,7 @@ class DataSource:
     check: Callable[[Any, Any], None] | None = None
     factors: SourceFactors | None = None
     usage: str = ""
+    repeat_start: Callable[[Any, int], int] = _repeats_anywhere
 
 
 _SOURCES: dict[str, DataSource] = {}

@@ -109,11 +109,12 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
                   ) -> tuple[np.ndarray, dict]:
     """Generate ``(n_seqs, length)`` tokens in ``[0, n_vocab)`` with planted repeats.
 
-    ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` draws one successor per entry of
-    ``prev`` from the fresh-token model (exclusion of seen tokens is done here, by rejection).
-    ``start``: first decision point ``h`` (``None``: ``length // 2``, the shipped layout).
-    Returns ``(tokens, truth)``; ``truth`` holds per-sequence counts ``n_decisions``,
-    ``n_contexts``, ``n_copies`` and the realised ``frequency`` and ``reliability`` (ratios of sums).
+    ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` one successor per entry of ``prev``
+    from the fresh-token model (seen tokens are excluded here, by rejection). ``start``: first
+    decision point ``h`` (``None``: ``length // 2``, the shipped layout). Returns ``(tokens,
+    truth)``: per-sequence ``n_decisions``, ``n_contexts``, ``n_copies``, the realised ``frequency``
+    and ``reliability`` (ratios of sums), and ``copy_source`` (n, T) int32: at a copied position
+    ``p`` the position ``j + 1`` it copied (its copy query is ``p - 1``), -1 elsewhere.
     """
     f = check_prob(frequency, "frequency")
     r = check_prob(reliability, "reliability")
@@ -133,8 +134,8 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
     x = np.zeros((n_seqs, length), dtype=np.int64)
     seen = np.zeros((n_seqs, n_vocab), dtype=bool)
     all_rows = np.arange(n_seqs)
-    n_ctx = np.zeros(n_seqs, dtype=np.int64)
-    n_copy = np.zeros(n_seqs, dtype=np.int64)
+    n_ctx, n_copy = np.zeros(n_seqs, dtype=np.int64), np.zeros(n_seqs, dtype=np.int64)
+    copy_source = np.full((n_seqs, length), -1, dtype=np.int32)  # copy at p: the position j+1 it copied
 
     x[:, 0] = first(rng, n_seqs)
     seen[all_rows, x[:, 0]] = True
@@ -156,6 +157,7 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
             occ = x[cp, : p - 1] == prev[cp, None]  # (n_cp, p-1): earlier occurrences j < p-1
             j = np.argmax(occ * rng.random(occ.shape), axis=1)
             col[cp] = x[cp, j + 1]
+            copy_source[cp, p] = j + 1
             n_copy[cp] += 1
         # 2. frequency: plant a seen token among the sequences that did not copy
         free = np.setdiff1d(all_rows, cp, assume_unique=True)
@@ -179,10 +181,8 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
         if p <= length - 2:
             n_ctx += ctx
     n_dec = np.full(n_seqs, length - 1 - h, dtype=np.int64)
-    truth = {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_copy}
-    truth.update(summarise(n_dec, n_ctx, n_copy))
-    truth.update(frequency_target=f, reliability_target=r, plant_prob=q)
-    return x, truth
+    return x, {"n_decisions": n_dec, "n_contexts": n_ctx, "n_copies": n_copy, "copy_source": copy_source,
+               **summarise(n_dec, n_ctx, n_copy), "frequency_target": f, "reliability_target": r, "plant_prob": q}
 
 
 def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: int,
@@ -288,3 +288,29 @@ class SequencePool:
         pool, truth = self.get(length)
         idx = rng.integers(0, pool.shape[0], size=n_seqs)
         return pool[idx], {k: v[idx] for k, v in truth.items()}
+
+
+def copy_labels(tokens: np.ndarray, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``tokens`` (n, T) copy, found from the tokens alone: ``(queries, keys)``.
+
+    ``queries[i, a]`` (bool, (n, T)): position ``a in [start, T-2]`` is a *copy query*: ``x[a]``
+    occurred earlier at some ``j < a`` and the next token repeats that occurrence's successor,
+    ``x[a+1] = x[j+1]`` (the ``A B ... A -> B`` event an induction head predicts).
+    ``keys[i, a, k]`` (bool, (n, T, T)): for a copy query ``a``, the positions ``k = j + 1`` after
+    every earlier occurrence ``j`` of ``x[a]`` (where an induction head attends; ``k <= a``).
+    A generator's own record of its copies (``copy_source`` in :func:`plant_repeats`) agrees with
+    these queries exactly (tested); natural text gets its repeats from here.
+    """
+    x = np.asarray(tokens)
+    n, T = x.shape
+    same = x[:, :, None] == x[:, None, :]  # (n, a, j): x[a] == x[j]
+    same &= np.tril(np.ones((T, T), dtype=bool), -1)[None]  # j < a
+    keys = np.zeros((n, T, T), dtype=bool)
+    keys[:, :, 1:] = same[:, :, :-1]  # k = j + 1
+    succ = np.zeros((n, T, T), dtype=bool)  # x[a+1] == x[k], for a <= T-2
+    succ[:, :-1, :] = x[:, 1:, None] == x[:, None, :]
+    queries = (keys & succ).any(axis=2)
+    queries[:, :start] = False
+    queries[:, T - 1] = False
+    keys &= queries[:, :, None]
+    return queries, keys

@@ -248,4 +248,4 @@ def _check_section(sn: SeminaturalConfig, cfg: Any) -> None:
 
 
 register(DataSource("seminatural", _build_source, section="seminatural", config=SeminaturalConfig, vocab_fields=("top_v",),
-                    stream=_base_stream, check=_check_section))
+                    stream=_base_stream, check=_check_section, repeat_start=lambda data_cfg, length: length // 2))

@@ -502,6 +502,8 @@ def _run_id_before_issue_26(cfg) -> str:
         d["train"].pop(f, None)
     if d["data"]["markov"]["repeat_start"] == 0:  # added later (issue 39): absent from older configs
         del d["data"]["markov"]["repeat_start"]
+    if d["train"]["emergence_metric"] == "ps":  # added later (issue 52)
+        del d["train"]["emergence_metric"]
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
 
 
@@ -521,7 +523,8 @@ def test_law_design_presets():
     """bxc-law: B spans 8x, C >= 64, one probe length and vocabulary; bxc-size: 4x parameters."""
     law = load_grid_preset("bxc-law").expand()
     Bs, Cs = ({getattr(r.config.train, f) for r in law} for f in ("batch_size", "context"))
-    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 15 and {r.seed for r in law} == {0, 1, 2}
+    assert max(Bs) / min(Bs) >= 8 and min(Cs) >= 64 and len(law) == 18 and {r.seed for r in law} == {0, 1, 2}
+    assert {r.config.train.emergence_metric for r in law} == {"ps_indist"}  # the probe misses C 128 (issue 52)
     assert len({(r.config.metrics.probe_len, r.config.data.markov.vocab, r.config.train.lr) for r in law}) == 1
     assert 2 * law[0].config.metrics.probe_len + 1 <= min(Cs)
     assert all(r.config.data.markov.vocab >= r.config.train.context for r in law)  # the shipped layout

@@ -86,8 +86,8 @@ def test_run_directory_contract(straight_run):
     assert list(m.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
     steps = sorted(m["step"].unique())
     assert steps == eval_schedule(30, 12, 0.5).tolist()
-    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd"}
-    model_level = {"ar_acc", "ar_rank", "val_loss"}  # the opt-in metrics (contract.OPT_IN_METRICS) are not named
+    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd", "ps_indist"}
+    model_level = {"ar_acc", "ar_rank", "val_loss", "indist_gain"}  # the opt-in metrics (contract.OPT_IN_METRICS) are not named
     assert set(m["metric"]) == per_head | model_level
     assert not m.duplicated(["step", "metric", "layer", "head"]).any()
     for name in per_head:  # a dense (L, H) array per evaluation
@@ -195,7 +195,7 @@ def test_grad_accumulation_matches_full_batch(text_corpus, cache_dir, tmp_path):
 
 def _formed_from(step: int):
     """A stand-in for ihstats.emergence.formation: 'formed' once the log reaches ``step``."""
-    def formation(metrics, min_ps=0.3):
+    def formation(metrics, min_ps=0.3, metric="ps"):
         return {"formed": bool(metrics["step"].max() >= step)}
     return formation
 
