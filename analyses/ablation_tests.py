@@ -33,6 +33,7 @@ from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
@@ -161,4 +162,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

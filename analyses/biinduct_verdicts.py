@@ -23,6 +23,7 @@ from ihstats.biinduct import NATURAL, claim_tests, run_table
 from ihstats.cli_checks import Range, check_args, check_out_dir
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.seed_tests import condition_contrasts
+from ihstats.progress import cli_warnings
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "icl_token_index", "kv_gain", "top_share", "n_eff", "ablation_gap", "val_loss")
@@ -102,4 +103,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -41,6 +41,7 @@ from ihstats.onset.spec import OnsetSpec
 from ihstats.plots import plot_frontier
 from ihstats.fileio import UnreadableFile
 from ihstats.fileio import read_table as read_checked_table
+from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -162,4 +163,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
 RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
@@ -199,5 +199,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    warnings.filterwarnings("ignore", message=".*BLAS.*")
-    raise SystemExit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

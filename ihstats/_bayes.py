@@ -30,6 +30,7 @@ import pandas as pd
 
 import ihstats
 from ihstats import _bayes_compat as compat
+from ihstats import progress
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -59,20 +60,25 @@ def quiet_pymc():
 
 
 def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = 0.9,
-           cores: int = 1, log_likelihood: bool = True, progressbar: bool = False):
+           cores: int = 1, log_likelihood: bool = True, progressbar: bool | None = None,
+           label: str = "the model"):
     """NUTS with PyMC's default sampler; returns ``(idata, timings)``.
 
     ``cores=1`` by default: chains run sequentially in one process, which on small models is
     faster than spawning workers (and fair on shared machines). ``timings`` holds the
     compile+sample wall seconds and PyMC's own sampling time so callers can check that the
-    pytensor compile is not dominating.
+    pytensor compile is not dominating. A line on stderr says what is sampled (``label``) and
+    PyMC's progress shows unless ``progressbar=False`` or ``IHLAW_PROGRESS=0``
+    (:mod:`ihstats.progress`): a fit of minutes is never silent.
     """
     import pymc as pm
 
+    show = progress.enabled() if progressbar is None else progressbar
+    progress.step(f"sampling {label}: {chains} chain(s) x ({tune} tune + {draws} draws), one after another")
     t0 = time.perf_counter()
     with model, quiet_pymc():
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                          target_accept=target_accept, progressbar=progressbar,
+                          target_accept=target_accept, progressbar=show,
                           compute_convergence_checks=False)
         t1 = time.perf_counter()
         if log_likelihood:

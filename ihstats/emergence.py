@@ -35,6 +35,7 @@ from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
+from ihstats.progress import cli_warnings
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
@@ -282,4 +283,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import checkpoint
@@ -33,6 +32,7 @@ from ihtrain.config import ConfigError, RunConfig
 from ihtrain.data import build_source
 from ihtrain.divergence import DivergenceWatch
 from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
+from ihstats.progress import bar as progress_bar
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -113,8 +113,8 @@ class Trainer:
         self.t_start = time.perf_counter()
         self.last_ckpt_time, self.last_log_time, self.last_log_step = self.t_start, self.t_start, self.step
         self.stop_reason = cfg.cap_reason
-        self.bar = tqdm(total=self.total, initial=self.step, disable=not progress, desc=cfg.name, unit="upd",
-                        dynamic_ncols=True, leave=progress)
+        self.bar = progress_bar(total=self.total, initial=self.step, show=progress, desc=cfg.name, unit="upd",
+                                leave=progress)
         self.ps_now = float("nan")
         self.packed = False  # set by ihtrain.packed: the weights are views into a stack shared with other runs
         self.model.train()

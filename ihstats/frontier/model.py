@@ -92,7 +92,7 @@ class FrontierModel:
         """Sample the posterior (NUTS) and fit the GLM cross-check."""
         idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the frontier model")
         idata.posterior.attrs.update({"ihstats_model": "frontier", "separation": self.separation,
                                       **{f"version_{k}": v for k, v in _bayes.versions().items()}})
         glm = fit_glm(self.X, self.cells["n_formed"].to_numpy(), self.cells["n_runs"].to_numpy(),

@@ -154,7 +154,7 @@ class UPTLawModel:
         # dominates the run time of this small model.
         idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the UPT law")
         post = idata.posterior
         log_T = post["alpha"] + sum(post[COEF[k]] * c for k, c in self.data.centres.items())
         idata.posterior["log_T"] = log_T

@@ -82,7 +82,7 @@ class OnsetModel:
         """Sample the posterior (NUTS) and fit the maximum-likelihood cross-check."""
         idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the onset model")
         idata.posterior.attrs.update({"ihstats_model": "onset",
                                       **{f"version_{k}": v for k, v in _bayes.versions().items()}})
         mle = fit_mle(self.X, self.runs["log_time"].to_numpy(), self.censored)

@@ -46,12 +46,12 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ihtrain.data.registry import DataSource, register
 from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
+from ihstats.progress import bar as progress_bar
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)
@@ -68,7 +68,7 @@ _SEQUENTIAL_MAX_CHARS = 5_000_000  # below this cap the builtin walk runs in-pro
 
 
 def _tqdm(progress: bool, **kw):
-    return tqdm(disable=not progress, dynamic_ncols=True, **kw)
+    return progress_bar(show=progress, **kw)
 
 
 def _sha(obj: Any) -> str:
