@@ -1,11 +1,11 @@
 """Bi-Induct verdicts: each claim of Sabry and Belz tested on a biinduct grid, seeds as the unit.
 
     python analyses/biinduct_verdicts.py GRID_DIR [--ablation TABLE] [--metric repeat_nat_logprob]
-        [--level 0.2] --out DIR
+        [--level 0.2] [--out DIR]
 
 Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` where
 ``ihtrain.ablate --icl`` wrote one) and, with ``--ablation``, the tidy ablation table of all runs
-(conditions labelled ``MODE@sN``). Writes into ``--out``: ``runs.csv`` (one row per run:
+(conditions labelled ``MODE@sN``). Writes into ``--out`` (default ``results/biinduct/<grid name>``): ``runs.csv`` (one row per run:
 ``ihstats.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
 against natural-only, exact two-sample permutation, its floor, the verdict), ``contrasts.csv``
 (each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.biinduct import NATURAL, claim_tests, run_table
-from ihstats.cli_checks import Range, check_args, check_out_dir
+from ihstats.cli_checks import Range, check_args, check_out_dir, default_out
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.seed_tests import condition_contrasts
 from ihstats.progress import cli_warnings
@@ -38,8 +38,10 @@ def parse_args(argv=None):
     ap.add_argument("--metric", default="repeat_nat_logprob", help="ablation metric of the gap column")
     ap.add_argument("--level", type=float, default=0.2, help="max PS at which concentration is compared")
     ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output folder (default results/biinduct/<name of the grid>)")
     args = ap.parse_args(argv)
+    args.out = args.out or default_out("biinduct", args.grid)
     check_args(ap, args, {"level": Range(0, 1, lo_open=True), "alpha": Range(0, 1, lo_open=True, hi_open=True)})
     check_out_dir(args.out, inputs=[args.grid] + ([args.ablation] if args.ablation else []), parser=ap)
     return args

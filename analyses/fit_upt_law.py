@@ -27,6 +27,7 @@ from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.tables import formed_counts
 from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
@@ -170,8 +171,9 @@ def main(argv=None) -> int:
                            sigma_compare=sigma_cmp)
 
     summ, ols = res.summary(), res.ols()
-    print(f"UPT law on {len(res.data.y)} runs ({int(res.data.censored.sum())} censored) "
-          f"from {source}")
+    t = res.data.table
+    print(f"UPT law on {formed_counts(~res.data.censored, t['censored'] if 'censored' in t else res.data.censored)}"
+          f"; the not-formed runs enter as right-censored at their last step; from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
     for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by

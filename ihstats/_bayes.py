@@ -89,6 +89,23 @@ def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accep
                    "compile_overhead_s": (t1 - t0) - sampling, "log_likelihood_s": t2 - t1}
 
 
+def add_prior(model, idata, *, draws: int, seed: int):
+    """Add the ``prior`` group to ``idata`` (in place): ``draws`` draws of the model's free
+    parameters and deterministics from their priors, so a saved fit carries its prior for
+    prior-predictive checks (``az.plot_dist(idata, group="prior")`` and the like). Observed
+    variables are left out: a censored likelihood (a ``pm.Potential``) has no prior predictive in
+    PyMC, so a fit that wants one draws it itself (:meth:`ihstats.law.results.UPTLawResults.ppc`)."""
+    import pymc as pm
+
+    names = [v.name for v in (*model.free_RVs, *model.deterministics)]
+    with model, quiet_pymc(), warnings.catch_warnings():
+        # "the effect of Potentials ... is ignored": the prior of the parameters is what is drawn
+        warnings.filterwarnings("ignore", message="The effect of Potentials")
+        prior = pm.sample_prior_predictive(draws=draws, var_names=names, random_seed=seed)
+    compat.set_group(idata, "prior", compat.group_dataset(prior, "prior"))
+    return idata
+
+
 def posterior_predictive(model, idata, *, seed: int):
     """Add the ``posterior_predictive`` group to ``idata`` (in place) and return it."""
     import pymc as pm
@@ -116,6 +133,11 @@ def from_draws(posterior: dict, dims: dict | None = None, coords: dict | None = 
     """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}`` (optional ArviZ
     ``dims`` / ``coords``); for known posteriors (tests, simulations)."""
     return compat.from_draws(posterior, dims=dims, coords=coords)
+
+
+def group_dataset(idata, group: str):
+    """One group of a fit (``prior``, ``posterior_predictive``, ...) as an ``xarray.Dataset``."""
+    return compat.group_dataset(idata, group)
 
 
 def groups(idata) -> list[str]:

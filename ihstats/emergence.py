@@ -31,11 +31,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
-from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
+from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args, default_out
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, max_over_heads, ps_crossing
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
 from ihstats.progress import cli_warnings
+from ihstats.tables import formed_counts
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
@@ -141,6 +142,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     if metric == "ps" and head == "max":
         circuits = [{"run_id": rid, **circuit(m)} for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
+        if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
+            table.loc[~table["formed"].astype(bool), "circuit"] = ""
     return runs.merge(table, on="run_id", how="right")
 
 
@@ -183,6 +186,8 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
         r = get_detector(FORMED_METHOD, level=level).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
+    if not out["formed"]:  # PS may have crossed and fallen back: no head, so no circuit label
+        out["circuit"] = ""
     return out
 
 
@@ -195,7 +200,9 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS) -> dict[str
     ``prev_token_l0_end``. ``circuit`` is ``"prev-token"`` when the head sits above layer 0 and the
     better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
     ``"no-prev-token"`` (a head that attends a fixed offset back can pass a short repeat probe
-    without one); ``""`` when max PS never crossed or no previous-token score was logged.
+    without one); ``""`` when max PS never crossed or no previous-token score was logged. A run
+    that crossed but did not form (:func:`formation`) gets ``""`` from :func:`formation` and from
+    the emergence table: a circuit is a property of a head that formed.
 
     Parameters
     ----------
@@ -237,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Emergence table (onset, interval, midpoint, end, censoring) "
                                             "from a run or grid directory.")
     p.add_argument("runs_dir", help="run directory, grid directory, or directory of run directories")
-    p.add_argument("-o", "--out", default="emergence.csv", help="output CSV (default: emergence.csv)")
+    p.add_argument("-o", "--out", default=None,
+                   help="output CSV (default: results/emergence/<name of runs_dir>/emergence.csv)")
     p.add_argument("--metric", default="ps", help="metric name in metrics.parquet (default: ps)")
     p.add_argument("--head", default="max", help="max (over heads, default), each, or LAYER.HEAD like 1.0")
     p.add_argument("--method", default="bayes", choices=list(DETECTORS), help="detector (default: bayes)")
@@ -269,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(a.out)
+    out = Path(a.out) if a.out else default_out("emergence", a.runs_dir) / "emergence.csv"
     try:
         if out.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(out))
@@ -278,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
               file=sys.stderr)
         return 2
-    print(f"wrote {len(table)} rows ({int(table['censored'].sum())} censored) to {out}")
+    formed = table["formed"] if "formed" in table else None
+    print(f"wrote {formed_counts(formed, table['censored'], 'runs' if a.head == 'max' else 'rows')} to {out}")
     return 0
 
 
