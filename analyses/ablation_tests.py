@@ -5,7 +5,8 @@
 The table is tidy, one row per (condition, example, ablated set): columns
 ``condition, example, ablation (none|top|random), set_id, value`` and optionally ``metric``
 (see ``ihstats.ablation``). Without ``--table`` the shipped simulated example
-``data/example_ablation.csv`` is used (and the output says so). Writes into ``--out``:
+``data/example_ablation.csv`` is used (and the output says so). Writes into ``--out``
+(default ``results/ablation/<name of the table>``):
 ``tests.csv`` (one row per condition x metric, Holm and BH adjusted within a family: the top
 sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, conditions
 ``"<condition>:prev_token"``; column ``family``), ``comparisons.csv``,

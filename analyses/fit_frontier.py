@@ -4,10 +4,12 @@
 
 ``--table`` takes either one row per run (``frequency, reliability, formed``) or an emergence
 table joined with the knobs (``censored``: formed = not censored). Without it the shipped simulated
-example ``data/example_frontier.csv`` is used (and the output says so). Writes into ``--out``:
+example ``data/example_frontier.csv`` is used (and the output says so). Writes into ``--out``
+(default ``results/frontier/<name of the grid or table>``):
 ``frontier.png/.pdf`` (heatmap of the formed fraction with the frontier and its band), the data
 behind it (``frontier.csv``, ``cells.csv``), ``summary.csv``, ``sensitivity.csv``, ``glm.csv``,
-``idata.nc``, ``fit.json`` and ``summary.md``.
+``idata.nc``, ``fit.json``, ``knob.csv`` (which knob matters more on each scale; the verdict is the
+per-unit-log-knob row) and ``summary.md``.
 
 ``--grid`` takes a grid directory of logs (``python -m ihtrain.grid --preset freqrel``): every run is
 read at the cap and at cap / ``--budget-ratio`` (:mod:`ihstats.frontier.budget`), the logistic frontier is

@@ -194,9 +194,11 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     seen_glm = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["glm_reliability"])
     ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color="white",
                     alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
+    where = " in cells with runs" if grid.isna().to_numpy().any() else ""
     ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)" + (" in cells with runs" if not seen.all() else ""))
-    ax.plot(fr["frequency"], np.where(seen_glm, fr["glm_reliability"], np.nan), color="orange", lw=1.2, ls="--", label=glm_label)
+            label="frontier (posterior median, p = 0.5)" + where)
+    ax.plot(fr["frequency"], np.where(seen_glm, fr["glm_reliability"], np.nan), color="orange", lw=1.2, ls="--",
+            label=glm_label)
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
     # label the grid's own levels (a log axis under one decade labels every minor tick, and they collide)

@@ -37,7 +37,7 @@ from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
 from ihtrain.provenance import config_record
-from ihtrain.run_files import check_resumed_log
+from ihtrain.run_files import check_resumed_data, check_resumed_log
 from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
@@ -107,6 +107,8 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self._place()
         self._build(progress)
+        if (checkpoint.checkpoint_dir(run_dir) / checkpoint.LAST).is_file():  # resuming: the same data?
+            check_resumed_data(run_dir, self.source.fingerprint)
         self._write_config()
         self._resume()
         self.watch = DivergenceWatch(cfg.train, self.initial_loss, before_fail=self.logs.flush)
