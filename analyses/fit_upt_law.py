@@ -28,6 +28,7 @@ from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_s
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.tables import formed_counts
+from ihstats import progress
 from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
@@ -102,7 +103,7 @@ def load_table(args):
             raise SystemExit(f"error: --runs: directory not found: {runs}")
         raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
                          f"`python -m ihtrain.grid` first or pass --emergence CSV")
-    # Imported lazily: detection (and its dependencies) is only needed on this path.
+    progress.step(f"reading {runs} and detecting each run's onset (ihstats.emergence)")
     grid = load_grid(runs, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
@@ -166,6 +167,7 @@ def main(argv=None) -> int:
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = res.save(out)
+    progress.step(f"writing the report into {out}: LOO, influence, figures")
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
                            runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note,
                            sigma_compare=sigma_cmp)

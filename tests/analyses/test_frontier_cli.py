@@ -34,6 +34,9 @@ def test_fast_on_shipped_example(tmp_path):
     # one verdict, with the scale it is read on; the other scales as labelled rows (issue 56)
     assert md.count("**Which knob matters more:") == 1 and md.count("(the verdict)") == 1
     assert "per unit log knob scale" in md and "| frontier, per sd of the tested log levels |" in md
+    from ihstats import _bayes
+    groups = _bayes.groups(_bayes.from_netcdf(tmp_path / "idata.nc"))
+    assert {"prior", "posterior_predictive", "observed_data"} <= set(groups)  # az.plot_ppc from the file
     knob = pd.read_csv(tmp_path / "knob.csv")
     assert knob["verdict"].sum() == 1 and knob.loc[knob["verdict"], "scale"].item() == "frontier, per unit log knob"
 
