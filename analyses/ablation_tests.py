@@ -5,7 +5,8 @@
 The table is tidy, one row per (condition, example, ablated set): columns
 ``condition, example, ablation (none|top|random), set_id, value`` and optionally ``metric``
 (see ``ihstats.ablation``). Without ``--table`` the shipped simulated example
-``data/example_ablation.csv`` is used (and the output says so). Writes into ``--out``:
+``data/example_ablation.csv`` is used (and the output says so). Writes into ``--out``
+(default ``results/ablation/<name of the table>``):
 ``tests.csv`` (one row per condition x metric, Holm and BH adjusted within a family: the top
 sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, conditions
 ``"<condition>:prev_token"``; column ``family``), ``comparisons.csv``,
@@ -28,11 +29,12 @@ import pandas as pd
 from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays, ablation_families, run_ablation_tests
 from ihstats.ablation_report import write_ablation_report
 from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, default_out
 from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
@@ -60,10 +62,11 @@ def parse_args(argv=None):
                     help="d_z for which the sign-flip test's power is reported (default 0.2)")
     ap.add_argument("--seed", type=int, default=0, help="seed of resampling")
     ap.add_argument("--fast", action="store_true", help="999 resamples, 500 bootstrap draws")
-    ap.add_argument("--out", type=Path, default=Path("results/ablation"),
-                    help="output folder (default results/ablation)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output folder (default results/ablation/<name of the table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
+    args.out = args.out or default_out("ablation", args.table or EXAMPLE)
     check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
     return args
 
@@ -161,4 +164,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

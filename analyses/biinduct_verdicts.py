@@ -1,11 +1,11 @@
 """Bi-Induct verdicts: each claim of Sabry and Belz tested on a biinduct grid, seeds as the unit.
 
     python analyses/biinduct_verdicts.py GRID_DIR [--ablation TABLE] [--metric repeat_nat_logprob]
-        [--level 0.2] --out DIR
+        [--level 0.2] [--out DIR]
 
 Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` where
 ``ihtrain.ablate --icl`` wrote one) and, with ``--ablation``, the tidy ablation table of all runs
-(conditions labelled ``MODE@sN``). Writes into ``--out``: ``runs.csv`` (one row per run:
+(conditions labelled ``MODE@sN``). Writes into ``--out`` (default ``results/biinduct/<grid name>``): ``runs.csv`` (one row per run:
 ``ihstats.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
 against natural-only, exact two-sample permutation, its floor, the verdict), ``contrasts.csv``
 (each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
@@ -20,9 +20,10 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.biinduct import NATURAL, claim_tests, run_table
-from ihstats.cli_checks import Range, check_args, check_out_dir
+from ihstats.cli_checks import Range, check_args, check_out_dir, default_out
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.seed_tests import condition_contrasts
+from ihstats.progress import cli_warnings
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "icl_token_index", "kv_gain", "top_share", "n_eff", "ablation_gap", "val_loss")
@@ -40,8 +41,10 @@ def parse_args(argv=None):
                          "where logged), ps (the repeat probe), loss (the in-distribution loss gain)")
     ap.add_argument("--level", type=float, default=0.2, help="max PS at which concentration is compared")
     ap.add_argument("--alpha", type=float, default=0.05)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output folder (default results/biinduct/<name of the grid>)")
     args = ap.parse_args(argv)
+    args.out = args.out or default_out("biinduct", args.grid)
     check_args(ap, args, {"level": Range(0, 1, lo_open=True), "alpha": Range(0, 1, lo_open=True, hi_open=True)})
     check_out_dir(args.out, inputs=[args.grid] + ([args.ablation] if args.ablation else []), parser=ap)
     return args
@@ -105,4 +108,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

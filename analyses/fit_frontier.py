@@ -4,10 +4,12 @@
 
 ``--table`` takes either one row per run (``frequency, reliability, formed``) or an emergence
 table joined with the knobs (``censored``: formed = not censored). Without it the shipped simulated
-example ``data/example_frontier.csv`` is used (and the output says so). Writes into ``--out``:
+example ``data/example_frontier.csv`` is used (and the output says so). Writes into ``--out``
+(default ``results/frontier/<name of the grid or table>``):
 ``frontier.png/.pdf`` (heatmap of the formed fraction with the frontier and its band), the data
 behind it (``frontier.csv``, ``cells.csv``), ``summary.csv``, ``sensitivity.csv``, ``glm.csv``,
-``idata.nc``, ``fit.json`` and ``summary.md``.
+``idata.nc``, ``fit.json``, ``knob.csv`` (which knob matters more on each scale; the verdict is the
+per-unit-log-knob row) and ``summary.md``.
 
 ``--grid`` takes a grid directory of logs (``python -m ihtrain.grid --preset freqrel``): every run is
 read at the cap and at cap / ``--budget-ratio`` (:mod:`ihstats.frontier.budget`), the logistic frontier is
@@ -28,11 +30,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats import io
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir
+from ihstats import io, progress
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
-from ihstats.frontier.report import budget_lines, knob_lines, write_frontier_report
+from ihstats.frontier.glm import SEPARATION_WORDS
+from ihstats.frontier.report import budget_lines, knob_table, knob_text, write_frontier_report
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.onset.design import resolving_designs
 from ihstats.onset.model import OnsetModel
@@ -41,6 +44,7 @@ from ihstats.onset.spec import OnsetSpec
 from ihstats.plots import plot_frontier
 from ihstats.fileio import UnreadableFile
 from ihstats.fileio import read_table as read_checked_table
+from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -78,11 +82,13 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=0, help="sampler seed")
     ap.add_argument("--fast", action="store_true",
                     help="quick look: 2 chains x 300 draws (300 tuning)")
-    ap.add_argument("--out", type=Path, default=Path("results/frontier"),
-                    help="output folder (default results/frontier)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output folder (default results/frontier/<name of the grid or table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
-    check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
+    src = args.grid or args.table or EXAMPLE
+    args.out = args.out or default_out("frontier", src)
+    check_out_dir(args.out, inputs=[src], parser=ap)  # before any work
     return args
 
 
@@ -110,21 +116,23 @@ def load_input(args):
     return read_table(args.table), str(args.table), None, None
 
 
-def onset_lines(table, args, out: Path) -> list[str]:
-    """Fit the time-to-onset model when the table has onsets; its summary.md section."""
+def onset_lines(table, args, out: Path) -> tuple[list[str], object]:
+    """Fit the time-to-onset model when the table has onsets: its summary.md section and its
+    results (None when not fitted)."""
     if not {"onset", "last_step"} <= set(table.columns):
         return not_fitted_lines("the table has no `onset` / `last_step` columns "
-                                "(pass --grid, or an emergence table joined with the knobs)")
+                                "(pass --grid, or an emergence table joined with the knobs)"), None
     try:
         model = OnsetModel.from_table(table, OnsetSpec())
     except ValueError as e:
-        return not_fitted_lines(str(e))
+        return not_fitted_lines(str(e)), None
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     designs = None
     if "not resolved" in res.verdict():
+        progress.step(f"simulating {args.design_sims} experiments per candidate design (onset model)")
         designs = resolving_designs(res, n_sims=args.design_sims, seed=args.seed)
     res.save(out / "onset", {"designs": designs} if designs is not None else None)
-    return onset_report_lines(res, designs, args.hdi_prob)
+    return onset_report_lines(res, designs, args.hdi_prob), res
 
 
 def main(argv=None) -> int:
@@ -147,22 +155,26 @@ def main(argv=None) -> int:
     extra = budget_lines(cmp) if cmp is not None else []
     if budgets is not None:
         budgets.to_csv(out / "budgets.csv", index=False)
-    extra += onset_lines(table, args, out)
-    write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra)
-    print(f"separation: {res.separation}; GLM: {res.glm.method}; which knob (logistic):")
-    for line in knob_lines(res.sensitivity(args.hdi_prob).set_index("quantity")):
-        print("  " + line[2:].replace("**", ""))
+    section, onset = onset_lines(table, args, out)
+    extra += section
+    knob = knob_table(res, onset, args.hdi_prob)
+    knob.to_csv(out / "knob.csv", index=False)
+    write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra, knob=knob)
+    print(f"runs: {int(res.model.cells['n_runs'].sum())}, formed: {int(res.model.cells['n_formed'].sum())}; "
+          f"separation: {SEPARATION_WORDS.get(res.separation, res.separation)}")
+    print(knob_text(knob))
     note = res.boundary_note(args.hdi_prob)
     if note:
         print(f"boundary: {note}")
     for line in extra:
-        if line.startswith("**") or line.startswith("Which knob") or line.startswith("not fitted"):
+        if line.startswith("**") or line.startswith("not fitted"):
             print(line.replace("**", ""))
-    print(f"wrote {out}/ (frontier.png, frontier.pdf, frontier.csv, cells.csv, summary.md, "
-          f"summary.csv, sensitivity.csv, glm.csv, idata.nc, fit.json) "
-          f"in {time.perf_counter() - t0:.1f} s")
+    print(f"wrote {out}/ (frontier.png, frontier.pdf, frontier.csv, cells.csv, knob.csv, summary.md, "
+          f"summary.csv, sensitivity.csv, glm.csv, idata.nc, fit.json"
+          f"{', onset/' if onset is not None else ''}) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +28,9 @@ from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.tables import formed_counts
+from ihstats import progress
+from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
 RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
@@ -106,6 +108,7 @@ def load_table(args):
                 raise SystemExit(f"error: --runs: directory not found: {r}")
             raise SystemExit(f"error: no input: {DEFAULT_RUNS} does not exist; run "
                              f"`python -m ihtrain.grid` first or pass --emergence CSV")
+    progress.step(f"reading {', '.join(map(str, runs))} and detecting each run's onset (ihstats.emergence)")
     grid = load_grids(runs, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
@@ -171,13 +174,15 @@ def main(argv=None) -> int:
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = res.save(out)
+    progress.step(f"writing the report into {out}: LOO, influence, figures")
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
                            runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note,
                            sigma_compare=sigma_cmp)
 
     summ, ols = res.summary(), res.ols()
-    print(f"UPT law on {len(res.data.y)} runs ({int(res.data.censored.sum())} censored) "
-          f"from {source}")
+    t = res.data.table
+    print(f"UPT law on {formed_counts(~res.data.censored, t['censored'] if 'censored' in t else res.data.censored)}"
+          f"; the not-formed runs enter as right-censored at their last step; from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
     for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by
@@ -205,5 +210,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    warnings.filterwarnings("ignore", message=".*BLAS.*")
-    raise SystemExit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

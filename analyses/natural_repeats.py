@@ -30,6 +30,7 @@ import pandas as pd
 from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
+from ihstats.progress import cli_warnings
 
 CONTEXTS = (16, 32, 64, 128, 256, 512, 1024)
 PUBLISHED = {"a": 0.37, "b": 0.62}
@@ -124,4 +125,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -7,9 +7,9 @@
 
 Each grid is a grid directory (emergence is detected first) or an emergence table CSV. Scores
 (coverage of the 50% / 90% predictive intervals, mean log predictive density, median |error| of
-the predicted log UPT, median interval span) for the law and the baselines (published exponents,
+the predicted log UPT, median hi/lo ratio of the intervals in UPT) for the law and the baselines (published exponents,
 tokens form, constant tokens per head, constant updates, OLS ignoring censoring), overall and split
-into interpolation / extrapolation, go to --out (default results/validate_law/<grid>-<mode>):
+into interpolation / extrapolation, go to --out (default results/validate_law/<grid>/loco or .../<test grid>/holdout):
 summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf.
 """
 
@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.law.predict import load_posterior
@@ -31,6 +30,7 @@ from ihstats.law.report import write_validation_figure
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.progress import cli_warnings
 
 
 def parse_args(argv=None):
@@ -45,7 +45,7 @@ def parse_args(argv=None):
     p.add_argument("--posterior", help="a saved law posterior (fit folder or idata.nc) instead of "
                                        "fitting --fit; baselines need --fit as well")
     p.add_argument("--test", help="held-out grid directory or emergence CSV to predict")
-    p.add_argument("--out", default=None, help="output folder (default results/validate_law/...)")
+    p.add_argument("--out", default=None, help="output folder (default results/validate_law/<grid>/loco with --cv, results/validate_law/<test grid>/holdout with --test)")
     p.add_argument("--fast", action="store_true", help="2 chains x 300 draws (300 tune) per fit")
     p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
     p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
@@ -108,13 +108,13 @@ def run(args):
     fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     if args.cv:
         table = load_table(args.runs, "--runs")
-        name = f"{Path(args.runs).stem}-loco"
+        name = default_out("validate_law", args.runs) / "loco"
         return name, cross_validate(table, _spec(args, table), fit_kw=fit_kw, source=args.runs,
                                     progress=not args.no_progress)
     test = load_table(args.test, "--test")
     train = load_table(args.fit, "--fit") if args.fit else None
     idata = load_posterior(args.posterior) if args.posterior else None
-    name = f"{Path(args.test).stem}-holdout"
+    name = default_out("validate_law", args.test) / "holdout"
     src = f"{args.posterior or args.fit} -> {args.test}"
     return name, validate_holdout(test, _spec(args, train if train is not None else test),
                                   train_table=train, idata=idata, fit_kw=fit_kw, source=src)
@@ -122,7 +122,7 @@ def run(args):
 
 def print_tables(res) -> None:
     cols = ["model", "n_runs", "n_censored", "cover_50", "cover_90", "mean_lpd", "median_abs_err",
-            "median_width_90", "pit_ks_p"]
+            "median_hi_lo_ratio_90", "pit_ks_p"]
     print(res.summary()[cols].round(3).to_string(index=False))
     by = res.summary(by=("model", "region"))
     if by["region"].nunique() > 1:
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     except UPTLawError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out or Path("results") / "validate_law" / name)
+    out = Path(args.out or name)
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)
     print_tables(res)
@@ -155,5 +155,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    warnings.filterwarnings("ignore", message=".*BLAS.*")
-    raise SystemExit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -30,6 +30,7 @@ import pandas as pd
 
 import ihstats
 from ihstats import _bayes_compat as compat
+from ihstats import progress
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -59,20 +60,25 @@ def quiet_pymc():
 
 
 def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = 0.9,
-           cores: int = 1, log_likelihood: bool = True, progressbar: bool = False):
+           cores: int = 1, log_likelihood: bool = True, progressbar: bool | None = None,
+           label: str = "the model"):
     """NUTS with PyMC's default sampler; returns ``(idata, timings)``.
 
     ``cores=1`` by default: chains run sequentially in one process, which on small models is
     faster than spawning workers (and fair on shared machines). ``timings`` holds the
     compile+sample wall seconds and PyMC's own sampling time so callers can check that the
-    pytensor compile is not dominating.
+    pytensor compile is not dominating. A line on stderr says what is sampled (``label``) and
+    PyMC's progress shows unless ``progressbar=False`` or ``IHLAW_PROGRESS=0``
+    (:mod:`ihstats.progress`): a fit of minutes is never silent.
     """
     import pymc as pm
 
+    show = progress.enabled() if progressbar is None else progressbar
+    progress.step(f"sampling {label}: {chains} chain(s) x ({tune} tune + {draws} draws), one after another")
     t0 = time.perf_counter()
     with model, quiet_pymc():
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                          target_accept=target_accept, progressbar=progressbar,
+                          target_accept=target_accept, progressbar=show,
                           compute_convergence_checks=False)
         t1 = time.perf_counter()
         if log_likelihood:
@@ -81,6 +87,23 @@ def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accep
     sampling = float(idata.posterior.attrs.get("sampling_time", np.nan))
     return idata, {"sample_call_s": t1 - t0, "sampling_s": sampling,
                    "compile_overhead_s": (t1 - t0) - sampling, "log_likelihood_s": t2 - t1}
+
+
+def add_prior(model, idata, *, draws: int, seed: int):
+    """Add the ``prior`` group to ``idata`` (in place): ``draws`` draws of the model's free
+    parameters and deterministics from their priors, so a saved fit carries its prior for
+    prior-predictive checks (``az.plot_dist(idata, group="prior")`` and the like). Observed
+    variables are left out: a censored likelihood (a ``pm.Potential``) has no prior predictive in
+    PyMC, so a fit that wants one draws it itself (:meth:`ihstats.law.results.UPTLawResults.ppc`)."""
+    import pymc as pm
+
+    names = [v.name for v in (*model.free_RVs, *model.deterministics)]
+    with model, quiet_pymc(), warnings.catch_warnings():
+        # "the effect of Potentials ... is ignored": the prior of the parameters is what is drawn
+        warnings.filterwarnings("ignore", message="The effect of Potentials")
+        prior = pm.sample_prior_predictive(draws=draws, var_names=names, random_seed=seed)
+    compat.set_group(idata, "prior", compat.group_dataset(prior, "prior"))
+    return idata
 
 
 def posterior_predictive(model, idata, *, seed: int):
@@ -110,6 +133,11 @@ def from_draws(posterior: dict, dims: dict | None = None, coords: dict | None = 
     """A fit holding only a posterior, from ``{name: array (chain, draw, ...)}`` (optional ArviZ
     ``dims`` / ``coords``); for known posteriors (tests, simulations)."""
     return compat.from_draws(posterior, dims=dims, coords=coords)
+
+
+def group_dataset(idata, group: str):
+    """One group of a fit (``prior``, ``posterior_predictive``, ...) as an ``xarray.Dataset``."""
+    return compat.group_dataset(idata, group)
 
 
 def groups(idata) -> list[str]:

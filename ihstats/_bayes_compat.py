@@ -74,6 +74,12 @@ def groups(idata) -> list[str]:
     return list(idata.groups())
 
 
+def group_dataset(idata, group: str):
+    """The group ``group`` of a fit as an ``xarray.Dataset`` (attributes kept)."""
+    node = idata[group] if ARVIZ_1 else getattr(idata, group)
+    return node.to_dataset() if ARVIZ_1 else node
+
+
 def posterior_dataset(idata):
     """The posterior group as an ``xarray.Dataset`` (attributes kept)."""
     post = idata.posterior
@@ -179,6 +185,21 @@ def plot_rank(idata, var_names):
         one = idata.posterior.sizes["chain"] < 2
         kw = {"backend": "matplotlib", "method": "envelope" if one else "mtc_c"}
     return _figure_of(az.plot_rank(idata, var_names=list(var_names), **kw))
+
+
+def plot_ppc(idata, var_name: str, *, num_samples: int = 100, group: str = "posterior"):
+    """ArviZ's own predictive check of ``var_name``: the observed density against ``num_samples``
+    replicated ones, from the ``posterior_predictive`` (``group="prior"``: ``prior_predictive``)
+    group; returns the Figure (ArviZ 1: ``plot_ppc_dist``)."""
+    import arviz as az
+
+    post = idata.posterior
+    num_samples = min(num_samples, post.sizes["chain"] * post.sizes["draw"])  # ArviZ refuses more
+    if ARVIZ_1:
+        return _figure_of(az.plot_ppc_dist(idata, var_names=[var_name], group=f"{group}_predictive",
+                                           num_samples=num_samples, backend="matplotlib"))
+    return _figure_of(az.plot_ppc(idata, var_names=[var_name], group=group, num_pp_samples=num_samples,
+                                  random_seed=0))
 
 
 def plot_posterior(idata, var_names, *, hdi_prob: float, ref_val: dict | None = None):

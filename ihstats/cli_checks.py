@@ -150,8 +150,13 @@ def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str 
 
 
 def default_out(kind: str, source: str | Path | None) -> Path:
-    """``results/<kind>/<name of source>`` (or ``results/<kind>``): never inside a data folder."""
-    return Path("results") / kind / Path(source).stem if source else Path("results") / kind
+    """``results/<kind>/<name of source>`` (or ``results/<kind>``): never inside a data folder.
+    The name of a file is its stem, of a folder its own name (``.`` and ``runs/g/`` included)."""
+    if not source:
+        return Path("results") / kind
+    src = Path(source)
+    table = src.is_file() or src.suffix.lower() in {".csv", ".nc", ".parquet"}
+    return Path("results") / kind / (src.stem if table else src.resolve().name)
 
 
 __all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "OutputPathError", "Range", "check_args", "check_out_dir",

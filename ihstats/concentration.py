@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import Range, check_args, check_out_dir
+from ihstats.cli_checks import Range, check_args, check_out_dir, default_out
 from ihstats.contract import SchemaError, max_over_heads
 from ihstats.io import load_grid
 
@@ -120,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
                    "comparison (default 0.2)")
     p.add_argument("--frac", type=float, default=0.02, help="share of a layer's heads in the top share "
                    "(default 0.02: the paper's top 2%%, one head below 75 heads per layer)")
-    p.add_argument("--out", required=True, help="folder for concentration.csv and concentration_at_level.csv")
+    p.add_argument("--out", default=None, help="folder for concentration.csv and concentration_at_level.csv "
+                   "(default results/concentration/<name of the grid>)")
     args = p.parse_args(argv)
+    args.out = args.out or default_out("concentration", args.grid)
     check_args(p, args, {"level": Range(0, 1, lo_open=True), "frac": Range(0, 1, lo_open=True)})
     check_out_dir(args.out, inputs=[args.grid], parser=p)
     try:

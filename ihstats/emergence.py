@@ -31,10 +31,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
-from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
+from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args, default_out
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, max_over_heads, ps_crossing
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
+from ihstats.progress import cli_warnings
+from ihstats.tables import formed_counts
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
@@ -145,6 +147,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     if is_ps:
         circuits = [{"run_id": rid, **circuit(m, metric=metric)} for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
+        if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
+            table.loc[~table["formed"].astype(bool), "circuit"] = ""
     return runs.merge(table, on="run_id", how="right")
 
 
@@ -212,6 +216,8 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
         r = get_detector(FORMED_METHOD, level=level).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
+    if not out["formed"]:  # PS may have crossed and fallen back: no head, so no circuit label
+        out["circuit"] = ""
     return out
 
 
@@ -224,7 +230,9 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str
     ``prev_token_l0_end``. ``circuit`` is ``"prev-token"`` when the head sits above layer 0 and the
     better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
     ``"no-prev-token"`` (a head that attends a fixed offset back can pass a short repeat probe
-    without one); ``""`` when max PS never crossed or no previous-token score was logged.
+    without one); ``""`` when max PS never crossed or no previous-token score was logged. A run
+    that crossed but did not form (:func:`formation`) gets ``""`` from :func:`formation` and from
+    the emergence table: a circuit is a property of a head that formed.
 
     Parameters
     ----------
@@ -277,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "from a run or grid directory.")
     p.add_argument("runs_dir", nargs="+", help="run directory, grid directory, directory of run directories, "
                    "or scored series directory (python -m ihtrain.score); several are read as one table")
-    p.add_argument("-o", "--out", default="emergence.csv", help="output CSV (default: emergence.csv)")
+    p.add_argument("-o", "--out", default=None,
+                   help="output CSV (default: results/emergence/<name of the (first) runs_dir>/emergence.csv)")
     p.add_argument("--onset", choices=("auto", *ONSET_METRICS), default="auto",
                    help="which onset: ps (the repeat probe's PS), indist (PS at the data's own copies), loss "
                         "(the in-distribution loss gain, probe-free); auto (default): indist where the logs hold "
@@ -314,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(a.out)
+    out = Path(a.out) if a.out else default_out("emergence", a.runs_dir[0]) / "emergence.csv"
     try:
         if out.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(out))
@@ -323,9 +332,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
               file=sys.stderr)
         return 2
-    print(f"wrote {len(table)} rows ({int(table['censored'].sum())} censored) of the {metric} onset to {out}")
+    formed = table["formed"] if "formed" in table else None
+    print(f"wrote {formed_counts(formed, table['censored'], 'runs' if a.head == 'max' else 'rows')} of the "
+          f"{metric} onset to {out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())

@@ -21,11 +21,12 @@ matplotlib.use("Agg")
 # the fallback font draws the same figure, so it is noise on every fit's console
 logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
+from matplotlib.ticker import NullLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ihstats import _bayes_compat  # noqa: E402
 from ihstats.fileio import atomic_write  # noqa: E402
+from ihstats.frontier.glm import SEPARATION_SHORT  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
 
@@ -117,7 +118,8 @@ def plot_ppc_bands(frame: Any, *, path: str | Path | None = None, hdi_prob: floa
     step). The y axis is clipped to the data's range plus a margin: a Student-t with nu near 1 has
     draws at +-1e6, which would flatten every band.
 
-    ``frame``: ``ppc_frame`` columns ``run_id, observed, censored, q_lo, q25, q50, q75, q_hi``.
+    ``frame``: ``ppc_frame`` columns ``run_id, label`` (the run by its factors, on the axis),
+    ``observed, censored, q_lo, q25, q50, q75, q_hi``.
     """
     f = frame.sort_values("q50", ignore_index=True)
     x = np.arange(len(f))
@@ -130,11 +132,11 @@ def plot_ppc_bands(frame: Any, *, path: str | Path | None = None, hdi_prob: floa
     ax.plot(x[obs], f.loc[obs, "observed"], "o", color="k", ms=4, label="observed")
     if (~obs).any():
         ax.plot(x[~obs], f.loc[~obs, "observed"], "^", mfc="none", color="C3", ms=6,
-                label="censored (last step)")
+                label="not formed (at its last step)")
     lo, hi = float(f["observed"].min()), float(f["observed"].max())
     pad = max(1.0, 0.5 * (hi - lo))
     ax.set_ylim(lo - pad, hi + pad)
-    ax.set_xticks(x, f["run_id"].astype(str).str[:6], rotation=90, fontsize=7)
+    ax.set_xticks(x, f["label"] if "label" in f else f["run_id"].astype(str).str[:6], rotation=90, fontsize=7)
     ax.set_xlabel("run (sorted by predicted median)")
     ax.set_ylabel("log UPT (updates)")
     ax.set_title("Posterior predictive check (y clipped to the data range +- margin)", fontsize=10)
@@ -151,6 +153,18 @@ def _log_edges(levels: Any) -> Any:
     lv = np.log(np.sort(np.asarray(levels, dtype=float)))
     mid = (lv[1:] + lv[:-1]) / 2
     return np.exp(np.r_[lv[0] - (mid[0] - lv[0]), mid, lv[-1] + (lv[-1] - mid[-1])])
+
+
+def _in_cells_with_runs(grid: Any, f_edges: Any, r_edges: Any, f: Any, r: Any) -> Any:
+    """Whether each point (f, r) lies in a cell of ``grid`` (rows reliability, columns frequency)
+    that holds runs; a point outside the grid or at NaN does not."""
+    f, r = np.asarray(f, dtype=float), np.asarray(r, dtype=float)
+    i = np.searchsorted(r_edges, r) - 1
+    j = np.searchsorted(f_edges, f) - 1
+    ok = np.isfinite(r) & (i >= 0) & (i < grid.shape[0]) & (j >= 0) & (j < grid.shape[1])
+    vals = grid.to_numpy()
+    ok[ok] = np.isfinite(vals[i[ok], j[ok]])
+    return ok
 
 
 def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
@@ -174,16 +188,22 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
         ax.fill_between([], [], color="0.8", label="no runs in this cell")
     fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
     fr = frontier
-    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], color="white",
+    # lines only over cells that hold runs: across a transect's empty cells they would be drawn
+    # where nothing was measured
+    seen = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["reliability_median"])
+    seen_glm = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["glm_reliability"])
+    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color="white",
                     alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
-    ax.plot(fr["frequency"], fr["reliability_median"], color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)")
-    ax.plot(fr["frequency"], fr["glm_reliability"], color="orange", lw=1.2, ls="--", label=glm_label)
+    where = " in cells with runs" if grid.isna().to_numpy().any() else ""
+    ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color="white", lw=2,
+            label="frontier (posterior median, p = 0.5)" + where)
+    ax.plot(fr["frequency"], np.where(seen_glm, fr["glm_reliability"], np.nan), color="orange", lw=1.2, ls="--",
+            label=glm_label)
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
     # label the grid's own levels (a log axis under one decade labels every minor tick, and they collide)
     for axis, levels in ((ax.xaxis, grid.columns), (ax.yaxis, grid.index)):
-        axis.set_minor_formatter(NullFormatter())
+        axis.set_minor_locator(NullLocator())  # a minor tick between levels showed as a tick without a label
         axis.set_ticks(levels, [f"{v:g}" for v in levels], fontsize=7)
     plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
     if title:
@@ -206,28 +226,29 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
     """
     import seaborn as sns  # only this figure uses seaborn's theme; it costs ~0.5 s to import
 
-    sns.set_theme(style="ticks", context="paper")
-    fig, ax = plt.subplots(figsize=(4.6, 4.2))
-    unc, cen = frame[~frame.censored], frame[frame.censored]
-    yerr = np.array([unc.observed - unc.obs_lo, unc.obs_hi - unc.observed])
-    xerr = np.array([unc.predicted - unc.pred_lo, unc.pred_hi - unc.predicted])
-    ax.errorbar(unc.predicted, unc.observed, xerr=xerr,
-                yerr=np.where(np.isfinite(yerr), yerr, 0), fmt="o", ms=4, color="C0", lw=0.8,
-                label="emerged (onset, interval)")
-    if len(cen):  # replicates of a cell share predicted and last step: one marker, with their count
-        pts = cen.groupby([cen.predicted.round(6), cen.observed.round(6)]).size().reset_index(name="n")
-        ax.scatter(pts.predicted, pts.observed, marker="^", s=40 * np.sqrt(pts.n), facecolors="none",
-                   edgecolors="C3", label="censored (UPT > last step; xN: runs at one point)")
-        for p in pts[pts.n > 1].itertuples():
-            ax.annotate(f"x{p.n}", (p.predicted, p.observed), xytext=(5, 3), textcoords="offset points",
-                        fontsize=7, color="C3")
-    lo = min(frame[["observed", "predicted"]].min()) / 1.5
-    hi = max(frame[["observed", "predicted"]].max()) * 1.5
-    ax.plot([lo, hi], [lo, hi], ls="--", color="0.5", lw=1, label="y = x")
-    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
-           xlabel=f"predicted UPT (posterior mean, {hdi_prob:.0%} HDI)",
-           ylabel="observed UPT (updates)", title=f"r = {r:.3f} (uncensored runs)")
-    ax.legend(fontsize=7, frameon=False)
+    # the theme for this figure only (sns.set_theme would restyle every later figure of the process)
+    with sns.axes_style("ticks"), sns.plotting_context("paper"):
+        fig, ax = plt.subplots(figsize=(4.6, 4.2))
+        unc, cen = frame[~frame.censored], frame[frame.censored]
+        yerr = np.array([unc.observed - unc.obs_lo, unc.obs_hi - unc.observed])
+        xerr = np.array([unc.predicted - unc.pred_lo, unc.pred_hi - unc.predicted])
+        ax.errorbar(unc.predicted, unc.observed, xerr=xerr,
+                    yerr=np.where(np.isfinite(yerr), yerr, 0), fmt="o", ms=4, color="C0", lw=0.8,
+                    label="emerged (onset, interval)")
+        if len(cen):  # replicates of a cell share predicted and last step: one marker, with their count
+            pts = cen.groupby([cen.predicted.round(6), cen.observed.round(6)]).size().reset_index(name="n")
+            ax.scatter(pts.predicted, pts.observed, marker="^", s=40 * np.sqrt(pts.n), facecolors="none",
+                       edgecolors="C3", label="not formed: UPT > last step (xN: runs at one point)")
+            for p in pts[pts.n > 1].itertuples():
+                ax.annotate(f"x{p.n}", (p.predicted, p.observed), xytext=(5, 3), textcoords="offset points",
+                            fontsize=7, color="C3")
+        lo = min(frame[["observed", "predicted"]].min()) / 1.5
+        hi = max(frame[["observed", "predicted"]].max()) * 1.5
+        ax.plot([lo, hi], [lo, hi], ls="--", color="0.5", lw=1, label="y = x")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
+               xlabel=f"predicted UPT (posterior mean, {hdi_prob:.0%} HDI)",
+               ylabel="observed UPT (updates)", title=f"r = {r:.3f} (uncensored runs)")
+        ax.legend(fontsize=7, frameon=False)
     sns.despine(fig)
     return fig
 
@@ -247,6 +268,15 @@ def plot_trace(idata: Any, var_names: Any) -> Any:
                 trace.set_ylim(lo - pad, hi + pad)
                 dens.set_title(f"{name} (axes: central 99% of draws; max {draws.max():.3g})", fontsize=9)
     fig.tight_layout()  # ArviZ's default spacing lets each row's title overlap the ticks above it
+    return fig
+
+
+def plot_ppc(idata: Any, var_name: str, *, num_samples: int = 100) -> Any:
+    """ArviZ's posterior predictive check of ``var_name`` from the fit's ``posterior_predictive``
+    group (the saved ``idata.nc`` holds it, so ``az.plot_ppc`` reproduces this figure); titled."""
+    fig = _bayes_compat.plot_ppc(idata, var_name, num_samples=num_samples)
+    fig.suptitle(f"Posterior predictive check (ArviZ): observed {var_name} against {num_samples} replicates\n"
+                 "(censored runs at their last step, as the likelihood sees them)", fontsize=8)
     return fig
 
 
@@ -279,8 +309,7 @@ def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float 
     :class:`ihstats.frontier.results.FrontierResults`; the title states a degenerate boundary or
     separated data. ``path``: stem of the ``.png`` and ``.pdf``."""
     note = results.boundary_note(hdi_prob)
-    title = note or (f"data {results.separation}ly separated: prior-regularised"
-                     if results.separation != "none" else "")
+    title = note or SEPARATION_SHORT.get(results.separation, "")
     return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
                              glm_label=f"GLM ({results.glm.method})", title=title,
                              title_size=7 if note else 9, path=path)

@@ -21,7 +21,9 @@ from matplotlib.colors import LogNorm  # noqa: E402
 from matplotlib.ticker import StrMethodFormatter  # noqa: E402
 
 # published laws (docs/REFERENCES.md), as drawn by plot_upt_law's second panel
-PUBLISHED_LINES = "solid: fit (90% HDI); --: 13.26-0.37lnB-0.62lnC; : 10^5.7/sqrt(BC)"
+#: The published forms drawn beside the fit (Aoyama et al.; docs/REFERENCES.md), by column of the law table.
+PUBLISHED_LINES = {"published": "published: ln UPT = 13.26 - 0.37 ln B - 0.62 ln C",
+                   "published_early": "published tokens form: UPT = 10^5.7 / sqrt(B C)"}
 
 
 # ================================================================== emergence curves of a grid
@@ -66,6 +68,24 @@ def plot_emergence_curves(frame: pd.DataFrame, *, tag: str = "") -> Any:
 
 
 # ================================================================== UPT law of a grid
+def _law_legend(ax: Any, law: pd.DataFrame) -> None:
+    """One legend entry per C (its colour) and one line symbol per kind of line; the published
+    forms' offset from the fit, measured on the plotted lines, said in words (their constant T
+    belongs to the paper's models and data: compare slopes, not heights)."""
+    from matplotlib.lines import Line2D
+
+    handles = [h for h in ax.get_legend_handles_labels()[0]]
+    handles.append(Line2D([], [], color="0.2", lw=1.2, label="fit, 90% HDI band"))
+    if "published" in law:
+        ratio = float(np.exp(np.median(np.log(law["published"] / law["upt"]))))
+        handles += [Line2D([], [], color="0.2", lw=0.8, ls="--", label=PUBLISHED_LINES["published"]),
+                    Line2D([], [], color="0.2", lw=0.8, ls=":", label=PUBLISHED_LINES["published_early"]),
+                    Line2D([], [], ls="none", label=f"published lines sit ~{ratio:.0f}x above the fit: their T is\n"
+                                                    "the paper's models and data; compare slopes")]
+    # beside the axes: inside, the legend covered the published lines it explains
+    ax.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+
+
 def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *, tag: str = "") -> Any:
     """Observed vs predicted log UPT (left) and the fitted law UPT(B) per C with the published
     forms (right).
@@ -76,15 +96,15 @@ def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *
     """
     f = frame
     s = params.set_index("param")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 4.0))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12.5, 4.0), width_ratios=(1, 1.1))
     unc, cen = f[~f["censored"]], f[f["censored"]]
     ax1.errorbar(unc["log_predicted"], unc["log_observed"],
                  xerr=[unc["log_predicted"] - np.log(unc["pred_lo"]),
                        np.log(unc["pred_hi"]) - unc["log_predicted"]],
-                 fmt="o", ms=4, lw=0.8, color="C0", label="emerged")
+                 fmt="o", ms=4, lw=0.8, color="C0", label="formed")
     if len(cen):
         ax1.scatter(cen["log_predicted"], cen["log_observed"], marker="^", facecolors="none",
-                    edgecolors="C3", label="censored (UPT > last step)")
+                    edgecolors="C3", label="not formed (UPT > last step)")
     lo = min(f["log_observed"].min(), f["log_predicted"].min()) - 0.3
     hi = max(f["log_observed"].max(), f["log_predicted"].max()) + 0.3
     ax1.plot([lo, hi], [lo, hi], "--", color="0.5", lw=1, label="y = x")
@@ -107,7 +127,7 @@ def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *
     bs = sorted(f["B"].unique())
     ax2.set_xticks(bs, labels=[f"{b:g}" for b in bs])
     ax2.xaxis.set_minor_locator(plt.NullLocator())
-    ax2.legend(fontsize=7, frameon=False, ncol=2, title=PUBLISHED_LINES, title_fontsize=6)
+    _law_legend(ax2, law)
 
     def est(p):
         return f"{s.at[p, 'mean']:.2f} [{s.at[p, 'hdi_lo']:.2f}, {s.at[p, 'hdi_hi']:.2f}]"
@@ -154,6 +174,44 @@ def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
         ax.set_xlabel(xlabel)
     axes[0][0].set_ylabel("head sets")
     axes[0][0].legend(fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ablation_summary(drops: pd.DataFrame, tests: pd.DataFrame, *,
+                          title: str = "Top-k vs random-k head ablations",
+                          xlabel: str = "mean drop (unablated - ablated)") -> Any:
+    """One panel for many runs: a row per (condition[, metric]), every random head set's mean
+    drop as a grey dot, the top-k set's as a red diamond, and the random-set permutation p value
+    (raw, Holm) at the right end of the row. What :func:`plot_ablation_drops` shows in one
+    histogram per row, readable at 15 rows.
+
+    ``drops``, ``tests``: as :func:`plot_ablation_drops`.
+    """
+    groups = list(drops.groupby(["metric", "condition"], dropna=False, sort=True))
+    one_metric = drops["metric"].nunique(dropna=False) == 1
+    fig, ax = plt.subplots(figsize=(7.0, 0.32 * len(groups) + 1.3))
+    rng = np.random.default_rng(0)  # jitter only: the dots' heights carry no data
+    labels = []
+    for i, ((metric, cond), g) in enumerate(groups):
+        rnd = g.loc[g["ablation"] == "random", "drop"].to_numpy()
+        top = g.loc[g["ablation"] == "top", "drop"].iloc[0]
+        ax.scatter(rnd, i + rng.uniform(-0.18, 0.18, rnd.size), s=9, color="0.55", alpha=0.7, lw=0,
+                   label="random-k sets" if i == 0 else None)
+        ax.scatter([top], [i], marker="D", s=30, color="C3", zorder=3, label="top-k set" if i == 0 else None)
+        t = _test_row(tests, cond, metric)
+        ax.annotate(f"p {t['p_random']:.2g} (Holm {t['p_random_holm']:.2g})", (1.01, i),
+                    xycoords=("axes fraction", "data"), va="center", fontsize=7)
+        labels.append(str(cond) if one_metric or pd.isna(metric) else f"{cond} / {metric}")
+    ax.set_yticks(range(len(groups)), labels, fontsize=7)
+    ax.set_ylim(len(groups) - 0.5, -0.5)
+    ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+    metric_note = f" ({drops['metric'].iloc[0]})" if one_metric and not pd.isna(drops["metric"].iloc[0]) else ""
+    ax.set_xlabel(xlabel + metric_note)
+    # above the panel: inside, the legend covered a row's dots
+    ax.legend(fontsize=7, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2)
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
@@ -310,7 +368,7 @@ def plot_law_validation(runs: pd.DataFrame, *, title: str = "") -> Any:
     ax2.legend(fontsize=7, frameon=False)
     cover = runs["inside_90"].mean()
     fig.suptitle(f"Out-of-sample law: {cover:.0%} of {n} runs inside the 90% interval; "
-                 f"median interval spans {runs['width_90'].median():.1f}x in UPT"
+                 f"median interval spans {runs['hi_lo_ratio_90'].median():.1f}x in UPT"
                  + (f"\n{title}" if title else ""), fontsize=9)
     fig.tight_layout()
     return fig

@@ -54,6 +54,18 @@ def numeric_column(df: pd.DataFrame, column: str, error=ValueError) -> np.ndarra
     return values.to_numpy(dtype=float)
 
 
+def formed_counts(formed, censored, unit: str = "runs") -> str:
+    """The counts every message gives, in the words of docs/DESIGN.md ("Emergence table"):
+    ``N runs: F formed, M not formed (K of them censored: no onset by the last step)``;
+    ``formed=None`` (a table without the verdict, e.g. another detector's): ``N rows: K censored``."""
+    cens = np.asarray(censored, dtype=bool)
+    if formed is None:
+        return f"{cens.size} {unit}: {int(cens.sum())} censored (no onset by the last step)"
+    f = np.asarray(formed, dtype=bool)
+    return (f"{f.size} {unit}: {int(f.sum())} formed, {int((~f).sum())} not formed "
+            f"({int(cens.sum())} of them censored: no onset by the last step)")
+
+
 def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
     """Whether each run formed an induction head: the one rule every fit applies (docs/DESIGN.md,
     "What the fits accept").
@@ -76,6 +88,6 @@ def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
         rise = ~formed & ~cens
         if rise.any():
             warnings.warn(f"formed = False with an uncensored onset in {rows(df, rise)}: a rise that did not "
-                          f"reach the formed threshold counts as not formed (the law fits it as censored at "
-                          f"last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
+                          f"reach the formed threshold counts as not formed (the law enters it as right-censored "
+                          f"at last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
     return formed

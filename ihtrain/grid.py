@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
+from ihstats.progress import bar as progress_bar
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
@@ -175,7 +175,7 @@ def _run_tasks(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, n_todo: i
     line per run goes to the log, the bar shows the active runs' updates."""
     by_id = {r.run_id: r for r in runs}
     # the runs this command runs (with --only, not the whole grid); the log's first lines count the rest
-    bar = tqdm(total=n_todo, unit="run", desc=spec.name, dynamic_ncols=True, disable=not progress)
+    bar = progress_bar(total=n_todo, unit="run", desc=spec.name, show=progress)
 
     def on_done(o: Outcome) -> None:
         st = o.status

@@ -140,6 +140,39 @@ def resume_threads(cfg: RunConfig, run_dir: Path, current: int, resuming: bool) 
     return recorded or cfg.train.threads
 
 
+def data_hashes(fingerprint: Any, prefix: str = "") -> dict[str, str]:
+    """The content hashes inside a data fingerprint (every ``sha256`` and ``*_hash`` key, nested
+    ones by dotted path): what must match for a resume to train on the same tokens. Statistics
+    beside them (entropies, similarities) are left out: they may differ in the last float digits
+    between machines for the same data."""
+    out: dict[str, str] = {}
+    for key, value in (fingerprint.items() if isinstance(fingerprint, dict) else ()):
+        if isinstance(value, dict):
+            out.update(data_hashes(value, f"{prefix}{key}."))
+        elif key == "sha256" or key.endswith("_hash"):
+            out[prefix + key] = str(value)
+    return out
+
+
+def check_resumed_data(run_dir: Path, fingerprint: dict[str, Any]) -> None:
+    """A resumed run must train on the data it started on: the content hashes its config.json
+    recorded must equal those of the data built now. The builtin corpus is built from the
+    installed packages' docstrings, so another machine or another package version builds other
+    text (the H200 runs did); continuing on it would splice two corpora into one run silently.
+    A config.json without a fingerprint (or no file) is not checked."""
+    try:
+        old = read_json(run_dir / "config.json", "run's config").get("data_fingerprint")
+    except (UnreadableFile, AttributeError):
+        return
+    before, now = data_hashes(old), data_hashes(fingerprint)
+    diff = [k for k in sorted(set(before) & set(now)) if before[k] != now[k]]
+    if diff:
+        k = diff[0]
+        raise ConfigError(f"{run_dir / 'config.json'}: this run started on data with {k} {before[k][:12]}..., "
+                          f"this machine builds {now[k][:12]}... (another corpus, tokenizer or package "
+                          f"version); resume it where it started, or delete {run_dir} to train it anew here")
+
+
 def check_resumed_log(path: Path, frame: pd.DataFrame | None, first_step: int, through: int) -> None:
     """A log a resume continues must hold its rows from ``first_step`` on (when the checkpoint at
     ``through`` lies past it): a deleted or cut log would otherwise be continued with a silent gap."""

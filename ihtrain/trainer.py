@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ihstats.contract import ps_crossing, read_status, write_status
 from ihtrain import checkpoint
@@ -33,11 +32,12 @@ from ihtrain.config import ConfigError, RunConfig
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.divergence import DivergenceWatch
 from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
+from ihstats.progress import bar as progress_bar
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
 from ihtrain.provenance import config_record
-from ihtrain.run_files import check_resumed_log
+from ihtrain.run_files import check_resumed_data, check_resumed_log
 from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
@@ -107,14 +107,16 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self._place()
         self._build(progress)
+        if (checkpoint.checkpoint_dir(run_dir) / checkpoint.LAST).is_file():  # resuming: the same data?
+            check_resumed_data(run_dir, self.source.fingerprint)
         self._write_config()
         self._resume()
         self.watch = DivergenceWatch(cfg.train, self.initial_loss, before_fail=self.logs.flush)
         self.t_start = time.perf_counter()
         self.last_ckpt_time, self.last_log_time, self.last_log_step = self.t_start, self.t_start, self.step
         self.stop_reason = cfg.cap_reason
-        self.bar = tqdm(total=self.total, initial=self.step, disable=not progress, desc=cfg.name, unit="upd",
-                        dynamic_ncols=True, leave=progress)
+        self.bar = progress_bar(total=self.total, initial=self.step, show=progress, desc=cfg.name, unit="upd",
+                                leave=progress)
         self.ps_now = float("nan")
         self.packed = False  # set by ihtrain.packed: the weights are views into a stack shared with other runs
         self.model.train()

@@ -28,7 +28,8 @@ from ihstats.law.report import obs_vs_pred_frame
 from ihstats.law.spec import UPTLawSpec
 from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
 from ihstats.plots import plot_frontier_map
-from ihstats.plots_paper import (plot_ablation_drops, plot_biinduct, plot_emergence_curves,
+from ihstats.frontier.glm import SEPARATION_WORDS
+from ihstats.plots_paper import (plot_ablation_summary, plot_biinduct, plot_emergence_curves,
                                  plot_frontier_onsets, plot_kv_recall, plot_markov_factors, plot_upt_law)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,7 +215,8 @@ def analysis_frontier(inp: Inputs, name: str = "freqrel") -> FigureData:
     res = FrontierModel.from_table(table, FrontierSpec()).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
                                           seed=inp.seed)
     cells = res.model.cells
-    note = f"separation: {res.separation}; GLM: {res.glm.method}; {res.sensitivity_verdict(HDI)}"
+    note = (f"which knob matters more (per unit log knob): {res.sensitivity_verdict(HDI)}; "
+            f"separation: {SEPARATION_WORDS.get(res.separation, res.separation).split(':')[0]}; GLM: {res.glm.method}")
     extra = {"cells": cells, "sensitivity": res.sensitivity(HDI),
              "params": res.summary(HDI).reset_index()}  # which knob matters more, with intervals
     return FigureData(res.frontier(HDI), source, simulated, extra=extra, note=note)
@@ -389,9 +391,8 @@ REGISTRY: dict[str, Figure] = {
                                                           title="Formation frontier, Markov tokens"),
                               "the former frequency x reliability grid on Markov tokens (freqrel-markov)"),
     "ablation": Figure(analysis_ablation,
-                       lambda d: plot_ablation_drops(d.frame, d.extra["tests"],
-                                                     title="Top-k vs random-k head ablations" + _sim_tag(d),
-                                                     ncols=3 if "pooled" in d.extra else None),
+                       lambda d: plot_ablation_summary(d.frame, d.extra["tests"],
+                                                       title="Top-k vs random-k head ablations" + _sim_tag(d)),
                        "top-k vs random-k head-ablation drops with p-values", ("ablation_table",)),
     "emergence_curves_fast": Figure(lambda i: analysis_emergence_curves(i, FAST),
                                     _curves,

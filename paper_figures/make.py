@@ -28,6 +28,7 @@ import io
 import shlex
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 import warnings
@@ -58,11 +59,13 @@ def make_figure(name: str, inp: Inputs, out: Path) -> tuple[FigureData, list[Pat
     np.random.seed(inp.seed)  # belt and braces: every ihstats call also takes the seed
     entry = REGISTRY[name]
     data = entry.analysis(inp)
-    sns.set_theme(style="ticks", context="paper")
-    fig = entry.plot(data)
-    if data.note:
-        fig.text(0.01, -0.01, data.note, fontsize=6, color="0.35", va="top")
-    files = save_figure(fig, out / name, close=True)
+    # the theme for this figure only: sns.set_theme would change every later figure of the process
+    with sns.axes_style("ticks"), sns.plotting_context("paper"):
+        fig = entry.plot(data)
+        if data.note:  # wrapped to the figure's width: one long line ran off its edge
+            width = int(fig.get_figwidth() * 22)
+            fig.text(0.01, -0.01, textwrap.fill(data.note, width), fontsize=6, color="0.35", va="top")
+        files = save_figure(fig, out / name, close=True)
     data.frame.to_csv(out / f"{name}.csv", index=False)
     files.append(out / f"{name}.csv")
     for k, df in data.extra.items():
@@ -102,6 +105,28 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
     path = out / "INDEX.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _figure_of_file(stem: str) -> str | None:
+    """The registry figure that writes the file ``stem`` (``name`` or ``name_<table>``; the
+    longest name wins, so ``upt_law_fast_law`` belongs to ``upt_law_fast``)."""
+    owners = [n for n in REGISTRY if stem == n or stem.startswith(n + "_")]
+    return max(owners, key=len) if owners else None
+
+
+def announce_overwrite(out: Path, only: list[str] | None) -> list[Path]:
+    """Say which committed files a run into the committed ``paper_figures/figures`` (the
+    default ``--out``) replaces; returns them (none for another folder)."""
+    if not out.is_dir() or out.resolve() != FIGURES.resolve():
+        return []
+    names = set(only or REGISTRY)
+    hit = sorted(p for p in out.iterdir() if p.is_file() and (
+        _figure_of_file(p.name.split(".")[0]) in names or p.name in {"INDEX.md", "constraints.txt"}))
+    if hit:
+        print(f"overwriting {len(hit)} committed file(s) in {rel_path(out)}/: "
+              f"{', '.join(p.name for p in hit)} (git diff shows what changed; --out DIR writes "
+              f"elsewhere, --check compares without writing)")
+    return hit
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -193,6 +218,7 @@ def main(argv=None) -> int:
     inp = Inputs(args.runs, args.emergence, args.frontier_table, args.ablation_table,
                  args.full, args.seed, args.simulated, args.reference)
     out = args.out
+    announce_overwrite(out, args.only)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     for name in args.only or list(REGISTRY):

@@ -159,8 +159,8 @@ class BudgetComparison:
     def verdict(self) -> str:
         """One line: a rate (the boundary moved, with the shift), or not shown to move."""
         b = self.boundary.set_index("budget")
-        where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} -> {_lvl(b.at[self.long, k])}"
-                          for k in KNOBS)
+        where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} at {self.short:,.0f} updates, "
+                          f"{_lvl(b.at[self.long, k])} at {self.long:,.0f}" for k in KNOBS)
         counts = (f"{self.late} of {self.n_runs} runs formed only between {self.short:,.0f} and "
                   f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}")
         if self.moves:
@@ -170,7 +170,8 @@ class BudgetComparison:
 
 
 def _lvl(x: float) -> str:
-    return "not located" if not np.isfinite(x) else f"{x:.3g}"
+    # a GLM boundary that leaves (0, 1] or has no slope: say where it is not, not "not located"
+    return "beyond the tested levels" if not np.isfinite(x) else f"{x:.3g}"
 
 
 def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05) -> BudgetComparison:

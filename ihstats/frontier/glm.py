@@ -39,6 +39,25 @@ def check_separation(X: np.ndarray, n_formed: np.ndarray, n_runs: np.ndarray) ->
     return "complete" if comp.success and -comp.fun > 1e-7 else "quasi"
 
 
+#: Each separation status in plain words (reports, the CLI and the figure title say these).
+SEPARATION_WORDS = {
+    "none": "none: formed and not-formed runs overlap, so the maximum-likelihood fit exists",
+    "quasi": ("partial: a straight line in the (log f, log r) plane puts every formed run on one side "
+              "and every not-formed run on the other, with some cells on the line; the maximum-likelihood "
+              "slopes run off to infinity, so the posterior is held finite by its prior and the GLM "
+              "cross-check uses Firth's penalty"),
+    "complete": ("complete: a straight line in the (log f, log r) plane splits formed from not-formed runs "
+                 "exactly; the maximum-likelihood slopes run off to infinity, so the posterior is held "
+                 "finite by its prior and the GLM cross-check uses Firth's penalty"),
+    "numerical": ("numerical: the maximum-likelihood fit diverged although no separating line was found; "
+                  "the GLM cross-check uses Firth's penalty"),
+}
+#: The same, in a few words for a figure title.
+SEPARATION_SHORT = {"quasi": "formed / not formed split by a line (touching some cells): slopes set by the prior",
+                    "complete": "formed / not formed split exactly by a line: slopes set by the prior",
+                    "numerical": "maximum likelihood diverged: slopes set by the prior"}
+
+
 @dataclass
 class GLMFrontier:
     """Maximum-likelihood (or Firth-penalised, when separated) logistic fit.

@@ -90,9 +90,13 @@ class FrontierModel:
     def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
             target_accept: float = 0.9, cores: int = 1) -> FrontierResults:
         """Sample the posterior (NUTS) and fit the GLM cross-check."""
-        idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
+        model = self.pymc_model()
+        idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the frontier model")
+        # the saved fit carries its prior and the posterior predictive of the formed counts
+        _bayes.add_prior(model, idata, draws=draws, seed=seed)
+        _bayes.posterior_predictive(model, idata, seed=seed)
         idata.posterior.attrs.update({"ihstats_model": "frontier", "separation": self.separation,
                                       **{f"version_{k}": v for k, v in _bayes.versions().items()}})
         glm = fit_glm(self.X, self.cells["n_formed"].to_numpy(), self.cells["n_runs"].to_numpy(),

@@ -152,9 +152,10 @@ class UPTLawModel:
         # log T and T are derived after sampling (not pm.Deterministic) and the pointwise
         # log-likelihood is computed in numpy: each avoids one more pytensor compile, which
         # dominates the run time of this small model.
-        idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
+        model = self.pymc_model()
+        idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the UPT law")
         post = idata.posterior
         log_T = post["alpha"] + sum(post[COEF[k]] * c for k, c in self.data.centres.items())
         idata.posterior["log_T"] = log_T
@@ -175,8 +176,12 @@ class UPTLawModel:
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
                      model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))
         idata.posterior.attrs.update(attrs)
-        return UPTLawResults(self, idata, timings, sampler=dict(
+        # the saved fit carries its prior and both predictives (prior and posterior checks in ArviZ)
+        _bayes.add_prior(model, idata, draws=draws, seed=seed)
+        res = UPTLawResults(self, idata, timings, sampler=dict(
             draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept))
+        res.ppc(seed)
+        return res
 
 
 # ---- the censored Student-t likelihood's survival function ---------------------------------

@@ -115,6 +115,15 @@ def validation_record(path=None) -> dict | None:
     return None
 
 
+def _hi_lo_ratio(law: dict) -> float:
+    # records written before issue 56 named the ratio median_width_90; both keep loading
+    for key in ("median_hi_lo_ratio_90", "median_width_90"):
+        if key in law:
+            return float(law[key])
+    raise UPTLawError("validation record: no median_hi_lo_ratio_90 in its 'law' entry; rerun "
+                      "analyses/validate_law.py to write a new validation.json")
+
+
 def validation_lines(rec: dict | None, **values) -> tuple[str, list[str]]:
     """What validation says about this posterior's intervals (one line) and a warning per factor
     (``B=..., C=...``) outside the range the validation covered."""
@@ -125,7 +134,7 @@ def validation_lines(rec: dict | None, **values) -> tuple[str, list[str]]:
         rec.get("mode"), rec.get("mode"))
     line = (f"coverage measured out of sample ({mode}, {rec.get('source', '?')}): the 90% interval "
             f"held for {law['cover_90']:.0%} of {int(law['n_runs'])} runs, the 50% for "
-            f"{law['cover_50']:.0%}; median 90% span {law['median_width_90']:.1f}x")
+            f"{law['cover_50']:.0%}; median 90% interval hi/lo ratio {_hi_lo_ratio(law):.1f}x")
     warns = [f"{k} = {v:g} lies outside the validated range {lo:g}-{hi:g}: the coverage above was "
              f"measured inside it" for k, (lo, hi) in rec.get("range", {}).items()
              if (v := values.get(k)) is not None and not lo <= v <= hi]

@@ -5,8 +5,11 @@ UPT laws, and the figure of its out-of-sample validation.
 
     out_dir/report.md, report.html       summary, diagnostics, LOO, OLS cross-check, versions
     out_dir/figures/*.png, *.pdf         trace, rank, posterior of a and b vs published values,
-                                         observed vs predicted UPT (log axes), PPC
+                                         observed vs predicted UPT (log axes), ArviZ's PPC
+                                         (ppc, from idata.nc's posterior_predictive group) and
+                                         one predictive band per run, labelled B x C (ppc_runs)
     out_dir/figures/obs_vs_pred.csv      the tidy data behind the observed-vs-predicted figure
+    out_dir/figures/ppc_runs.csv         ... and behind the per-run bands
 
 Diagnostics (divergences, r_hat, ESS) are printed at the top of the report, never dropped.
 ``write_validation_figure(validation_results, out_dir)`` writes ``figures/validation.png|pdf``
@@ -30,7 +33,8 @@ from ihstats.law.scoring import LAW
 from ihstats.law.sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness,
                                      influence_table, sigma_text)
 from ihstats.law.spec import OBS, PUBLISHED
-from ihstats.plots import plot_obs_vs_pred, plot_posterior, plot_ppc_bands, plot_rank, plot_trace, save_figure
+from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
+                           save_figure)
 from ihstats.plots_paper import plot_law_validation
 
 
@@ -73,12 +77,27 @@ def _seed_spread_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
             f"(cell_lo/cell_hi) and a new run in it (pred_lo/pred_hi).")
 
 
+def run_labels(table: pd.DataFrame) -> list[str]:
+    """Each run by its factors, ``B 16 x C 64 s0`` (N and the seed when the table has them), for
+    axes a reader can read; the run id only when the table has no B / C."""
+    if not {"B", "C"} <= set(table.columns):
+        return table["run_id"].astype(str).str[:6].tolist()
+    parts = [("B ", table["B"]), (" x C ", table["C"])]
+    if "N" in table and table["N"].nunique() > 1:
+        parts.append((" N ", table["N"]))
+    if "seed" in table:
+        parts.append((" s", table["seed"]))
+    return ["".join(f"{p}{v:g}" if isinstance(v, (int, float, np.number)) else f"{p}{v}" for p, v in row)
+            for row in zip(*[[(p, v) for v in col] for p, col in parts])]
+
+
 def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
     """Per run: observed log UPT (log last step when censored) and quantiles of its posterior
     predictive (the tidy data behind ``plots.plot_ppc_bands``)."""
     rep = np.asarray(res.ppc()[OBS]).reshape(-1, len(res.data.y))
     q = np.quantile(rep, [(1 - hdi_prob) / 2, 0.25, 0.5, 0.75, (1 + hdi_prob) / 2], axis=0)
     return pd.DataFrame({"run_id": res.data.table["run_id"].astype(str).to_numpy(),
+                         "label": run_labels(res.data.table),
                          "observed": np.where(res.data.censored, res.data.upper, res.data.y),
                          "censored": res.data.censored, "q_lo": q[0], "q25": q[1], "q50": q[2],
                          "q75": q[3], "q_hi": q[4]})
@@ -145,7 +164,7 @@ def _figures(res: UPTLawResults, figdir: Path, hdi_prob: float) -> dict[str, str
     frame = obs_vs_pred_frame(res, hdi_prob)
     frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
     ppc = ppc_frame(res, hdi_prob)
-    ppc.to_csv(figdir / "ppc.csv", index=False)
+    ppc.to_csv(figdir / "ppc_runs.csv", index=False)
     return {
         "trace": _save(plot_trace(res.idata, plot_vars), figdir, "trace"),
         "rank": _save(plot_rank(res.idata, plot_vars), figdir, "rank"),
@@ -155,7 +174,9 @@ def _figures(res: UPTLawResults, figdir: Path, hdi_prob: float) -> dict[str, str
                                              extra_ref=(PUBLISHED_FORMS["tokens"]["a"], "tokens form 0.5")),
                               figdir, "posterior_ab"),
         "obs_vs_pred": _save(plot_obs_vs_pred(frame, res.r_obs_pred, hdi_prob), figdir, "obs_vs_pred"),
-        "ppc": _save(plot_ppc_bands(ppc, hdi_prob=hdi_prob), figdir, "ppc"),
+        # ArviZ's own check from the saved posterior_predictive group, then one band per run
+        "ppc": _save(plot_ppc(res.idata, OBS), figdir, "ppc"),
+        "ppc_runs": _save(plot_ppc_bands(ppc, hdi_prob=hdi_prob), figdir, "ppc_runs"),
     }
 
 

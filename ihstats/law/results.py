@@ -11,6 +11,7 @@ them on a saved or shipped netCDF without the table it was fitted to.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,16 @@ def mu_draws(data: LawData, idata) -> np.ndarray:
         z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
         mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
     return mu  # (S, n)
+
+
+def replicates(data: LawData, idata, rng: np.random.Generator) -> np.ndarray:
+    """One replicate of every run's observed log onset per draw of ``idata.posterior`` (any
+    object with a ``posterior`` Dataset: the prior's draws too), shape (S, n_runs), clipped at
+    each censored run's log last_step as the censored likelihood sees it."""
+    mu = mu_draws(data, idata)
+    scale, nu = _scale_nu(data, idata)
+    eps = rng.standard_t(np.broadcast_to(nu, mu.shape)) if nu is not None else rng.standard_normal(mu.shape)
+    return np.minimum(mu + scale * eps, data.upper[None])
 
 
 def loglik(data: LawData, idata) -> np.ndarray:
@@ -245,23 +256,27 @@ class UPTLawResults:
         return float(np.corrcoef(pred[obs], self.data.y[obs])[0, 1])
 
     def ppc(self, seed: int = 0):
-        """Posterior predictive draws of the observed (censored) log onset, added to ``idata``.
+        """Posterior predictive draws of the observed (censored) log onset, added to ``idata``
+        (and, when it has a ``prior`` group, the prior predictive as ``prior_predictive``).
 
-        One replicate per posterior draw: ``mu + scale * t(nu)``, clipped at each censored run's
+        One replicate per draw: ``mu + scale * t(nu)``, clipped at each censored run's
         ``log last_step`` exactly as the censored likelihood sees the data. Drawn in numpy
-        (the model is simple) to skip a pytensor compile.
+        (the model is simple) to skip a pytensor compile; PyMC cannot draw it, the censored
+        runs enter through a ``pm.Potential``.
         """
-        if "posterior_predictive" not in _bayes.groups(self.idata):
-            rng = np.random.default_rng(seed)
-            mu = self.mu_draws()
-            scale, nu = _scale_nu(self.data, self.idata)
-            eps = (rng.standard_t(np.broadcast_to(nu, mu.shape)) if nu is not None
-                   else rng.standard_normal(mu.shape))
-            rep = np.minimum(mu + scale * eps, self.data.upper[None])
-            c, d = self.idata.posterior.sizes["chain"], self.idata.posterior.sizes["draw"]
-            _bayes.add_group(self.idata, "posterior_predictive",
-                             {OBS: (("chain", "draw", "run"), rep.reshape(c, d, -1))},
-                             coords={"run": self.data.table["run_id"].astype(str).tolist()})
+        have = _bayes.groups(self.idata)
+        runs = {"run": self.data.table["run_id"].astype(str).tolist()}
+        todo = [("posterior_predictive", self.idata.posterior, seed)]
+        if "prior" in have:
+            todo.append(("prior_predictive", _bayes.group_dataset(self.idata, "prior"), seed + 1))
+        for group, draws, s in todo:
+            if group in have:
+                continue
+            rep = replicates(self.data, SimpleNamespace(posterior=draws), np.random.default_rng(s))
+            c, d = draws.sizes["chain"], draws.sizes["draw"]
+            _bayes.add_group(self.idata, group, {OBS: (("chain", "draw", "run"), rep.reshape(c, d, -1))},
+                             coords={"chain": draws["chain"].values, "draw": draws["draw"].values, **runs},
+                             sample_dims=False)
         return self.idata.posterior_predictive
 
     def loo(self):

@@ -115,7 +115,7 @@ def score_runs(pred: Predictive, y, censored, *, levels=(0.5, 0.9), seed: int = 
     -------
     pandas.DataFrame
         One row per run: ``pit``, ``lpd``, ``median``, ``abs_err`` (NaN when censored) and, per
-        level ``p`` (as a percentage ``P``), ``lo_P``, ``hi_P``, ``inside_P`` and ``width_P``
+        level ``p`` (as a percentage ``P``), ``lo_P``, ``hi_P``, ``inside_P`` and ``hi_lo_ratio_P``
         (the interval's span as a ratio of UPTs, ``exp(hi - lo)``).
     """
     y = np.asarray(y, dtype=float)
@@ -131,14 +131,14 @@ def score_runs(pred: Predictive, y, censored, *, levels=(0.5, 0.9), seed: int = 
         tag = f"{round(100 * p)}"
         out[f"lo_{tag}"], out[f"hi_{tag}"] = lo, hi
         out[f"inside_{tag}"] = np.where(cens, hi > y, (lo <= y) & (y <= hi))
-        out[f"width_{tag}"] = np.exp(hi - lo)
+        out[f"hi_lo_ratio_{tag}"] = np.exp(hi - lo)  # the interval in UPT: hi / lo, not hi - lo
     return pd.DataFrame(out)
 
 
 def summarize_scores(runs: pd.DataFrame, by=("model",), levels=(0.5, 0.9)) -> pd.DataFrame:
     """Per group (default: per model) of :func:`score_runs` rows: runs, censored runs, coverage
     per level, mean log predictive density, median |error| of the median (uncensored runs),
-    median interval span (ratio of UPTs) and the KS p-value of the PIT against uniform."""
+    median interval span ``median_hi_lo_ratio_P`` (hi / lo of the interval in UPT) and the KS p-value of the PIT against uniform."""
     def one(g: pd.DataFrame) -> pd.Series:
         row = {"n_runs": len(g), "n_censored": int(g["censored"].sum())}
         for p in levels:
@@ -148,7 +148,7 @@ def summarize_scores(runs: pd.DataFrame, by=("model",), levels=(0.5, 0.9)) -> pd
         row["median_abs_err"] = float(g["abs_err"].median())
         for p in levels:
             tag = f"{round(100 * p)}"
-            row[f"median_width_{tag}"] = float(g[f"width_{tag}"].median())
+            row[f"median_hi_lo_ratio_{tag}"] = float(g[f"hi_lo_ratio_{tag}"].median())
         row["pit_ks_p"] = float(stats.kstest(g["pit"], "uniform").pvalue) if len(g) > 1 else np.nan
         return pd.Series(row)
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ihstats import _bayes
+from ihstats import _bayes, progress
 from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import UPTLawResults, sigma_draws
@@ -87,6 +87,8 @@ def sensitivity_table(table: pd.DataFrame, spec: UPTLawSpec, base: UPTLawResults
     done = {**(fits or {}), **({"base": base} if base is not None else {})}
     rows = []
     for name, s in variants:
+        if name not in done:
+            progress.step(f"sensitivity refit: {name}")
         res = done.get(name) or UPTLawModel.from_table(table, s).fit(**fit_kw)
         rows.append(_row(name, res, spec.hdi_prob))
     return pd.DataFrame(rows)
@@ -167,6 +169,7 @@ def compare_sigma_by(table: pd.DataFrame, spec: UPTLawSpec, *, fits: dict | None
     fits = dict(fits or {})
     for key, by in ((f"sigma_by_{spec.sigma_by}", spec.sigma_by), ("shared_sigma", None)):
         if key not in fits:
+            progress.step(f"LOO comparison of the scatter models: fitting {key}")
             fits[key] = UPTLawModel.from_table(table, replace(spec, sigma_by=by)).fit(**fit_kwargs)
     return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)
 
@@ -195,5 +198,6 @@ def compare_size_term(table: pd.DataFrame, spec: UPTLawSpec | None = None, *,
     fits = dict(fits or {})
     for key, flag in (("without_N", False), ("with_N", True)):
         if key not in fits:
+            progress.step(f"LOO comparison of the size term: fitting {key}")
             fits[key] = UPTLawModel.from_table(table, replace(spec, size_term=flag)).fit(**fit_kwargs)
     return _bayes.compare({k: v.idata for k, v in fits.items()}, var_name=OBS)

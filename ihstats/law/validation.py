@@ -37,13 +37,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ihstats.law.data import LawData, prepare
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import fitted_range
 from ihstats.law.scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
 from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
 
@@ -232,7 +232,7 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
     if cells.nunique() < 3:
         raise UPTLawError(f"cell_id: leave-one-cell-out needs at least 3 cells, got {cells.nunique()}")
     t0, frames, fold_s, idata, dropped, skipped = time.perf_counter(), [], [], None, {}, {}
-    for cell in tqdm(list(dict.fromkeys(cells)), desc="refits", unit="fold", disable=not progress):
+    for cell in progress_bar(list(dict.fromkeys(cells)), desc="refits", unit="fold", show=progress):
         t1 = time.perf_counter()
         keep = (cells != cell).to_numpy()
         train, thin = _without_thin_levels(full, keep, spec.law)

@@ -80,9 +80,11 @@ class OnsetModel:
     def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
             target_accept: float = 0.9, cores: int = 1) -> OnsetResults:
         """Sample the posterior (NUTS) and fit the maximum-likelihood cross-check."""
-        idata, timings = _bayes.sample(self.pymc_model(), draws=draws, tune=tune, chains=chains,
+        model = self.pymc_model()
+        idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
-                                       log_likelihood=False)
+                                       log_likelihood=False, label="the onset model")
+        _bayes.add_prior(model, idata, draws=draws, seed=seed)  # saved with the fit (censored: no PPC)
         idata.posterior.attrs.update({"ihstats_model": "onset",
                                       **{f"version_{k}": v for k, v in _bayes.versions().items()}})
         mle = fit_mle(self.X, self.runs["log_time"].to_numpy(), self.censored)

@@ -30,7 +30,8 @@ def onset_report_lines(res, designs, hdi_prob: float) -> list[str]:
               "equal onset at the budget." if np.isfinite(r_iso) else
               f"Median onset does not reach {cap:,.0f} updates inside (0, 1] at f = {f_top:g}.",
               "", f"Sampler: {'; '.join(diag) if diag else 'no warnings'}.",
-              "", f"Which knob moves the onset more: **{res.verdict()}**."]
+              "", f"Which knob moves the onset more, on this model alone: {res.verdict()} (its row of the "
+              "knob table above; the report's verdict is the frontier's)."]
     if designs is not None:
         ok = designs[designs["enough"]]
         lines.append(

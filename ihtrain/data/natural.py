@@ -16,7 +16,8 @@
   packaged builders ``json``, ``csv``, ``parquet``, ``text``, ``arrow`` the second part is the
   data files instead of a config: ``hf:json:/data/*.jsonl[:SPLIT]``. The text column is ``text``
   if present, else the first string column. At most ``data.max_corpus_chars`` characters are
-  read (default cap :data:`HF_DEFAULT_MAX_CHARS`). Hub datasets are cached here by their spec.
+  read (default cap :data:`HF_DEFAULT_MAX_CHARS`). Hub datasets are cached here by their spec. A
+  folder saved with ``save_to_disk`` is read with ``load_from_disk`` (offline).
 
 Each document is followed by the eos token (id 0). The stream's last ``data.val_fraction`` is the
 validation split. Cache layout under ``data.cache_dir`` (or ``$IHLAW_CACHE``, ``~/.cache/ihlaw``):
@@ -46,12 +47,12 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from ihtrain.data.registry import DataSource, register
 from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
+from ihstats.progress import bar as progress_bar
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)
@@ -68,7 +69,7 @@ _SEQUENTIAL_MAX_CHARS = 5_000_000  # below this cap the builtin walk runs in-pro
 
 
 def _tqdm(progress: bool, **kw):
-    return tqdm(disable=not progress, dynamic_ncols=True, **kw)
+    return progress_bar(show=progress, **kw)
 
 
 def _sha(obj: Any) -> str:
@@ -333,6 +334,19 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def _open_hf(spec: dict, kw: dict):
+    """The rows of an ``hf:`` source: a folder written by ``datasets``' ``save_to_disk`` (a
+    Dataset, or a DatasetDict whose ``split`` is read) through ``load_from_disk``, anything else
+    streamed by ``load_dataset`` (which refuses a saved folder)."""
+    import datasets
+
+    root = Path(spec["name"]).expanduser()
+    if root.is_dir() and any((root / f).is_file() for f in ("state.json", "dataset_dict.json")):
+        ds = datasets.load_from_disk(str(root))
+        return ds[spec["split"]] if isinstance(ds, datasets.DatasetDict) else ds
+    return datasets.load_dataset(spec["name"], spec["config"], split=spec["split"], streaming=True, **kw)
+
+
 def _hf_plan(source: str, max_chars: int, progress: bool) -> tuple[dict, Callable[[], list[str]]]:
     import datasets
 
@@ -356,7 +370,7 @@ def _hf_plan(source: str, max_chars: int, progress: bool) -> tuple[dict, Callabl
                             "or set HF_HUB_OFFLINE=1 for a dataset already in the HF cache")
         try:
             kw = {"data_files": str(Path(spec["data_files"]).expanduser())} if spec["data_files"] else {}
-            ds = datasets.load_dataset(spec["name"], spec["config"], split=spec["split"], streaming=True, **kw)
+            ds = _open_hf(spec, kw)
         except Exception as e:  # hub/network/format errors come in many types: report one line
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             hint = "" if files else " (if the hub is unreachable, use local files: hf:json:PATH_OR_GLOB or hf:LOCAL_DIR)"

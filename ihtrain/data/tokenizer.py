@@ -23,6 +23,7 @@ import numpy as np
 
 from ihtrain.data.source import EOS, SEP, SPECIAL_TOKENS, DataError
 from ihstats.fileio import atomic_write_text
+from ihstats.progress import interactive, step
 
 EOS_TEXT, SEP_TEXT = "<|endoftext|>", "<|sep|>"
 N_BYTES = 256
@@ -110,7 +111,10 @@ def train_bpe(docs: Sequence[str], vocab_size: int, progress: bool = False) -> T
     tok = HFTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=progress,
+    if progress:
+        step(f"training a byte-level BPE tokenizer ({vocab_size} tokens) on {len(docs)} documents")
+    # the trainer's own (Rust) bars only on a terminal: in a log file they print blank lines
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, show_progress=progress and interactive(),
                                   special_tokens=[EOS_TEXT, SEP_TEXT],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(docs, trainer=trainer, length=len(docs))

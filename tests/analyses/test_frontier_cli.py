@@ -30,7 +30,15 @@ def test_fast_on_shipped_example(tmp_path):
         assert (tmp_path / name).stat().st_size > 0, name
     fr = pd.read_csv(tmp_path / "frontier.csv")
     assert {"frequency", "reliability_median", "reliability_lo", "reliability_hi"} <= set(fr)
-    assert "P(|b_freq| > |b_rel|)" in (tmp_path / "summary.md").read_text()
+    md = (tmp_path / "summary.md").read_text()
+    # one verdict, with the scale it is read on; the other scales as labelled rows (issue 56)
+    assert md.count("**Which knob matters more:") == 1 and md.count("(the verdict)") == 1
+    assert "per unit log knob scale" in md and "| frontier, per sd of the tested log levels |" in md
+    from ihstats import _bayes
+    groups = _bayes.groups(_bayes.from_netcdf(tmp_path / "idata.nc"))
+    assert {"prior", "posterior_predictive", "observed_data"} <= set(groups)  # az.plot_ppc from the file
+    knob = pd.read_csv(tmp_path / "knob.csv")
+    assert knob["verdict"].sum() == 1 and knob.loc[knob["verdict"], "scale"].item() == "frontier, per unit log knob"
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -80,3 +80,17 @@ def test_law_report_counts_circuits_per_cell_and_flags_a_mixed_fit():
     assert "1 of 2 cells hold both (B 16, C 16)" in msg
     assert circuit_warning(t[t["C"] == 64]) is None  # one circuit: nothing to flag
     assert circuit_table(t.drop(columns="circuit")) is None and circuit_warning(t.drop(columns="circuit")) is None
+
+
+def test_a_run_that_crossed_and_fell_back_has_no_circuit_label():
+    """issue 56: PS crossed 0.3 then fell back below it, so the run never formed; its status and
+    summary rows must not call it "prev-token" (its crossing measurements stay)."""
+    run = tidy_run(0.7, run_id="fell")
+    ps = run["metric"] == "ps"
+    last = run["step"] == run["step"].max()
+    run.loc[ps & (run["layer"] == 1) & (run["head"] == 0) & last, "value"] = 0.1  # ends below 0.3
+    assert circuit(run)["circuit"] == "prev-token"  # the crossing itself is still measured
+    f = formation(run)
+    assert not f["formed"] and f["circuit"] == "" and f["ih_head_crossing"] == "1.0"
+    t = emergence_table(run).set_index("run_id")
+    assert not t.loc["fell", "formed"] and t.loc["fell", "circuit"] == ""

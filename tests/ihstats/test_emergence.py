@@ -253,7 +253,7 @@ def test_cli_writes_csv_and_fails_cleanly(grid, tmp_path, capsys):
     path, _ = grid
     out = tmp_path / "em.csv"
     assert main([str(path), "-o", str(out), "--method", "pelt"]) == 0
-    assert "wrote 3 rows" in capsys.readouterr().out and len(pd.read_csv(out)) == 3
+    assert "wrote 3 runs" in capsys.readouterr().out and len(pd.read_csv(out)) == 3
     assert main([str(path), "-o", str(out), "--metric", "nope"]) == 2
     assert "not in the logs" in capsys.readouterr().err
     p = subprocess.run([sys.executable, "-m", "ihstats.emergence", "--help"], capture_output=True, text=True)

@@ -37,7 +37,7 @@ def test_fast_run_writes_report_netcdf_figures(fast_out):
     for f in ("report.md", "report.html", "idata.nc", "summary.csv", "fit.json", "ols.csv",
               "emergence.csv"):
         assert (out / f).is_file(), f
-    for name in ("trace", "rank", "posterior_ab", "obs_vs_pred", "ppc"):
+    for name in ("trace", "rank", "posterior_ab", "obs_vs_pred", "ppc", "ppc_runs"):
         assert (out / "figures" / f"{name}.png").is_file()
         assert (out / "figures" / f"{name}.pdf").is_file()
     doc = json.loads((out / "fit.json").read_text())
@@ -147,12 +147,38 @@ def test_report_shows_what_the_answer_depends_on(fast_out, tmp_path):
     assert "what the answer depends on" in q.stdout
 
 
+def test_idata_nc_carries_prior_and_both_predictive_groups(fast_out):
+    """issue 56: az.plot_ppc and prior-predictive checks run from the saved file alone."""
+    from ihstats import _bayes
+    from ihstats.plots import plot_ppc
+
+    out, _, _ = fast_out
+    idata = _bayes.from_netcdf(out / "idata.nc")
+    assert {"prior", "prior_predictive", "posterior_predictive", "observed_data"} <= set(_bayes.groups(idata))
+    pp = _bayes.group_dataset(idata, "posterior_predictive")["log_upt"]
+    prior = _bayes.group_dataset(idata, "prior")
+    assert pp.shape == (2, 300, 30) and {"a", "b", "alpha"} <= set(prior.data_vars)
+    # censored runs are replicated as the likelihood sees them: never past their last step
+    obs = _bayes.group_dataset(idata, "observed_data")["log_upt"].values
+    cens = pd.read_csv(out / "emergence.csv")["censored"].to_numpy(bool)
+    assert (pp.values[..., cens] <= obs[cens] + 1e-9).all()
+    # the prior is wider than the posterior: the data moved it
+    assert prior["a"].std() > 2 * _bayes.group_dataset(idata, "posterior")["a"].std()
+    assert plot_ppc(idata, "log_upt", num_samples=20).axes  # ArviZ's own PPC draws from the file
+
+
+def test_ppc_runs_are_labelled_by_their_factors(fast_out):
+    out, _, _ = fast_out
+    labels = pd.read_csv(out / "figures" / "ppc_runs.csv")["label"]
+    assert labels.str.match(r"^B \d+ x C \d+").all()
+
+
 def test_ppc_figure_is_clipped_to_the_data(fast_out):
     """The PPC draws quantile bands per run; heavy-tailed predictive draws cannot stretch its axis."""
     from ihstats.plots import plot_ppc_bands
 
     out, _, _ = fast_out
-    ppc = pd.read_csv(out / "figures" / "ppc.csv")
+    ppc = pd.read_csv(out / "figures" / "ppc_runs.csv")
     assert len(ppc) == 30 and (ppc["q_lo"] <= ppc["q50"]).all() and (ppc["q50"] <= ppc["q_hi"]).all()
     wild = ppc.assign(q_lo=ppc["q_lo"] - 1e6, q_hi=ppc["q_hi"] + 1e6)  # a Student-t with nu near 1
     lo, hi = wild["observed"].min(), wild["observed"].max()

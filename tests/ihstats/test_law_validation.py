@@ -37,7 +37,7 @@ def test_censored_and_uncensored_runs_scored_as_stated():
     z90, z50 = stats.norm.ppf(0.95), stats.norm.ppf(0.75)
     np.testing.assert_allclose(s["hi_90"], z90, atol=1e-6)
     np.testing.assert_allclose(s["lo_50"], -z50, atol=1e-6)
-    np.testing.assert_allclose(s["width_90"], np.exp(2 * z90), rtol=1e-5)
+    np.testing.assert_allclose(s["hi_lo_ratio_90"], np.exp(2 * z90), rtol=1e-5)
     # uncensored: density; censored: survival past the last step
     np.testing.assert_allclose(s["lpd"], [stats.norm.logpdf(0.5), stats.norm.logpdf(1.0),
                                           stats.norm.logsf(1.0), stats.norm.logsf(2.0)], rtol=1e-6)
@@ -167,6 +167,7 @@ def test_predict_prints_the_validated_coverage_and_warns_outside_its_range(tmp_p
     assert predict_main(["--batch-size", "32", "--context", "64", "--posterior", str(post)]) == 0
     out = capsys.readouterr()
     assert "leave-one-cell-out, grid X): the 90% interval held for 88% of 36 runs" in out.out
+    assert "hi/lo ratio 10.6x" in out.out  # a record written under the old name still reads
     assert "validated range" not in out.err
     assert predict_main(["--batch-size", "8", "--context", "64", "--posterior", str(post),
                          "--json"]) == 0

@@ -30,3 +30,5 @@ def test_examples_do_what_their_comments_say():
     assert len(probe) == 6 and {(r.config.seed, r.config.train.batch_size) for r in probe} == {(1, 64)}
     corners = {(r.config.data.markov.frequency, r.config.data.markov.reliability) for r in by_name["freqrel-corners"]}
     assert corners == {(0.5, 0.9), (0.9, 0.5), (0.9, 0.9), (0.8, 0.7)}
+    hf = by_name["hf-text"]  # a Hugging Face dataset through datasets: the same text on every machine
+    assert len(hf) == 2 and {r.config.data.source for r in hf} == {"hf:wikitext:wikitext-2-raw-v1:train"}

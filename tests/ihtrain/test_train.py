@@ -324,3 +324,26 @@ def test_cli_print_config_and_presets(capsys):
     assert "cpu-tiny" in capsys.readouterr().out
     assert main(["--preset", "cpu-tiny", "--set", "train.batch_size=32", "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["train"]["batch_size"] == 32
+
+
+def test_a_resume_on_other_data_is_refused_by_name(straight_run, tmp_path):
+    """issue 56: the builtin corpus depends on the installed packages, so a run resumed on another
+    machine could splice two corpora; the hashes config.json recorded must match the data now."""
+    from ihtrain.config import ConfigError
+    from ihtrain.run_files import data_hashes
+
+    cfg, _, _ = straight_run
+    stopped = {"n": 0}
+
+    def stop_at_5():
+        stopped["n"] += 1
+        return stopped["n"] > 5
+
+    assert train_run(cfg, tmp_path, progress=False, should_stop=stop_at_5)["status"] == "running"
+    meta = json.loads((tmp_path / "config.json").read_text())
+    assert set(data_hashes(meta["data_fingerprint"])) >= {"sha256", "tokenizer.sha256"}
+    meta["data_fingerprint"]["sha256"] = "0" * 64  # as if it started on another machine's corpus
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match=r"config.json: this run started on data with sha256 000000000000"):
+        train_run(cfg, tmp_path, progress=False)
+    assert json.loads((tmp_path / "config.json").read_text())["data_fingerprint"]["sha256"] == "0" * 64  # kept

@@ -254,3 +254,18 @@ def test_pretrained_tokenizer_stream(tmp_path):
     assert (full == 0).sum() == 4 and full[-1] == 0 and not (full == 1).any()
     first = st.tokenizer.decode(full[: int(np.flatnonzero(full == 0)[0])])
     assert first == (tmp_path / "corpus" / "doc00.txt").read_text().strip()
+
+
+def test_hf_dataset_saved_with_datasets_is_read_offline_and_hashes_alike(tmp_path, monkeypatch):
+    """issue 56: a dataset saved with ``datasets`` (save_to_disk) trains offline through hf:DIR, and
+    two fresh builds of it (separate caches) record the same corpus hash."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    texts = [" ".join(np.random.default_rng(i).choice(WORDS, 120)) for i in range(4)]
+    datasets.Dataset.from_dict({"text": texts}).save_to_disk(str(tmp_path / "saved"))
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict({"text": texts[:2]})}).save_to_disk(
+        str(tmp_path / "saved_dict"))
+    a = build_corpus(f"hf:{tmp_path}/saved", 0, tmp_path / "cache_a")
+    b = build_corpus(f"hf:{tmp_path}/saved", 0, tmp_path / "cache_b")
+    assert a.docs() == texts and a.fingerprint["sha256"] == b.fingerprint["sha256"]
+    assert build_corpus(f"hf:{tmp_path}/saved_dict::validation", 0, tmp_path / "cache_c").docs() == texts[:2]

@@ -1,0 +1,87 @@
+"""Where commands write by default (issue 56, item 2): under results/<command>/<name of the input>,
+never into the current directory or the source tree, and they say where."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from ihstats.cli_checks import default_out
+from ihstats.emergence import main as emergence_main
+from ihstats.simulate.curves import simulate_curve
+from ihstats.simulate.run_dirs import write_fake_grid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def script(monkeypatch):
+    """An analyses/ script as a fresh module, imported from the scripts' folder."""
+    monkeypatch.syspath_prepend(str(ROOT / "analyses"))
+
+    def load(name: str):
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+    return load
+
+
+def test_default_out_names_a_folder_by_its_own_name_and_a_table_by_its_stem(tmp_path, monkeypatch):
+    (tmp_path / "mygrid").mkdir()
+    (tmp_path / "t.csv").write_text("x\n")
+    monkeypatch.chdir(tmp_path / "mygrid")
+    assert default_out("emergence", ".") == Path("results/emergence/mygrid")
+    assert default_out("emergence", "../mygrid/") == Path("results/emergence/mygrid")
+    assert default_out("upt_law", "../t.csv") == Path("results/upt_law/t")
+    assert default_out("frontier", None) == Path("results/frontier")
+
+
+def test_emergence_cli_writes_under_results_not_the_current_directory(tmp_path, monkeypatch, capsys):
+    grid = tmp_path / "data" / "simgrid"
+    runs = [(simulate_curve("ramp", n=40, seed=i), {"train.batch_size": b}) for i, b in enumerate([8, 16])]
+    write_fake_grid(grid, runs)
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert emergence_main([str(grid)]) == 0
+    written = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file())
+    assert written == [os.path.join("results", "emergence", "simgrid", "emergence.csv")]
+    assert "to results/emergence/simgrid/emergence.csv" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, argv, expected", [
+    ("fit_upt_law", ["--emergence", "data/example_emergence.csv"], "results/upt_law/example_emergence"),
+    ("fit_frontier", [], "results/frontier/example_frontier"),
+    ("fit_frontier", ["--grid", "data/reference_runs/freqrel"], "results/frontier/freqrel"),
+    ("ablation_tests", [], "results/ablation/example_ablation"),
+    ("biinduct_verdicts", ["data/reference_runs/biinduct"], "results/biinduct/biinduct"),
+])
+def test_analysis_scripts_default_to_results(name, argv, expected, monkeypatch, script):
+    monkeypatch.chdir(ROOT)  # the shipped inputs, by the paths the README gives
+    assert Path(script(name).parse_args(argv).out) == Path(expected)
+
+
+def test_validate_law_default_folder_does_not_double_the_mode(monkeypatch, script):
+    mod = script("validate_law")
+    seen = {}
+    monkeypatch.setattr(mod, "load_table", lambda where, flag: seen.setdefault(flag, where))
+    monkeypatch.setattr(mod, "validate_holdout", lambda *a, **k: "res")
+    monkeypatch.setattr(mod, "_spec", lambda args, table: None)
+    args = mod.parse_args(["--fit", "data/reference_runs/bxc-markov",
+                           "--test", "data/reference_runs/bxc-markov-holdout"])
+    name, _ = mod.run(args)
+    assert Path(name) == Path("results/validate_law/bxc-markov-holdout/holdout")
+
+
+def test_make_names_the_committed_files_it_overwrites(capsys):
+    from paper_figures.make import FIGURES, announce_overwrite
+
+    hit = announce_overwrite(FIGURES, ["upt_law"])
+    names = {p.name for p in hit}
+    assert {"upt_law.png", "upt_law.csv", "INDEX.md"} <= names
+    assert not any(n.startswith("upt_law_fast") for n in names)  # another figure's files
+    assert "overwriting" in capsys.readouterr().out
+    assert announce_overwrite(ROOT / "data", None) == []  # another folder: nothing committed replaced
