@@ -23,6 +23,7 @@ from ihstats.contract import (
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_threshold, ps_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.run_check import config_problem, duplicate_runs, logs_problem, run_dirs_of
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
@@ -57,7 +58,10 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
         missing = [k for k in CONFIG_KEYS if k not in cfg]
         if missing:
             problems.append(f"{rd}/config.json: missing keys {missing}")
-        if cfg.get("run_id") != rd.name:
+        why = config_problem(cfg)
+        if why:
+            problems.append(f"{rd}/config.json: {why}")
+        elif cfg.get("run_id") != rd.name:
             problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
     if not done:
         return problems
@@ -82,9 +86,9 @@ def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
     last update, and a recorded crossing is the one the log gives."""
     m = read_parquet(rd / "metrics.parquet", columns=["step", "metric", "value"])
     problems = []
-    last = int(m["step"].max())
-    if last != int(status.get("step", -1)):
-        problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
+    why = logs_problem(status, int(m["step"].max()))
+    if why:
+        problems.append(f"{rd}: {why}")
     # a log continued after its early rows were lost starts late: the first evaluation comes before
     # the first logged update, and that comes at train.log_every at the latest
     log_every = (cfg.get("config") or {}).get("train", {}).get("log_every")
@@ -157,6 +161,8 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     mp = gd / "manifest.parquet"
     if man is None:
         return problems
+    if "run_id" in man.columns:
+        problems += _check_run_set(gd, set(man["run_id"]))
     required = MANIFEST_COLUMNS + (MANIFEST_KEY_COLUMNS if grid is not None and "seeds" in grid else ())
     miss = [c for c in required if c not in man.columns]
     if miss:
@@ -182,6 +188,17 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
         if disk != row["status"]:
             problems.append(f"{mp}: {row['run_id']} is {row['status']} in the manifest but {disk} on disk")
         problems += check_run_dir(rd, weights)
+    return problems
+
+
+def _check_run_set(gd: Path, listed: set[str]) -> list[str]:
+    """The grid's run directories as a set: each run once (no copy or symlink of another), each
+    listed in the manifest, none without its config.json (:mod:`ihstats.run_check`)."""
+    dirs, problems = run_dirs_of(gd)
+    ids = [str((_json(d / "config.json", []) or {}).get("run_id")) for d in dirs]
+    problems += duplicate_runs(ids, dirs)
+    problems += [f"{d}: a run directory not listed in {gd}/manifest.parquet (a copy? move it out of the grid)"
+                 for d in dirs if d.name not in listed]
     return problems
 
 

@@ -54,13 +54,13 @@ from ihstats.permutation import sign_flip_test
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
-from ihstats.fileio import UnreadableFile, read_json
 from ihtrain.head_ablation import MODES, ablate_heads, head_means
 from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
 from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT
 from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
+from ihtrain.run_files import read_config_record
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
@@ -138,11 +138,9 @@ def load_trained_run(run_dir: str | Path, device: str = "cpu", progress: bool = 
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
-    loaded = load_model(run_dir, "final", device)
+    loaded = load_model(run_dir, "final", device)  # final.pt must carry this run's id
     retrain = f"the run must be trained again: delete {run_dir} and rerun its training command"
-    meta = read_json(cfg_path, "run's config", retrain)
-    if "config" not in meta:
-        raise UnreadableFile(cfg_path, "has no 'config' key (not written by ihtrain.train)", retrain)
+    meta = read_config_record(run_dir, retrain)  # the readers' run check: an edited config is refused
     cfg = from_dict(meta["config"])
     source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=cfg.train.context)
     return LoadedRun(loaded.model, cfg, source, loaded.step)
