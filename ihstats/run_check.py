@@ -26,20 +26,21 @@ from typing import Any
 from ihstats.contract import METRICS_FILE, STATUS_FILE
 from ihstats.ids import config_hash
 
-#: files only a run directory holds: a sub-directory with one of them but no config.json is a run
-#: that lost its config (not an unrelated folder to pass over)
-RUN_FILES = (STATUS_FILE, METRICS_FILE, "train.parquet", "checkpoints")
+#: a run's data: a sub-directory with one of them but no config.json is a run that lost its config
+#: (not an unrelated folder to pass over; a status.json alone is a run that failed before it wrote one)
+RUN_FILES = (METRICS_FILE, "train.parquet", "checkpoints")
 #: everything a trainer writes in a run directory, and a grid in its directory (beside the runs):
 #: no other command may write over them (ihstats.cli_checks, the output guard)
-RUN_OWN_FILES = ("config.json", *RUN_FILES, "error.txt", "curves.png", "curves.pdf", "worker.log", "stop.request",
+RUN_OWN_FILES = ("config.json", STATUS_FILE, *RUN_FILES, "error.txt", "curves.png", "curves.pdf", "worker.log", "stop.request",
                  ".run.lock")
 GRID_OWN_FILES = ("grid.json", "manifest.parquet", "summary.csv", ".grid.lock")
 
 
 def folder_kind(folder: str | Path) -> str | None:
-    """``"run"`` (a config.json), ``"grid"`` (a grid.json or manifest.parquet) or None."""
+    """``"run"`` (a config.json, or the status.json of a run that failed before writing one),
+    ``"grid"`` (a grid.json or manifest.parquet) or None."""
     f = Path(folder)
-    if (f / "config.json").is_file():
+    if (f / "config.json").is_file() or (f / STATUS_FILE).is_file():
         return "run"
     return "grid" if (f / "grid.json").is_file() or (f / "manifest.parquet").is_file() else None
 

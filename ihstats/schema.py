@@ -216,6 +216,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m ihstats.schema") 
                    "the logs without weights)")
     args = p.parse_args(argv)
     path = Path(args.path)
+    if not path.is_dir():
+        print(f"error: {path}: no such directory; give a grid or run directory", file=sys.stderr)
+        return 2
     check = check_grid_dir if (path / "manifest.parquet").is_file() else check_run_dir
     problems = check(path, weights=not args.logs_only)
     for msg in problems:
