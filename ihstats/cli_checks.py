@@ -189,9 +189,8 @@ def _folder_error(out: Path, inputs: Iterable[str | Path], flag: str, kind: str)
     if msg is None and kind == "results" and owner is not None:
         msg = (f"{flag} {out}: lies in the {folder_kind(owner)} directory {owner}, which holds only what its "
                f"trainer writes; give another folder (e.g. results/<name>)")
-    if msg is None and kind in OWN_FILES and owner is not None and folder_kind(owner) != kind:
-        msg = (f"{flag} {out}: lies in the {folder_kind(owner)} directory {owner}, not a {kind} directory; give "
-               f"another folder")
+    if msg is None and kind in OWN_FILES and owner not in (None, target) and folder_kind(owner) == "run":
+        msg = f"{flag} {out}: lies in the run directory {owner}; give another folder"  # a run or grid in a run
     if msg is None and kind in OWN_FILES and out.is_dir() and folder_kind(out) != kind:
         theirs = sorted(f for f in OWN_FILES[kind] if (out / f).exists())
         if theirs:

@@ -129,7 +129,9 @@ def recorded_spec(grid_dir: Path, given: GridSpec | None) -> GridSpec:
     old = read_json(path, "grid's description", "rerun the grid command that made it (it writes grid.json anew)")
     if not isinstance(old.get("spec"), dict):
         raise ConfigError(f"{path}: has no 'spec' (written by another version?)")
-    spec = parse_spec(old["spec"], source=str(path))
+    # grid.json holds the spec with its ``extends`` already merged in: resolving it again from here
+    # would look for a parent file next to grid.json
+    spec = parse_spec({k: v for k, v in old["spec"].items() if k != "extends"}, source=str(path))
     if given is not None and given.name != spec.name:
         raise ConfigError(f"--out {grid_dir}: holds grid {spec.name!r}, not {given.name!r}; drop --spec/--preset to "
                           f"read it as its own grid")

@@ -384,6 +384,11 @@ def test_grid_status_reads_the_directorys_own_grid_json(tmp_path):
     assert r.returncode == 2 and "no such directory" in r.stderr and "pending" not in r.stdout
     r = _cli("ihtrain.grid", "--status", "--preset", "bxc-law", "--out", str(tmp_path / "g"))
     assert r.returncode == 2 and "holds grid 'mine', not 'bxc-law'" in r.stderr
+    (tmp_path / "child.toml").write_text('extends = "g.toml"\nname = "child"\n')  # a parent beside the spec only
+    spec = load(spec=str(tmp_path / "child.toml"))
+    write_grid_json(spec, spec.expand(), tmp_path / "c")
+    r = _cli("ihtrain.grid", "--status", "--out", str(tmp_path / "c"))
+    assert r.returncode == 0 and "grid child" in r.stdout and "2 pending" in r.stdout, r.stderr
 
 
 # ------------------------------------------------------------------ class 6: messages say what happened and what to do
@@ -438,3 +443,12 @@ def test_sigterm_stops_a_training_run_resumably_with_exit_130(tmp_path, smoke_ca
 def test_schema_on_a_missing_directory_says_so():
     r = _cli("ihstats.schema", "/nonexistent/grid")
     assert r.returncode == 2 and "no such directory" in r.stderr and "status.json" not in r.stderr + r.stdout
+
+
+def test_a_run_may_be_trained_into_a_grid_but_nothing_into_a_run(grid):
+    g, ids = grid
+    assert check_out_dir(g / "newrun", kind="run") == g / "newrun"  # one run of a grid, by hand
+    assert check_out_dir(g / ids[0], kind="run") == g / ids[0]  # the run itself: it resumes
+    for kind in ("run", "grid"):
+        with pytest.raises(OutputPathError, match="lies in the run directory"):
+            check_out_dir(g / ids[0] / "inner", kind=kind)
