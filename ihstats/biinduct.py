@@ -21,12 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import ablation_arrays
+from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays
 from ihstats.concentration import concentration_at_level
 from ihstats.contract import max_over_heads
 from ihstats.io import load_grid
 from ihstats.permutation import correct_pvalues
 from ihstats.seed_tests import two_sample_floor, two_sample_test
+from ihstats.tables import matched
 
 NATURAL, CONTROL = "none", "random"
 CURRICULA = ("forward", "backward", "balanced")
@@ -116,6 +117,10 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
                          "rewrite its summary")
     kv_path = Path(grid_dir) / "icl_kv.csv"  # every run's key -> value recall, gathered
     kv_all = pd.read_csv(kv_path) if kv_path.is_file() else None
+    if ablation is not None:  # its conditions must name this grid's runs (MODE@sSEED), not another's
+        labels = grid.runs["biinduct"].astype(str) + "@s" + grid.runs["seed"].astype(int).astype(str)
+        matched(labels, ablation["condition"].map(lambda c: str(c).removesuffix(PREV_TOKEN_SUFFIX)),
+                "the ablation table's conditions")
     rows = []
     for run in grid.runs.to_dict("records"):
         rid = run["run_id"]

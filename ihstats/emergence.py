@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
-from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args, default_out
+from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, default_out,
+                                record_written)
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, max_over_heads, ps_crossing
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
@@ -305,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
     check_args(p, a, CLI_RANGES)
+    out = Path(a.out) if a.out else default_out("emergence", a.runs_dir[0]) / "emergence.csv"
+    try:  # before any work: never a run's or grid's own file, nor one the package did not write
+        check_out_file(out, a.runs_dir, "-o")
+    except OutputPathError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     # each flag goes to the detectors that take it (the others ignore it); min_rise_sd only when given
     flags = {"min_rise": a.min_rise, "min_log_bf": a.min_log_bf, "min_rise_sd": a.min_rise_sd}
     kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[a.method].options()}
@@ -320,14 +327,18 @@ def main(argv: list[str] | None = None) -> int:
             table = emergence_table(data, metric, a.head, a.method, a.level, on_error=on_error, **kw)
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
+        logged = set(data.metrics.loc[data.metrics["metric"] == metric, "run_id"])
+        for run in data.runs[~data.runs["run_id"].isin(logged)].itertuples():  # said, never dropped silently
+            print(f"warning: run {run.run_id} ({run.status}): no {metric!r} evaluations yet; not in the table",
+                  file=sys.stderr)
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(a.out) if a.out else default_out("emergence", a.runs_dir[0]) / "emergence.csv"
     try:
         if out.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(out))
         atomic_write_text(out, table.to_csv(index=False))
+        record_written(out)
     except OSError as e:
         print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
               file=sys.stderr)

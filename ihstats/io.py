@@ -22,6 +22,7 @@ from ihstats.contract import (
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash
+from ihstats.run_check import duplicate_runs, run_dirs_of, run_problems
 from ihstats.series import is_series_dir, read_series, series_factors
 from ihstats.sources import source_factors
 
@@ -182,8 +183,10 @@ def _read_json(path: Path) -> dict[str, Any]:
     return _checked(read_json, path, what=path.stem)
 
 
-def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
-    """Load one run directory.
+def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False) -> RunData:
+    """Load one run directory, refused (:class:`SchemaError` naming the run and why) when its files
+    disagree with each other (:mod:`ihstats.run_check`: an edited config.json, a done run whose
+    log misses its last evaluation).
 
     Parameters
     ----------
@@ -191,6 +194,8 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
         :mod:`ihstats.series`) and (once it has evaluated) ``metrics.parquet``.
     nonfinite : {"error", "drop"}
         NaN/infinite metric values raise a :class:`SchemaError` or are dropped (and reported).
+    named : bool
+        The directory is a grid's, so it must be named by its run_id.
 
     Returns
     -------
@@ -229,6 +234,10 @@ def load_run(path: str | Path, *, nonfinite: str = "error") -> RunData:
     if t_path.is_file():
         train = check_frame(_checked(read_parquet, t_path, what="training log"), TRAIN_COLUMNS, str(t_path))
         train["run_id"] = run_id
+    last = int(metrics["step"].max()) if len(metrics) else None
+    bad = run_problems(path, meta, record, last, named=named)
+    if bad:
+        raise SchemaError(f"run {run_id} ({path}): {'; '.join(bad)}; {SKIP_HINT}")
     crossing = run_crossing(record, metrics, emergence_threshold(meta))
     return RunData(run_id, path, meta, factors, status, metrics, train, problems, crossing)
 
@@ -278,16 +287,18 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
     path = Path(path)
     if not path.is_dir():
         raise SchemaError(f"{path}: not a directory")
-    run_dirs = [path] if _is_run_dir(path) else sorted(p for p in path.iterdir() if p.is_dir() and _is_run_dir(p))
-    if not run_dirs:
+    run_dirs, orphans = ([path], []) if _is_run_dir(path) else run_dirs_of(path)
+    if not run_dirs and not orphans:
         raise SchemaError(f"{path}: no run directories (sub-directories with a config.json or series.json) found")
+    if orphans and on_error == "raise":
+        raise SchemaError(f"{orphans[0]}; {SKIP_HINT}")
     spec = _read_json(path / "grid.json") if (path / "grid.json").is_file() else None
-    problems: list[str] = []
-    skipped: list[str] = []
+    problems: list[str] = [f"{o} (run skipped)" for o in orphans]
+    skipped: list[str] = list(orphans)
     runs, metrics, train = [], [], []
     for d in run_dirs:
         try:
-            r = load_run(d, nonfinite=nonfinite)
+            r = load_run(d, nonfinite=nonfinite, named=spec is not None and d != path)
         except (SchemaError, OSError) as e:  # a damaged file, or one the OS cannot read
             if on_error == "raise":
                 raise
@@ -300,11 +311,12 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
         if r.train is not None:
             train.append(r.train)
     if not runs:
-        raise SchemaError(f"{path}: none of its {len(run_dirs)} run(s) could be read (first: {skipped[0]})")
+        raise SchemaError(f"{path}: none of its {len(run_dirs) + len(orphans)} run(s) could be read "
+                          f"(first: {skipped[0]})")
     runs_df = pd.DataFrame(runs)
-    if runs_df["run_id"].duplicated().any():
-        dup = runs_df.loc[runs_df["run_id"].duplicated(), "run_id"].tolist()
-        raise SchemaError(f"{path}: duplicated run_id(s) {', '.join(dup)} in config.json files")
+    dups = duplicate_runs(list(runs_df["run_id"]), list(runs_df["path"]))
+    if dups:
+        raise SchemaError(f"{path}: {dups[0]}")
     man_path = path / "manifest.parquet"
     if man_path.is_file():
         man = _checked(read_parquet, man_path, what="grid manifest")

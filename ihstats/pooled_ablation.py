@@ -21,6 +21,7 @@ import pandas as pd
 
 from ihstats.ablation import ablation_arrays, check_table
 from ihstats.permutation import PermutationResult, correct_pvalues
+from ihstats.tables import seed_label
 
 SEED_SEP = "@"
 #: null points enumerated at most before the last seed's sorted search
@@ -28,8 +29,10 @@ MAX_ENUMERATED = 5_000_000
 
 
 def condition_of(label: str) -> str:
-    """``"forward@s1"`` -> ``"forward"``; a label without a seed part is its own condition."""
-    return str(label).split(SEED_SEP, 1)[0]
+    """``"forward@s1"`` -> ``"forward"``; a label without a seed part is its own condition; a label
+    with ``@`` but not ``MODE@sSEED`` exactly (``forward@s1x``) is refused (:func:`ihstats.tables.seed_label`)."""
+    parsed = seed_label(label)
+    return parsed[0] if parsed else str(label)
 
 
 def _set_pvalues(top: float, random) -> np.ndarray:

@@ -23,6 +23,7 @@ from ihstats.contract import (
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_threshold, ps_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.run_check import config_problem, duplicate_runs, logs_problem, run_dirs_of
 from ihstats.series import is_series_dir, read_series
 
 
@@ -60,7 +61,10 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
         missing = [k for k in CONFIG_KEYS if k not in cfg]
         if missing:
             problems.append(f"{rd}/config.json: missing keys {missing}")
-        if cfg.get("run_id") != rd.name:
+        why = config_problem(cfg)
+        if why:
+            problems.append(f"{rd}/config.json: {why}")
+        elif cfg.get("run_id") != rd.name:
             problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
     if not done:
         return problems
@@ -115,9 +119,9 @@ def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
     last update, and a recorded crossing is the one the log gives."""
     m = read_parquet(rd / "metrics.parquet", columns=["step", "metric", "value"])
     problems = []
-    last = int(m["step"].max())
-    if last != int(status.get("step", -1)):
-        problems.append(f"{rd}: last metrics step {last} != status.json step {status.get('step')}")
+    why = logs_problem(status, int(m["step"].max()))
+    if why:
+        problems.append(f"{rd}: {why}")
     # a log continued after its early rows were lost starts late: the first evaluation comes before
     # the first logged update, and that comes at train.log_every at the latest
     log_every = (cfg.get("config") or {}).get("train", {}).get("log_every")
@@ -190,6 +194,8 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     mp = gd / "manifest.parquet"
     if man is None:
         return problems
+    if "run_id" in man.columns:
+        problems += _check_run_set(gd, set(man["run_id"]))
     required = MANIFEST_COLUMNS + (MANIFEST_KEY_COLUMNS if grid is not None and "seeds" in grid else ())
     miss = [c for c in required if c not in man.columns]
     if miss:
@@ -218,6 +224,17 @@ def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
     return problems
 
 
+def _check_run_set(gd: Path, listed: set[str]) -> list[str]:
+    """The grid's run directories as a set: each run once (no copy or symlink of another), each
+    listed in the manifest, none without its config.json (:mod:`ihstats.run_check`)."""
+    dirs, problems = run_dirs_of(gd)
+    ids = [str((_json(d / "config.json", []) or {}).get("run_id")) for d in dirs]
+    problems += duplicate_runs(ids, dirs)
+    problems += [f"{d}: a run directory not listed in {gd}/manifest.parquet (a copy? move it out of the grid)"
+                 for d in dirs if d.name not in listed]
+    return problems
+
+
 def assert_grid_dir(grid_dir: str | Path) -> None:
     problems = check_grid_dir(grid_dir)
     if problems:
@@ -232,6 +249,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m ihstats.schema") 
                    "the logs without weights)")
     args = p.parse_args(argv)
     path = Path(args.path)
+    if not path.is_dir():
+        print(f"error: {path}: no such directory; give a grid or run directory", file=sys.stderr)
+        return 2
     check = check_grid_dir if (path / "manifest.parquet").is_file() else check_run_dir
     problems = check(path, weights=not args.logs_only)
     for msg in problems:

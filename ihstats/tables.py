@@ -1,8 +1,11 @@
 """Cell checks shared by the table-reading fits (UPT law, frontier, ablation tests): one home for
-what a boolean or numeric column, a formed run and an offending row look like in an error message."""
+what a boolean or numeric column, a formed run and an offending row look like in an error message,
+and for the rules across columns and tables (issue 50): an onset within its run, one row per run,
+a seed label's exact grammar, a join that matches something."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -91,3 +94,50 @@ def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
                           f"reach the formed threshold counts as not formed (the law enters it as right-censored "
                           f"at last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
     return formed
+
+
+# ------------------------------------------------------------------ cross-column and cross-table rules
+#: an ablation condition naming one seed's run: ``MODE@sSEED`` and nothing after the seed
+SEED_LABEL = re.compile(r"(?P<mode>[^@]+)@s(?P<seed>[0-9]+)")
+
+
+def seed_label(label: object, error=ValueError) -> tuple[str, int] | None:
+    """``"forward@s1"`` -> ``("forward", 1)``; a label without ``@`` -> None (its own condition).
+    A label with ``@`` must match :data:`SEED_LABEL` whole: ``forward@s1x`` or ``a@s1@s2`` would
+    otherwise be read as some other seed."""
+    text = str(label)
+    if "@" not in text:
+        return None
+    m = SEED_LABEL.fullmatch(text)
+    if m is None:
+        raise error(f"condition: {text!r} is not a seed label MODE@sSEED (e.g. forward@s1, nothing after the "
+                    f"seed's digits); rename the condition (ihtrain.ablate --condition)")
+    return m["mode"], int(m["seed"])
+
+
+def one_row_per_run(df: pd.DataFrame, what: str, error=ValueError) -> None:
+    """Refuse a table that lists a run twice: every fit counts a run once (a doubled table would
+    narrow its intervals as if it held twice the runs)."""
+    dup = df["run_id"].duplicated(keep=False).to_numpy()
+    if dup.any():
+        raise error(f"run_id: {rows(df, dup)} list the same run more than once; {what} needs one row per run "
+                    f"(filter by metric/head, or drop the repeated rows)")
+
+
+def onsets_within_runs(df: pd.DataFrame, onset: np.ndarray, censored: np.ndarray, error=ValueError) -> None:
+    """Refuse an uncensored onset past its run's ``last_step``: an onset is an update the run
+    reached (an onset in tokens, or a last_step from another table, breaks this)."""
+    last = numeric_column(df, "last_step", error)
+    late = ~censored & np.isfinite(onset) & np.isfinite(last) & (onset > last)
+    if late.any():
+        raise error(f"onset: after the run's last_step in {rows(df, late)} (e.g. onset {onset[late][0]:g} > "
+                    f"last_step {last[late][0]:g}); onsets are updates, not tokens: fix the column or the table")
+
+
+def matched(keys: pd.Series, table_keys: pd.Series, what: str, error=ValueError) -> None:
+    """Refuse a join that matches nothing: a second table whose keys meet none of the first's is
+    from another experiment (its rows would be silently ignored)."""
+    if len(table_keys) and not set(keys.astype(str)) & set(table_keys.astype(str)):
+        raise error(f"{what}: none of its {table_keys.nunique()} key(s) (e.g. {sorted(table_keys.astype(str))[:3]}) "
+                    f"matches the {keys.nunique()} expected (e.g. {sorted(keys.astype(str))[:3]}); is it from "
+                    f"another experiment?")

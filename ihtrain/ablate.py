@@ -49,18 +49,19 @@ import torch
 import torch.nn.functional as F
 
 from ihstats.ablation import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head_sets, count_head_sets
-from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args
+from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
+from ihstats.fileio import atomic_write_text, read_table
 from ihstats.permutation import sign_flip_test
 from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
-from ihstats.fileio import UnreadableFile, read_json
 from ihtrain.head_ablation import MODES, ablate_heads, head_means
 from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
 from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT
 from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
+from ihtrain.run_files import read_config_record
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
@@ -138,11 +139,9 @@ def load_trained_run(run_dir: str | Path, device: str = "cpu", progress: bool = 
     cfg_path = run_dir / "config.json"
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
-    loaded = load_model(run_dir, "final", device)
+    loaded = load_model(run_dir, "final", device)  # final.pt must carry this run's id
     retrain = f"the run must be trained again: delete {run_dir} and rerun its training command"
-    meta = read_json(cfg_path, "run's config", retrain)
-    if "config" not in meta:
-        raise UnreadableFile(cfg_path, "has no 'config' key (not written by ihtrain.train)", retrain)
+    meta = read_config_record(run_dir, retrain)  # the readers' run check: an edited config is refused
     cfg = from_dict(meta["config"])
     source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=cfg.train.context)
     return LoadedRun(loaded.model, cfg, source, loaded.step)
@@ -313,13 +312,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _merged(table: pd.DataFrame, out: Path) -> tuple[pd.DataFrame, int]:
+    """``table`` beside the rows of other conditions an earlier ablation wrote to ``out`` (a rerun
+    of a condition replaces its own rows): one run's conditions gather in one table instead of the
+    last replacing the others. Returns the table and how many earlier rows it keeps."""
+    if not out.is_file():
+        return table, 0
+    old = read_table(out, "ablation table", f"move {out} away or give another --out")
+    if list(old.columns) != list(table.columns):
+        raise ValueError(f"--out {out}: holds a table with other columns ({', '.join(map(str, old.columns))}); "
+                         f"give another --out")
+    kept = old[~old["condition"].isin(set(table["condition"]))]
+    return pd.concat([kept, table], ignore_index=True), len(kept)
+
+
+def _write(frame: pd.DataFrame, path: Path) -> None:
+    atomic_write_text(path, frame.to_csv(index=False))
+    record_written(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     check_args(parser, args, CLI_RANGES)
-    out_csv = Path(args.out) if args.out else None
-    if out_csv is not None and (out_csv.is_dir() or any(p.is_file() for p in out_csv.parents)):
-        parser.error(f"--out {out_csv}: give a CSV file path (it is a folder, or lies under a file)")
+    out = Path(args.out or Path(args.run_dir) / ("icl.csv" if args.icl else "ablation.csv"))
+    check_out_file(out, [args.run_dir], parser=parser)  # before any work: never a run's own file
+    if args.icl:
+        check_out_file(out.with_name(out.stem + "_kv.csv"), [args.run_dir], parser=parser)
     try:
         if args.threads > 0:
             torch.set_num_threads(args.threads)
@@ -328,13 +347,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--metrics: {args.metrics!r}; allowed: {', '.join(METRICS)}")
         run = load_trained_run(args.run_dir, args.device)
         if args.icl:
-            out = Path(args.out or Path(args.run_dir) / "icl.csv")
             kv_out = out.with_name(out.stem + "_kv.csv")
             reports = [(kv_report(run, args.examples, args.seed), kv_out)]
             if run.tokenizer is not None:  # text tasks need one; kv recall is token level
                 reports.insert(0, (icl_report(run, args.examples, args.shots, args.seed), out))
             for rep, path in reports:
-                rep.to_csv(path, index=False)
+                _write(rep, path)
                 print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
                 print(f"wrote {path}")
             return 0
@@ -350,18 +368,18 @@ def main(argv: list[str] | None = None) -> int:
                                        f"{args.condition or run.cfg.name}{PREV_TOKEN_SUFFIX}", args.shots)
             table = pd.concat([table, t2], ignore_index=True)
             print(f"previous-token set: {info2['top']}; {info2['n_random']} random sets")
+        merged, kept = _merged(table, out)
     except (FileNotFoundError, ValueError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out or Path(args.run_dir) / "ablation.csv")
-    table.to_csv(out, index=False)
+    _write(merged, out)
     summary = (table.groupby(["metric", "ablation"])["value"].mean().unstack("ablation")
                .reindex(columns=["none", "top", "random"]))
     print(f"top set ({args.score}): {info['top']}; {info['n_random']} random sets"
           f"{' (all others: exact)' if info['exact'] else ''} of {info['n_possible']} possible; {args.mode}-ablation")
     print(summary.to_string(float_format=lambda v: f"{v:.4f}"))
-    print(f"wrote {out} (analyse with: python analyses/ablation_tests.py --table {out} "
-          f"--n-possible {info['n_possible']})")
+    print(f"wrote {out}{f' (kept {kept} rows of its other conditions)' if kept else ''} (analyse with: python "
+          f"analyses/ablation_tests.py --table {out} --n-possible {info['n_possible']})")
     return 0
 
 

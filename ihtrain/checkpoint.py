@@ -5,7 +5,12 @@ Files in ``<run>/checkpoints/`` (docs/DESIGN.md, run directory), each written at
 - ``last.pt`` (:func:`save_last`): everything exact resume needs: ``model``, ``optimizer``,
   ``step``, ``wall_s``, ``torch_rng``, ``crossing``, ``stop_at``, ``run_id``, ``evaluated``,
   ``initial_loss``; ``step_<N>.pt`` (``train.keep_checkpoints``) holds the same.
-- ``final.pt`` (:func:`save_final`): a done run's ``model``, ``model_config``, ``step``.
+- ``final.pt`` (:func:`save_final`): a done run's ``model``, ``model_config``, ``step``, ``run_id``
+  (absent in runs made before issue 50).
+
+Every checkpoint read for a run (resume, :func:`load_model`) must carry that run's ``run_id``
+(:func:`check_run_id`): a ``last.pt`` or ``final.pt`` copied in from another run (another seed)
+would otherwise be resumed or ablated as this run's.
 - ``model.json`` (the sidecar): ``{"model_config": <ModelConfig, vocab_size resolved>, "run_id"}``,
   written before the first ``.pt``, so a reader learns the model's shape without unpickling
   weights or rebuilding the data source.
@@ -111,13 +116,31 @@ def save_last(run_dir: str | Path, model: torch.nn.Module, optimizer: torch.opti
     atomic_write_torch(checkpoint_dir(run_dir) / name, state)
 
 
-def save_final(run_dir: str | Path, model: torch.nn.Module, model_cfg: ModelConfig, step: int) -> None:
+def save_final(run_dir: str | Path, model: torch.nn.Module, model_cfg: ModelConfig, step: int, run_id: str) -> None:
     """A done run's weights (``model_config`` inside too, as final.pt always held it)."""
-    final = {"model": own_storage(model.state_dict()), "model_config": model_cfg.__dict__, "step": step}
+    final = {"model": own_storage(model.state_dict()), "model_config": model_cfg.__dict__, "step": step,
+             "run_id": run_id}
     atomic_write_torch(checkpoint_dir(run_dir) / FINAL, final)
 
 
 # ------------------------------------------------------------------------------ reading
+def check_run_id(path: Path, ckpt: dict[str, Any], run_id: str | None, remedy: str) -> None:
+    """:class:`UnreadableFile` when the checkpoint at ``path`` carries another run's id than
+    ``run_id`` (older checkpoints without one, or no ``run_id`` to compare, pass)."""
+    stored = ckpt.get("run_id")
+    if stored is not None and run_id is not None and stored != run_id:
+        raise UnreadableFile(path, f"belongs to run {stored}, not to this run {run_id} (copied from another run?)",
+                             remedy)
+
+
+def _own_run_id(run_dir: Path) -> str | None:
+    """The run_id of the run directory's config.json (None: no readable one)."""
+    try:
+        return read_json(run_dir / "config.json", "run's config").get("run_id")
+    except (UnreadableFile, AttributeError):
+        return None
+
+
 def read_last(run_dir: str | Path, device: Any, remedy: str) -> dict[str, Any] | None:
     """``last.pt`` as saved (None when the run has none yet); :class:`UnreadableFile` when damaged."""
     path = checkpoint_dir(run_dir) / LAST
@@ -176,6 +199,7 @@ def load_model(run_dir: str | Path, which: Which = "auto", device: Any = "cpu") 
         hint = "has the run finished? see" if name == FINAL else "has the run checkpointed yet? see"
         raise FileNotFoundError(f"{path}: not found ({hint} {run_dir}/status.json)")
     ckpt = load_checkpoint(path, device, remedy=_retrain(run_dir))
+    check_run_id(path, ckpt, _own_run_id(run_dir), _retrain(run_dir))
     if "model" not in ckpt:
         raise UnreadableFile(path, "lacks 'model' (not a checkpoint of ihtrain.train)", _retrain(run_dir))
     model_cfg = read_model_config(run_dir, ckpt)
@@ -185,5 +209,6 @@ def load_model(run_dir: str | Path, which: Which = "auto", device: Any = "cpu") 
     return LoadedModel(model, model_cfg, int(ckpt.get("step", -1)), path)
 
 
-__all__ = ["CHECKPOINT_DIR", "FINAL", "LAST", "SIDECAR", "LoadedModel", "checkpoint_dir", "load_model",
+__all__ = ["CHECKPOINT_DIR", "FINAL", "LAST", "SIDECAR", "LoadedModel", "check_run_id", "checkpoint_dir",
+           "load_model",
            "own_storage", "read_last", "read_model_config", "save_final", "save_last", "write_sidecar"]

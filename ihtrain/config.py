@@ -8,6 +8,7 @@ type-checked against the dataclass annotations and errors name the field and wha
 from __future__ import annotations
 
 import copy
+import difflib
 import dataclasses
 import json
 import math
@@ -317,18 +318,24 @@ def set_field(cfg: RunConfig, dotted: str, value: Any) -> RunConfig:
     return cfg
 
 
+def _near(dotted: str) -> str:
+    """The known fields closest to a misspelt one, and where to see them all (not all 75 in a line)."""
+    close = difflib.get_close_matches(dotted, field_names(), n=3, cutoff=0.6)
+    return (f"; did you mean {' or '.join(close)}?" if close else "") + \
+        " (every field: python -m ihtrain.train --print-config)"
+
+
 def _set_in_place(cfg: RunConfig, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     obj = cfg
     for i, p in enumerate(parts[:-1]):
         sub = getattr(obj, p, None)
         if not is_dataclass(sub):
-            raise ConfigError(f"{dotted}: unknown config field (no section {'.'.join(parts[:i + 1])!r}); "
-                              f"known fields: {', '.join(field_names())}")
+            raise ConfigError(f"{dotted}: unknown config field (no section {'.'.join(parts[:i + 1])!r}){_near(dotted)}")
         obj = sub
     leaf = parts[-1]
     if leaf not in {f.name for f in fields(obj)} or is_dataclass(getattr(obj, leaf)):
-        raise ConfigError(f"{dotted}: unknown config field; known fields: {', '.join(field_names())}")
+        raise ConfigError(f"{dotted}: unknown config field{_near(dotted)}")
     setattr(obj, leaf, _coerce(value, _field_type(obj, leaf), dotted))
 
 
@@ -383,10 +390,12 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file {p}: " + ("is a directory; give the TOML file in it" if p.is_dir() else "not found"))
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"config file {p}: invalid TOML ({e}); save it as UTF-8 text") from None
+    try:  # utf-8-sig: a byte-order mark some editors write is still UTF-8 text
+        return tomllib.loads(p.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {p}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p}: invalid TOML syntax ({e}); fix it there") from None
 
 
 def get_preset(name: str) -> RunConfig:
@@ -396,12 +405,20 @@ def get_preset(name: str) -> RunConfig:
     return apply_overrides(RunConfig(), RUN_PRESETS[name][1])
 
 
+#: top-level keys of a grid spec (ihtrain.grid_spec) that no run config has
+GRID_SPEC_KEYS = {"axes", "base", "include", "exclude", "extends", "seeds"}
+
+
 def resolve(preset: str | None = None, config_file: str | None = None,
             overrides: dict[str, Any] | None = None) -> RunConfig:
     """Preset -> TOML file -> --set overrides, then validate."""
     cfg = get_preset(preset) if preset else RunConfig()
     if config_file:
-        cfg = apply_overrides(cfg, flatten(load_toml(config_file)))
+        data = load_toml(config_file)
+        if GRID_SPEC_KEYS & set(data):  # a grid spec handed to the trainer: say so, not its unknown fields
+            raise ConfigError(f"config file {config_file}: is a grid spec (it has {', '.join(sorted(GRID_SPEC_KEYS & set(data)))}), "
+                              f"not a run config; run it with python -m ihtrain.grid --spec {config_file}")
+        cfg = apply_overrides(cfg, flatten(data))
     cfg = apply_overrides(cfg, overrides or {})
     return validate(cfg)
 

@@ -32,12 +32,13 @@ from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
 from ihtrain.executors import Outcome, Task
+from ihstats.cli_checks import OutputPathError, check_out_dir
 from ihstats.fileio import UnreadableFile, atomic_write_json, atomic_write_text, describe_os_error, read_json
 from ihtrain.grid_plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
 from ihtrain.grid_expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
-from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec
+from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
 from ihtrain.grid_status import (
     format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,
@@ -111,6 +112,48 @@ def load(*, spec: str | None = None, preset: str | None = None, seeds: int | Non
     if overrides:
         grid.override_base(overrides)
     return grid
+
+
+def recorded_spec(grid_dir: Path, given: GridSpec | None) -> GridSpec:
+    """The spec a grid directory was made with, rebuilt from its ``grid.json`` (the spec as read,
+    its seeds and base overrides): ``--status`` reports the directory's own grid, never a default.
+    Without a grid.json (a grid that never wrote one) the ``given`` spec (--spec/--preset) serves."""
+    if not grid_dir.is_dir():
+        raise ConfigError(f"--out {grid_dir}: no such directory; give the --out the grid was run with")
+    path = grid_dir / "grid.json"
+    if not path.is_file():
+        if given is None:
+            raise ConfigError(f"--out {grid_dir}: has no grid.json (not a grid directory?); pass the grid's --spec or "
+                              f"--preset to read it as that grid")
+        return given
+    old = read_json(path, "grid's description", "rerun the grid command that made it (it writes grid.json anew)")
+    if not isinstance(old.get("spec"), dict):
+        raise ConfigError(f"{path}: has no 'spec' (written by another version?)")
+    # grid.json holds the spec with its ``extends`` already merged in: resolving it again from here
+    # would look for a parent file next to grid.json
+    spec = parse_spec({k: v for k, v in old["spec"].items() if k != "extends"}, source=str(path))
+    if given is not None and given.name != spec.name:
+        raise ConfigError(f"--out {grid_dir}: holds grid {spec.name!r}, not {given.name!r}; drop --spec/--preset to "
+                          f"read it as its own grid")
+    if old.get("seeds"):
+        spec.set_seeds(old["seeds"], f"{path}: seeds")
+    spec.override_base((old.get("base") or {}).get("overrides") or {}, f"{path}: base.overrides")
+    return spec
+
+
+def _status(args: argparse.Namespace) -> int:
+    """``--status``: the grid directory's own record (:func:`recorded_spec`)."""
+    try:
+        named = args.spec or args.preset or not args.out
+        given = load(spec=args.spec, preset=args.preset, seeds=args.seeds,
+                     overrides=parse_set_args(args.set)) if named else None
+        grid_dir = Path(args.out) if args.out else Path("runs") / given.name
+        spec = recorded_spec(grid_dir, given)
+        print(status_report(spec, spec.expand(), grid_dir))
+    except (ConfigError, UnreadableFile) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
 
 
 def write_grid_json(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path) -> None:
@@ -224,11 +267,16 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
         if failed["status"].isin(["interrupted", "running"]).any():
             hints.append("rerun the same command to resume the interrupted")
         if (failed["status"] == "unreadable").any():
-            hints.append("the unreadable files are left as they are: each line above says what to do")
+            hints.append("an unreadable run's files are left as they are: fix or delete the file its line names "
+                         "(deleting the run directory trains it again), then rerun the same command")
         print(f"error: {len(failed)} run(s) not done" + "".join(f"; {h}" for h in hints), file=sys.stderr)
         return EXIT_FAILED
     problems = check_grid_dir(grid_dir)
-    print("schema check: ok" if not problems else "schema check: " + "; ".join(problems[:5]))
+    if problems:  # the runs are done, but the directory breaks the contract: no reader will accept it
+        print(f"error: schema check of {grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:5])
+              + f"; see python -m ihstats.schema {grid_dir}", file=sys.stderr)
+        return EXIT_FAILED
+    print("schema check: ok")
     return 0
 
 
@@ -289,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_presets:
         print(list_presets())
         return 0
+    if args.status:
+        return _status(args)
     try:
         if args.seeds is not None and args.seeds < 1:
             raise ConfigError(f"--seeds: must be a positive integer, got {args.seeds}")
@@ -312,13 +362,15 @@ def main(argv: list[str] | None = None) -> int:
         print("design check: " + ("FAILS (a real run refuses to start)" if blocking else
                                   "warns (see above)" if misses else "every cell's probe sits where its data repeats"))
         return 0
-    if blocking and not args.status:
+    if blocking:
         return EXIT_BAD_INPUT
-    if args.status:
-        print(status_report(spec, runs, grid_dir))
-        return 0
     if grid_dir.exists() and not grid_dir.is_dir():
         print(f"error: --out {grid_dir}: is a file, not a grid directory; choose another path", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:  # the output guard: no system or package folder, no user's files a grid would overwrite
+        check_out_dir(grid_dir, kind="grid")
+    except OutputPathError as e:
+        print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     lock = GridLock(grid_dir)
     try:

@@ -60,6 +60,17 @@ class GridOptions:
 
 
 # ------------------------------------------------------------------------------ --only
+def _same(value: Any, text: str) -> bool:
+    """Whether a run's factor is the ``--only`` value: as numbers when both are (``1e-2`` is
+    ``0.01``), else as text."""
+    if str(value) == text:
+        return True
+    try:
+        return not isinstance(value, (bool, str)) and float(value) == float(text)
+    except (TypeError, ValueError):
+        return False
+
+
 def select_runs(runs: list[PlannedRun], only: str | None) -> set[str] | None:
     """``--only``: comma-separated run ids or unique id prefixes, or cell coordinates ``FIELD=VALUE``
     (a run matches when every coordinate given matches its manifest column) -> the ids (None: all)."""
@@ -72,7 +83,7 @@ def select_runs(runs: list[PlannedRun], only: str | None) -> set[str] | None:
         unknown = [f for f in coords if runs and f not in runs[0].factors]
         if unknown:
             raise ConfigError(f"--only: {unknown[0]} is not an axis of this grid; its axes: {', '.join(runs[0].factors)}")
-        chosen = {r.run_id for r in runs if all(str(r.factors[f]) == v for f, v in coords.items())}
+        chosen = {r.run_id for r in runs if all(_same(r.factors[f], v) for f, v in coords.items())}
         if not chosen:
             raise ConfigError(f"--only: no run of this grid has {', '.join(f'{f}={v}' for f, v in coords.items())}; "
                               f"see --dry-run for its cells")

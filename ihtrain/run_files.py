@@ -20,7 +20,7 @@ import pandas as pd
 
 from ihstats.contract import read_status, write_status
 from ihstats.fileio import UnreadableFile, atomic_write_text, describe_os_error, io_error_of, read_json
-from ihstats.ids import config_hash
+from ihstats.run_check import config_problem
 from ihtrain.config import ConfigError, RunConfig
 
 
@@ -29,11 +29,9 @@ def read_config_record(run_dir: Path, remedy: str = "") -> dict[str, Any]:
     (empty, not JSON, keys missing, or edited by hand after the run was made)."""
     path = run_dir / "config.json"
     rec = read_json(path, "run's config", remedy)
-    if not isinstance(rec, dict) or not isinstance(rec.get("config"), dict) or "run_id" not in rec:
-        raise UnreadableFile(path, "has no 'run_id' and 'config' (not a run's config.json)", remedy)
-    if config_hash(rec["config"]) != rec["run_id"]:
-        raise UnreadableFile(path, f"its config hashes to {config_hash(rec['config'])}, not its run_id "
-                             f"{rec['run_id']} (edited after the run was made?)", remedy)
+    why = config_problem(rec)  # the readers' own check (ihstats.run_check)
+    if why:
+        raise UnreadableFile(path, why, remedy)
     return rec
 
 

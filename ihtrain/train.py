@@ -12,6 +12,7 @@ drives the same trainer with one update shared by several runs.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -118,6 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _train_until_stopped(cfg: RunConfig, out: Path, progress: bool) -> dict[str, Any]:
+    """:func:`train_run` with SIGTERM stopping it as Ctrl-C does (checkpointed, resumable, exit 130
+    as docs/DESIGN.md says; the default action would kill it with 143 between checkpoints)."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return train_run(cfg, out, progress=progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.list_presets:
@@ -137,13 +152,13 @@ def main(argv: list[str] | None = None) -> int:
               f"where the training data repeats ({start}-{cfg.train.context - 1}): its PS is measured off the "
               f"training distribution; read ps_indist (set train.emergence_metric = \"ps_indist\" for an "
               f"until-emergence budget)", file=sys.stderr)
-    try:  # a file, or a path under one: one line, before anything is written
-        out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}")
+    try:  # the output guard (a file, a system folder, a user's files): one line, before anything is written
+        out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}", kind="run")
     except OutputPathError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        status = train_run(cfg, out, progress=not args.no_progress)
+        status = _train_until_stopped(cfg, out, progress=not args.no_progress)
     except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -171,9 +171,12 @@ class Trainer:
         self.resumed_at = None  # a step whose evaluation the checkpoint already holds
         keep_through = None  # per log kind, the last step whose rows the checkpoint agrees with
         self.initial_loss = None  # the first update's loss: the divergence rule's reference
-        ckpt = checkpoint.read_last(self.run_dir, self.device, remedy=f"delete it to restart the run from update 0, "
-                                    f"or delete {self.run_dir} (in a grid, rerun with --retry-failed after either)")
+        remedy = (f"delete it to restart the run from update 0, or delete {self.run_dir} (in a grid, rerun with "
+                  f"--retry-failed after either)")
+        ckpt = checkpoint.read_last(self.run_dir, self.device, remedy=remedy)
         if ckpt is not None:
+            checkpoint.check_run_id(checkpoint.checkpoint_dir(self.run_dir) / checkpoint.LAST, ckpt, self.cfg.run_id(),
+                                    remedy)
             self.model.load_state_dict(ckpt["model"])
             self.optimizer.load_state_dict(ckpt["optimizer"])
             torch.set_rng_state(ckpt["torch_rng"])
@@ -274,7 +277,7 @@ class Trainer:
             write_status(self.run_dir, "running", self.step, reason="interrupted", stop_reason="interrupted",
                          crossing=self.crossing)
             return read_status(self.run_dir)
-        checkpoint.save_final(self.run_dir, self.model, self.model_cfg, self.step)
+        checkpoint.save_final(self.run_dir, self.model, self.model_cfg, self.step, self.cfg.run_id())
         if make_figures:
             _draw_curves(self.run_dir)
         write_status(self.run_dir, "done", self.step, reason="finished", stop_reason=self.stop_reason,

@@ -789,10 +789,10 @@ def test_emergence_out_read_only_or_a_directory_is_one_line(tmp_path, read_only_
     from ihstats.emergence import main as emergence_main
 
     fake_grid(tmp_path / "g", n=1)
-    for out, why in [(read_only_dir / "em.csv", ""), (tmp_path, "is a directory")]:
-        assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2
+    for out, why in [(read_only_dir / "em.csv", "cannot write the table ("), (tmp_path, "give a CSV file path (it is a folder")]:
+        assert emergence_main([str(tmp_path / "g"), "-o", str(out)]) == 2  # a folder: the output guard (issue 50)
         err = capsys.readouterr().err
-        assert err.startswith(f"error: -o {out}: cannot write the table (") and why in err and err.count("\n") == 1
+        assert err.startswith(f"error: -o {out}: {why}") and err.count("\n") == 1
 
 
 def test_predict_names_a_posterior_that_is_not_netcdf(tmp_path, capsys):

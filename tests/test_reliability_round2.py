@@ -421,7 +421,7 @@ def test_spec_messages_say_what_is_wrong(tmp_path):
         load_spec(tmp_path)
     latin = tmp_path / "latin.toml"
     latin.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
-    with pytest.raises(ConfigError, match=r"invalid TOML .*save it as UTF-8 text"):
+    with pytest.raises(ConfigError, match=r"not UTF-8 text .*save it as UTF-8"):  # issue 50: told apart from bad syntax
         load_spec(latin)
     with pytest.raises(ConfigError, match="exclude removes every run of the grid"):
         parse_spec({"name": "g", "base": {"preset": "cpu-smoke"}, "axes": {"seed": [0]},

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,9 @@ import pandas as pd
 from scipy.stats import binom
 
 from ihstats import io
-from ihstats.cli_checks import Range, check_args
+from ihstats.cli_checks import Range, check_args, check_out_file, record_written
 from ihstats.emergence import FORMED_MIN_PS, PS_METRICS, formation, onset_metric
+from ihstats.fileio import atomic_write_text
 from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
@@ -209,12 +209,28 @@ def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05
                             late, lost, p, bounds, alpha)
 
 
+def _within_trained(data: io.GridData, caps: pd.Series, long: float, short: float) -> None:
+    """Refuse budgets the runs never trained to: a long budget past a run's own cap (its "not
+    formed" would be a guess about updates it never took), a short one before any evaluation."""
+    short_of = caps[caps < long]
+    if len(short_of):
+        raise ValueError(f"cap: {long:g} updates is past train.max_steps of {len(short_of)} run(s) (e.g. "
+                         f"{short_of.index[0]} at {short_of.iloc[0]}); give --cap <= {caps.min()}")
+    m = data.metrics
+    first = m.loc[m["step"] > 0, "step"].min()
+    if not first <= short:
+        raise ValueError(f"ratio: the short budget {short:g} updates lies before the runs' first evaluation "
+                         f"({first}); give a smaller --ratio")
+
+
 def two_budgets(data: io.GridData, ratio: float = 3.0, cap: float | None = None, onset: str = "auto") -> tuple:
     """Read a grid at its cap (default: the largest ``train.max_steps`` of its runs) and at
     ``cap / ratio``; returns ``(long, short, comparison)``."""
     if not ratio > 1:
         raise ValueError(f"ratio: the long budget over the short one must be > 1, got {ratio}")
-    cap = float(cap if cap is not None else run_caps(data).max())
+    caps = run_caps(data)
+    cap = float(cap if cap is not None else caps.max())
+    _within_trained(data, caps, cap, cap / ratio)
     long, short = read_at_budget(data, cap, onset=onset), read_at_budget(data, cap / ratio, onset=onset)
     return long, short, compare_budgets(short, long)
 
@@ -259,6 +275,8 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", default=None, help="CSV of the per-run table (default: print only)")
     a = ap.parse_args(argv)
     check_args(ap, a, {"ratio": Range(1, lo_open=True), "cap": Range(1)})  # a ratio <= 1 has no short budget
+    if a.out:
+        check_out_file(a.out, [a.grid], "-o", parser=ap)  # before any work
     try:
         long, short, cmp = two_budgets(io.load_grid(a.grid), a.ratio, a.cap)
     except (ValueError, OSError) as e:
@@ -272,9 +290,8 @@ def main(argv=None) -> int:
     print(cmp.table().to_string(index=False))
     print(cmp.verdict())
     if a.out:
-        tmp = Path(f"{a.out}.tmp")  # written whole, then renamed: a reader never sees half a table
-        table.to_csv(tmp, index=False)
-        os.replace(tmp, a.out)
+        atomic_write_text(a.out, table.to_csv(index=False))
+        record_written(a.out)
         print(f"wrote {a.out}")
     return 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ihstats.frontier.spec import KNOBS
-from ihstats.tables import formed_column, numeric_column
+from ihstats.tables import formed_column, numeric_column, one_row_per_run
 
 
 def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None = None
@@ -48,6 +48,8 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
         missing.append("formed (or censored)")
     if missing:
         raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
+    if "run_id" in df:  # each run counts once, as in the law (a doubled table narrows the interval)
+        one_row_per_run(df, "the frontier")
     df["formed"] = formed_column(df)  # the one rule (docs/DESIGN.md, "What the fits accept")
     for k in KNOBS:
         v = pd.Series(numeric_column(df, k), index=df.index)

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from ihstats.law.spec import UPTLawError, UPTLawSpec
-from ihstats.tables import formed_column, numeric_column, rows
+from ihstats.tables import formed_column, numeric_column, one_row_per_run, onsets_within_runs, rows
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
 INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
@@ -108,10 +108,7 @@ def _select_rows(table: pd.DataFrame, spec: UPTLawSpec) -> pd.DataFrame:
             _fail(f"metric: {spec.metric or 'none chosen'!r} not in the table's metrics {metrics}; "
                   f"pass metric= / --metric")
         df = df[df["metric"].astype(str) == metric]
-    if df["run_id"].duplicated().any():
-        dup = df.loc[df["run_id"].duplicated(), "run_id"].astype(str).unique()[:3].tolist()
-        _fail(f"run_id: duplicated rows {dup}; the law needs one row per run (filter by "
-              f"metric/head first)")
+    one_row_per_run(df, "the law", UPTLawError)
     if len(df) == 0:
         _fail("emergence table: no rows to fit")
     return df
@@ -131,6 +128,7 @@ def _check_values(df: pd.DataFrame, cens: np.ndarray, onset: np.ndarray, spec: U
         _fail(f"onset: UPT must be a finite number > 0 updates for uncensored runs; got "
               f"{onset[bad][:3].tolist()} in {rows(df, bad)}: fix the onset or mark the run "
               f"censored")
+    onsets_within_runs(df, onset, cens, UPTLawError)
     _check_intervals(df, onset)
     for col, par in (("B", "a"), ("C", "b")) + ((("N", "c"),) if spec.size_term else ()):
         vals = np.unique(df[col].to_numpy(dtype=float))

@@ -271,6 +271,26 @@ def _without_thin_levels(full: LawData, keep: np.ndarray, law: UPTLawSpec) -> tu
     return out, [v.item() if hasattr(v, "item") else v for v in thin]
 
 
+def _fitted_runs(train: LawData | None, idata) -> set[str]:
+    """The run ids the law was fitted on: the training table's, else the posterior's ``run`` coordinate."""
+    if train is not None:
+        return set(train.table["run_id"].astype(str))
+    try:
+        return {str(r) for r in idata.posterior["run"].values}
+    except (KeyError, AttributeError, TypeError):  # a posterior saved without run labels
+        return set()
+
+
+def _disjoint(fitted: set[str], test: LawData) -> None:
+    """Refuse a test set that shares runs with the fit set: a run scored after being fitted makes
+    the coverage a goodness of fit, not a prediction."""
+    shared = sorted(fitted & set(test.table["run_id"].astype(str)))
+    if shared:
+        raise UPTLawError(f"test set: {len(shared)} of its {len(test.y)} runs were fitted too (e.g. {shared[:3]}); "
+                          f"held-out validation needs disjoint fit and test sets (--fit and --test from different "
+                          f"grids, or --cv cell)")
+
+
 def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = None, *,
                      train_table: pd.DataFrame | None = None, idata=None,
                      fit_kw: dict | None = None, source: str = "held-out table") -> ValidationResults:
@@ -293,6 +313,7 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
     # identify in them (a sigma_by level with one run, or none formed, is still predicted: from
     # the fitted level's sigma, or a new level's for a value the fit never saw)
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None))
+    _disjoint(_fitted_runs(train, idata), test)
     runs = score_fold(spec, idata, train, test, fold="held-out")
     meta = _meta(spec, "holdout", source, fit_kw, idata)
     meta.update(n_folds=1, wall_s=time.perf_counter() - t0)

@@ -6,7 +6,6 @@ Tests read them with :mod:`ihstats.io` as they read real runs: head
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihstats.ids import config_hash
 from ihstats.simulate.curves import SimCurve
 
 
@@ -51,8 +51,7 @@ def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] 
     cfg = default_config()
     for k, v in (config or {}).items():
         _set_dotted(cfg, k, v)
-    blob = json.dumps({k: v for k, v in cfg.items() if k != "name"}, sort_keys=True).encode()
-    run_id = hashlib.sha256(blob).hexdigest()[:12]
+    run_id = config_hash(cfg)  # the trainer's rule, so the readers' run check accepts the run
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     B, C = cfg["train"]["batch_size"], cfg["train"]["context"]
@@ -97,13 +96,15 @@ def write_fake_grid(grid_dir: str | Path, runs: list[tuple[SimCurve, dict[str, A
         rid = write_fake_run(tmp, curve, over, status=status)
         tmp.rename(grid_dir / rid)
         ids.append(rid)
-        manifest.append({"run_id": rid, **over, "status": status})
+        manifest.append({"run_id": rid, **over, "status": status, "stop_reason": "max_steps" if status == "done" else "",
+                         "steps": int(curve.steps[-1])})
         for k, v in over.items():
             axes.setdefault(k, [])
             if v not in axes[k]:
                 axes[k].append(v)
     if with_grid_json:
-        (grid_dir / "grid.json").write_text(json.dumps({"name": name, "axes": axes}, indent=2))
+        (grid_dir / "grid.json").write_text(json.dumps({"name": name, "axes": axes, "runs": [{"run_id": i} for i in ids]},
+                                                       indent=2))
         pd.DataFrame(manifest).to_parquet(grid_dir / "manifest.parquet", index=False)
     return ids
 

@@ -48,7 +48,7 @@ def test_a_recorded_crossing_must_match_the_log(run_dir):
 
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: _edit_json(d / "status.json", status="emerged"), "status must be one of"),
-    (lambda d: _edit_json(d / "status.json", step=1), "!= status.json step 1"),
+    (lambda d: _edit_json(d / "status.json", step=1), "status.json says the run is done at update 1"),
     (lambda d: (d / "status.json").write_text("{"), "status.json: invalid JSON"),
     (lambda d: pd.read_parquet(d / "metrics.parquet").drop(columns=["layer"]).to_parquet(d / "metrics.parquet"),
      "missing columns ['layer']"),
@@ -56,7 +56,9 @@ def test_a_recorded_crossing_must_match_the_log(run_dir):
      "duplicated (step, metric, layer, head) rows"),
     (lambda d: pd.read_parquet(d / "train.parquet").drop(columns=["loss"]).to_parquet(d / "train.parquet"),
      "missing columns ['loss']"),
-    (lambda d: _edit_json(d / "config.json", run_id="elsewhere"), "does not match the directory name"),
+    (lambda d: _edit_json(d / "config.json", run_id="elsewhere"), "not its run_id elsewhere"),
+    (lambda d: _edit_json(d / "config.json", config={**json.loads((d / "config.json").read_text())["config"],
+                                                     "seed": 99}), "edited after the run was made"),
 ])
 def test_a_broken_run_is_caught(run_dir, breakage, message):
     breakage(run_dir)

@@ -43,7 +43,7 @@ def fitted(example):
     (lambda t: t.assign(C=64), r"C: only one distinct value .*exponent b is not identifiable"),
     (lambda t: t.assign(censored=True), r"censored: all 30 runs are censored"),
     (lambda t: t.assign(last_step=0), r"last_step: must be a positive number"),
-    (lambda t: t.assign(run_id="x"), r"run_id: duplicated"),
+    (lambda t: t.assign(run_id="x"), r"run_id: .* list the same run more than once"),
     (lambda t: t.assign(metric="la"), None),  # single other metric: used, no error
 ])
 def test_bad_input_errors(example, mutate, match):

@@ -15,7 +15,7 @@ from ihtrain.trainer import Trainer
 # the documented file formats (docs/DESIGN.md, run directory): resume and readers depend on them
 LAST_KEYS = ["model", "optimizer", "step", "wall_s", "torch_rng", "crossing", "stop_at", "run_id", "evaluated",
              "initial_loss"]
-FINAL_KEYS = ["model", "model_config", "step"]
+FINAL_KEYS = ["model", "model_config", "step", "run_id"]  # run_id appended in issue 50
 
 
 @pytest.fixture(scope="module")

@@ -554,6 +554,7 @@ def test_cli_seeds_dry_run(tmp_path, capsys):
     assert len(runs) == 8 and all(r.run_id in out and r.cell_id in out for r in runs)
     header = out.splitlines()[1].split()
     assert header[:4] == ["#", "run_id", "cell_id", "seed"]
+    (tmp_path / "out").mkdir()
     assert main(["--spec", str(good), "--status", "--seeds", "2", "--out", str(tmp_path / "out")]) == 0
     assert "8 pending" in capsys.readouterr().out
     seeded = tmp_path / "s.toml"

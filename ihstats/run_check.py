@@ -1,0 +1,122 @@
+"""One check of a run directory's files against each other, made by every reader before it counts
+a run (issue 50): ``ihstats.io.load_run`` / ``load_grid`` (and so ``ihstats.emergence``, the law,
+frontier and Bi-Induct readers), ``python -m ihstats.schema``, ``ihtrain.ablate`` and the
+trainer's resume (``ihtrain.run_files``).
+
+A run's files are written by one trainer in one directory; a file edited, copied or lost after the
+run was made breaks one of these rules, and a reader that trusted it would report a wrong factor
+(an edited batch size), a wrong censoring step (a lost last evaluation) or the same run twice:
+
+- ``config.json``'s ``config`` hashes to its ``run_id`` (:func:`ihstats.ids.config_hash`);
+- in a grid the directory is named by that ``run_id`` (a renamed copy is not);
+- a run whose ``status.json`` says ``done`` has a ``metrics.parquet`` whose last evaluation is the
+  step ``status.json`` records (the trainer always evaluates its last update);
+- a grid holds each ``run_id`` once (a copy or a symlink of a run is a second row of the same run),
+  and every sub-directory holding a run's files has its ``config.json``.
+
+Checkpoints are torch files, which ihstats cannot read: the trainer checks the ``run_id`` a
+``last.pt`` carries on resume, and ``ihtrain.ablate`` the one of ``final.pt``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ihstats.contract import METRICS_FILE, STATUS_FILE
+from ihstats.ids import config_hash
+from ihstats.series import SERIES_KIND, is_series_dir, series_id
+
+#: a run's data: a sub-directory with one of them but no config.json is a run that lost its config
+#: (not an unrelated folder to pass over; a status.json alone is a run that failed before it wrote one)
+RUN_FILES = (METRICS_FILE, "train.parquet", "checkpoints")
+#: everything a trainer writes in a run directory, and a grid in its directory (beside the runs):
+#: no other command may write over them (ihstats.cli_checks, the output guard)
+RUN_OWN_FILES = ("config.json", STATUS_FILE, *RUN_FILES, "error.txt", "curves.png", "curves.pdf", "worker.log", "stop.request",
+                 ".run.lock")
+GRID_OWN_FILES = ("grid.json", "manifest.parquet", "summary.csv", ".grid.lock")
+
+
+def folder_kind(folder: str | Path) -> str | None:
+    """``"run"`` (a config.json, or the status.json of a run that failed before writing one),
+    ``"grid"`` (a grid.json or manifest.parquet) or None."""
+    f = Path(folder)
+    if (f / "config.json").is_file() or (f / STATUS_FILE).is_file():
+        return "run"
+    return "grid" if (f / "grid.json").is_file() or (f / "manifest.parquet").is_file() else None
+
+
+def config_problem(meta: Any) -> str | None:
+    """Why a ``config.json`` dict is not a run's own record (None: it is): ``run_id`` and
+    ``config`` present, and the config hashing to the run_id (else it was edited after the run)."""
+    if isinstance(meta, dict) and meta.get("kind") == SERIES_KIND:  # a scored series: its sidecar's identity
+        got = series_id(meta)
+        return None if got == meta.get("run_id") else (f"its identity hashes to {got}, not its run_id "
+                                                       f"{meta.get('run_id')} (series.json edited after scoring?)")
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or "run_id" not in meta:
+        return "has no 'run_id' and 'config' (not a run's config.json)"
+    got = config_hash(meta["config"])
+    if got != meta["run_id"]:
+        return (f"its config hashes to {got}, not its run_id {meta['run_id']} (edited after the run was made? "
+                f"the run's factors would be misreported)")
+    return None
+
+
+def logs_problem(status: dict[str, Any] | None, last_metric_step: int | None) -> str | None:
+    """Why a run's metric log disagrees with its ``status.json`` (None: it agrees). Only a done run
+    is held to it: a running run's status may trail its log (rows past a checkpoint are dropped on
+    resume)."""
+    if not status or status.get("status") != "done":
+        return None
+    step = status.get("step")
+    if last_metric_step is None:
+        return f"{METRICS_FILE} is missing, but {STATUS_FILE} says the run is done at update {step}"
+    if last_metric_step != step:
+        return (f"{METRICS_FILE} ends at update {last_metric_step}, but {STATUS_FILE} says the run is done at update "
+                f"{step} (evaluations missing: its onset or censoring step would be wrong)")
+    return None
+
+
+def run_problems(run_dir: str | Path, meta: Any, status: dict[str, Any] | None, last_metric_step: int | None, *,
+                 named: bool = False) -> list[str]:
+    """Every rule of the module docstring one run breaks (empty: none), each a phrase naming the
+    file. ``named``: the directory belongs to a grid, so it must be named by the run_id."""
+    rd = Path(run_dir)
+    found = []
+    why = config_problem(meta)
+    if why:
+        found.append(f"config.json: {why}")
+    elif named and rd.name != meta["run_id"]:
+        what = f"a symlink to {rd.resolve()}" if rd.is_symlink() else "a renamed copy?"
+        found.append(f"the directory is named {rd.name} but holds run {meta['run_id']} ({what})")
+    why = logs_problem(status, last_metric_step)
+    if why:
+        found.append(why)
+    return found
+
+
+def run_dirs_of(grid_dir: str | Path) -> tuple[list[Path], list[str]]:
+    """The run directories directly under ``grid_dir`` (those with a config.json, sorted) and the
+    sub-directories that hold a run's files without one (each a phrase: a run must not vanish
+    from a table because its config.json was lost)."""
+    runs, orphans = [], []
+    for p in sorted(q for q in Path(grid_dir).iterdir() if q.is_dir()):
+        if (p / "config.json").is_file() or is_series_dir(p):
+            runs.append(p)
+        elif any((p / f).exists() for f in RUN_FILES):
+            orphans.append(f"{p}: holds a run's files but no config.json (lost?); restore it, or move the "
+                           f"directory out of {grid_dir}")
+    return runs, orphans
+
+
+def duplicate_runs(run_ids: list[str], paths: list[str | Path]) -> list[str]:
+    """One phrase per run_id held by more than one directory (a copy or a symlink of a run)."""
+    where: dict[str, list[str]] = {}
+    for rid, p in zip(run_ids, paths):
+        link = " (a symlink)" if Path(p).is_symlink() else ""
+        where.setdefault(rid, []).append(f"{p}{link}")
+    return [f"run {rid} is held by {len(ps)} directories ({', '.join(ps)}): a copy or a symlink counts it twice; "
+            f"keep one" for rid, ps in where.items() if len(ps) > 1]
+
+
+__all__ = ["GRID_OWN_FILES", "RUN_FILES", "RUN_OWN_FILES", "folder_kind", "config_problem", "duplicate_runs", "logs_problem", "run_dirs_of", "run_problems"]
