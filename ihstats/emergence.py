@@ -277,7 +277,7 @@ def onset_metric(metrics: pd.DataFrame, onset: str = "auto") -> str:
 # ----------------------------------------------------------------------------------- CLI
 # a rise must be a rise, an interval a probability, a Bayes factor evidence for the rise
 CLI_RANGES = {"level": PROBABILITY_OPEN, "min_rise": Range(0, lo_open=True), "min_rise_sd": Range(0, lo_open=True),
-              "min_log_bf": Range(0)}
+              "min_log_bf": Range(0), "threshold": Range(0, lo_open=True)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-rise-sd", type=float, default=None,
                    help="pelt/threshold: smallest rise in noise sd (default: 7 pelt, 6 threshold)")
     p.add_argument("--min-log-bf", type=float, default=3.0, help="bayes: log Bayes factor needed (default 3)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="threshold: an absolute level whose crossing is the onset, e.g. 0.3 (the formed level, "
+                        "as the until-emergence budget reads it); default: 10%% of the curve's rise")
     p.add_argument("--skip-bad", action="store_true", help="skip runs that cannot be read and curves a detector "
                    "rejects (one warning line each) instead of failing")
     p.add_argument("--nonfinite", choices=("error", "drop"), default="error",
@@ -313,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     # each flag goes to the detectors that take it (the others ignore it); min_rise_sd only when given
-    flags = {"min_rise": a.min_rise, "min_log_bf": a.min_log_bf, "min_rise_sd": a.min_rise_sd}
+    flags = {"min_rise": a.min_rise, "min_log_bf": a.min_log_bf, "min_rise_sd": a.min_rise_sd,
+             "threshold": a.threshold}
     kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[a.method].options()}
 
     on_error = "skip" if a.skip_bad else "raise"

@@ -48,7 +48,8 @@ def test_emergence_cli_writes_under_results_not_the_current_directory(tmp_path, 
     monkeypatch.chdir(cwd)
     assert emergence_main([str(grid)]) == 0
     written = sorted(str(p.relative_to(cwd)) for p in cwd.rglob("*") if p.is_file())
-    assert written == [os.path.join("results", "emergence", "simgrid", "emergence.csv")]
+    folder = os.path.join("results", "emergence", "simgrid")  # the table and the output guard's record
+    assert written == [os.path.join(folder, ".ihlaw-written"), os.path.join(folder, "emergence.csv")]
     assert "to results/emergence/simgrid/emergence.csv" in capsys.readouterr().out
 
 
