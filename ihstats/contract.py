@@ -171,7 +171,8 @@ def ps_crossing(metrics: pd.DataFrame, threshold: float, metric: str = "ps") -> 
     return int(hit[0]) if len(hit) else None
 
 
-def run_crossing(status: dict[str, Any] | None, metrics: pd.DataFrame | None, threshold: float) -> int | None:
+def run_crossing(status: dict[str, Any] | None, metrics: pd.DataFrame | None, threshold: float,
+                 metric: str = "ps") -> int | None:
     """A run's threshold crossing: the one its ``status.json`` records, else computed from its
     metrics with :func:`ps_crossing` (run directories written before the record, and a ``null``
     carried over by a status write that did not know it; a recorded step never changes, since
@@ -179,17 +180,17 @@ def run_crossing(status: dict[str, Any] | None, metrics: pd.DataFrame | None, th
     recorded = (status or {}).get("crossing")
     if isinstance(recorded, (int, np.integer)) and not isinstance(recorded, bool):
         return int(recorded)
-    return ps_crossing(metrics, threshold) if metrics is not None and len(metrics) else None
+    return ps_crossing(metrics, threshold, metric) if metrics is not None and len(metrics) else None
 
 
-def read_crossing(run_dir: str | Path, threshold: float) -> int | None:
+def read_crossing(run_dir: str | Path, threshold: float, metric: str = "ps") -> int | None:
     """:func:`run_crossing` of a run directory: its status.json's record, else its metrics.parquet's
     (read only then); None before any evaluation. A damaged file raises ``UnreadableFile``."""
     rd = Path(run_dir)
     recorded = run_crossing(read_status(rd), None, threshold)
     if recorded is not None or not (rd / METRICS_FILE).is_file():
         return recorded
-    return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold)
+    return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold, metric)
 
 
 #: max PS over heads at which a run's induction head counts as formed (``train.emergence_threshold``'s
@@ -204,11 +205,17 @@ def emergence_threshold(meta: dict[str, Any]) -> float:
     return float(EMERGENCE_THRESHOLD if value is None else value)
 
 
+def emergence_metric(meta: dict[str, Any]) -> str:
+    """A run's ``train.emergence_metric`` (the PS its crossing reads) from its ``config.json`` dict;
+    ``ps`` when the config predates the field (issue 52)."""
+    return str(meta.get("config", {}).get("train", {}).get("emergence_metric") or "ps")
+
+
 __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
     "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
-    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ihstats.contract import (
     BIINDUCT_KNOBS, FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
-    UNKNOWN_STATUS, SchemaError, emergence_threshold, run_crossing,
+    UNKNOWN_STATUS, SchemaError, emergence_metric, emergence_threshold, run_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash
@@ -238,7 +238,7 @@ def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False)
     bad = run_problems(path, meta, record, last, named=named)
     if bad:
         raise SchemaError(f"run {run_id} ({path}): {'; '.join(bad)}; {SKIP_HINT}")
-    crossing = run_crossing(record, metrics, emergence_threshold(meta))
+    crossing = run_crossing(record, metrics, emergence_threshold(meta), emergence_metric(meta))
     return RunData(run_id, path, meta, factors, status, metrics, train, problems, crossing)
 
 

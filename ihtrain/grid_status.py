@@ -162,7 +162,8 @@ def crossings(runs: list[PlannedRun], grid_dir: Path) -> pd.Series:
     :func:`ihstats.contract.read_crossing`); <NA> when not reached or not readable."""
     def one(r: PlannedRun) -> int | None:
         try:
-            return read_crossing(grid_dir / r.run_id, r.config.train.emergence_threshold)
+            return read_crossing(grid_dir / r.run_id, r.config.train.emergence_threshold,
+                                 r.config.train.emergence_metric)
         except (UnreadableFile, OSError):  # the summary reports the file as unreadable
             return None
 
