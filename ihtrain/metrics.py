@@ -74,19 +74,24 @@ class Activations:
         return logits, cache, probe
 
     @cached_property
-    def indist(self) -> tuple[torch.Tensor, Cache, torch.Tensor, torch.Tensor]:
-        """(next-token log-probs (N, T), cache, copy queries (N, T), keys (N, T, T)) on the held-out
-        sequences ``val_tokens[:INDIST_SEQS]`` (inputs ``[:, :T]``), labelled by
-        :func:`ihtrain.data.repeats.copy_labels` from position ``copy_start`` (the data's repeat region)."""
+    def indist(self) -> tuple[torch.Tensor, float, int]:
+        """(sum over copy queries of each head's attention mass on their keys (L, H), sum of the loss
+        gains, number of copy queries) on the held-out sequences ``val_tokens[:INDIST_SEQS]`` (inputs
+        ``[:, :T]``), labelled by :func:`ihtrain.data.repeats.copy_labels` from position
+        ``copy_start`` (the data's repeat region); see :func:`ps_indist` and :func:`indist_gain`. In
+        chunks of sequences, so a large model's patterns and logits never sit in memory at once."""
         if self.val_tokens is None:
             raise ValueError("in-distribution probes: need val_tokens (n_seqs, T + 1); none were given")
         val = torch.as_tensor(self.val_tokens, dtype=torch.long)[:INDIST_SEQS].to(self.probes.repeat.device)
-        queries, keys = copy_labels(val.cpu().numpy(), self.copy_start)  # on T + 1 tokens: a <= T - 1
-        T = val.shape[1] - 1
-        logits, cache = self.model.run_with_cache(val[:, :-1], logits=True)
-        logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (N, T)
-        as_t = lambda a: torch.from_numpy(a).to(val.device)  # noqa: E731
-        return logp, cache, as_t(queries[:, :T]), as_t(keys[:, :T, :T])
+        N, T = val.shape[0], val.shape[1] - 1
+        cfg = self.model.cfg
+        per_seq = max(cfg.n_layer * cfg.n_head * T * T, T * self.probes.vocab_size)
+        chunk = max(1, min(N, INDIST_CHUNK_ELEMENTS // per_seq))
+        mass, gain, count = torch.zeros(cfg.n_layer, cfg.n_head, dtype=torch.float64), 0.0, 0
+        for i in range(0, N, chunk):
+            m, g, c = _indist_chunk(self.model, val[i:i + chunk], self.copy_start)
+            mass, gain, count = mass + m, gain + g, count + c
+        return mass, gain, count
 
     @cached_property
     def copy_logprobs(self) -> torch.Tensor:
@@ -166,21 +171,32 @@ def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     return _attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
 
 
+def _indist_chunk(model: GPT, val: torch.Tensor, start: int) -> tuple[torch.Tensor, float, int]:
+    """One chunk of :attr:`Activations.indist`: val (n, T + 1) -> (mass sum (L, H), gain sum, queries)."""
+    queries, keys = (torch.from_numpy(x).to(val.device) for x in copy_labels(val.cpu().numpy(), start))
+    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each; a <= T - 1: labels on T + 1 tokens
+    if b.numel() == 0:
+        return torch.zeros(model.cfg.n_layer, model.cfg.n_head, dtype=torch.float64), 0.0, 0
+    T = val.shape[1] - 1
+    logits, cache = model.run_with_cache(val[:, :-1], logits=True)
+    logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (n, T)
+    k = keys[b, a, :T]  # (Q, T): the positions after earlier occurrences of x[a]
+    attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
+    mass = (attn.float() * k[:, None, None, :]).sum(-1).double().sum(0)  # (L, H)
+    # the bigram's first occurrence j: the earliest key k = j + 1 holding the token that follows a
+    j = (k & (val[b, :T] == val[b, a + 1][:, None])).float().argmax(dim=1) - 1
+    return mass.cpu(), float((logp[b, a] - logp[b, j]).double().sum()), int(b.numel())
+
+
 def ps_indist(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """In-distribution PS: at each copy query of the held-out sequences (the data's own ``A B ... A``
     positions in its repeat region), the attention mass on the positions after the earlier
     occurrences of the query's token; mean over queries (NaN without any). Chance: the share of
     earlier positions that are such keys (mean over queries of ``|keys| / (a + 1)``)."""
-    _, cache, queries, keys = acts.indist
-    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each
-    if b.numel() == 0:
-        return np.full((model.cfg.n_layer, model.cfg.n_head), np.nan)
-    attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
-    mass = (attn.float() * keys[b, a][:, None, None, :]).sum(-1)  # (Q, L, H)
-    return mass.mean(0).cpu().numpy()  # (L, H)
+    mass, _, count = acts.indist
+    return (mass / count).numpy() if count else np.full(tuple(mass.shape), np.nan)
 
 
-# ------------------------------------------------------------------------------ log-prob scores
 def indist_gain(model: GPT, probes: ProbeSet, acts: Activations) -> float:
     """In-distribution induction loss gain (nats): at each copy query ``a`` (the data's own
     ``A B ... A -> B``), the log-prob of ``B`` at the repeat minus at the bigram's first occurrence
@@ -188,18 +204,11 @@ def indist_gain(model: GPT, probes: ProbeSet, acts: Activations) -> float:
     over queries. A model that reads only the current token scores 0 whatever bigram statistics it
     has learnt; it rises when the model predicts copies from context. Probe-free: it reads only the
     model's loss on training-distribution sequences."""
-    logp, _, queries, keys = acts.indist
-    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each
-    if b.numel() == 0:
-        return float("nan")
-    val = torch.as_tensor(acts.val_tokens, dtype=torch.long)[:INDIST_SEQS].to(logp.device)
-    # the bigram's first occurrence: the earliest key k = j + 1 holding the token that follows a
-    same_next = keys[b, a] & (val[b, : keys.shape[-1]] == val[b, a + 1][:, None])  # (Q, T)
-    j = same_next.float().argmax(dim=1) - 1
-    return float((logp[b, a] - logp[b, j]).mean())
+    _, gain, count = acts.indist
+    return gain / count if count else float("nan")
 
 
-
+# ------------------------------------------------------------------------------ log-prob scores
 def repeat_nat_logprob(model: GPT, probes: ProbeSet, acts: Activations) -> float:
     """Mean log-prob of the next token over the natural repeat probe's second copy, s in [n, 2n-2]."""
     logits, _, probe = acts.repeat_nat
@@ -371,6 +380,7 @@ _FUNCTIONS: dict[str, MetricFn] = {
 # metrics read from held-out text: computed only when val_tokens are given
 NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain")
 INDIST_SEQS = 32  # held-out sequences the in-distribution probes read (the first of val_tokens)
+INDIST_CHUNK_ELEMENTS = 40_000_000  # attention-pattern or logit entries per chunk of those sequences
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 

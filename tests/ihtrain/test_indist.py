@@ -183,3 +183,18 @@ def test_a_single_run_says_when_its_probe_misses_the_data(tmp_path, capsys, smok
     assert "positions 4-7" in err and "0 of 4" in err and "(16-31)" in err
     assert main(args + ["--set", "metrics.probe_len=15", "--out", str(tmp_path / "b")]) == 0
     assert "off the training distribution" not in capsys.readouterr().err
+
+
+def test_in_distribution_probes_are_the_same_in_chunks(monkeypatch):
+    import ihtrain.metrics as metrics
+
+    C, V = 48, 80
+    chain, _ = build_chain(V - 2, "markov", "zipf", seed=5)
+    val = generate_markov(chain, 12, C + 1, 0.9, 0.8, seed=6)[0] + 2
+    probes = make_probes(V, C, seed=0, ordinary_range=(2, V), sep_token=1, n_seqs=8, n=10)
+    model = LateInductionModel(V, late=30)
+    whole = evaluate(model, probes, val_tokens=val, include=["ps_indist", "indist_gain"], copy_start=24)
+    monkeypatch.setattr(metrics, "INDIST_CHUNK_ELEMENTS", 1)  # one sequence a chunk
+    chunked = evaluate(model, probes, val_tokens=val, include=["ps_indist", "indist_gain"], copy_start=24)
+    np.testing.assert_allclose(chunked["ps_indist"], whole["ps_indist"], rtol=1e-12)
+    assert chunked["indist_gain"] == pytest.approx(whole["indist_gain"], rel=1e-12) and whole["indist_gain"] > 1
