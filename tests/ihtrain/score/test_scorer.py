@@ -32,7 +32,7 @@ def test_a_series_of_each_family_follows_the_contract(family_series, tmp_path):
     run = io.load_run(out)
     m = run.metrics
     assert sorted(m["step"].unique()) == [10, 100, 1000]
-    assert set(PER_HEAD) - {"ps_nat"} <= set(m["metric"])
+    assert set(PER_HEAD) - {"ps_nat", "ps_indist"} <= set(m["metric"])  # those two need held-out tokens
     ps = m[m["metric"] == "ps"]
     assert len(ps) == 3 * 2 * 4 and ps["value"].between(0, 1).all()
     assert run.status == "done" and run.factors["family"] == family and run.factors["N"] == rec["n_params_non_embedding"]
