@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, default_out
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
 from ihstats.law.model import UPTLawModel
@@ -34,7 +34,7 @@ from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
 RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
-          "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN}
+          "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
 
 
 def parse_args(argv=None):
@@ -63,6 +63,11 @@ def parse_args(argv=None):
                    help="--runs: which onset to fit: ps (the repeat probe), indist (PS at the data's own copies), "
                         "loss (the probe-free in-distribution loss gain); auto (default): indist where logged, else ps")
     p.add_argument("--metric", default=None, help="emergence metric to fit (overrides --onset)")
+    p.add_argument("--onset-method", choices=("bayes", "pelt", "threshold"), default="bayes",
+                   help="--runs: the onset detector (default bayes); threshold with --threshold 0.3 reads the "
+                        "crossing of the formed level, as the until-emergence budget does")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="--onset-method threshold: the absolute level whose crossing is the onset (e.g. 0.3)")
     p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
                    help="noise model (default student_t)")
     p.add_argument("--size-term", choices=["auto", "on", "off"], default="auto",
@@ -114,7 +119,8 @@ def load_table(args):
         print(f"warning: {why} (run skipped)", file=sys.stderr)
     metric = args.metric or onset_metric(grid.metrics, args.onset)
     print(f"onsets from the {metric} curves (--onset {args.onset})")
-    table = emergence_table(grid, metric=metric, head="max", on_error="skip")
+    kw = {"threshold": args.threshold} if args.onset_method == "threshold" and args.threshold is not None else {}
+    table = emergence_table(grid, metric=metric, head="max", method=args.onset_method, on_error="skip", **kw)
     return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 
 

@@ -140,6 +140,12 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
     is_ps = metric in PS_METRICS and head == "max"
+    if metric == "ps_indist" and "multimodal" in table and table["multimodal"].fillna(False).astype(bool).any():
+        n = int(table["multimodal"].fillna(False).astype(bool).sum())
+        warnings.warn(f"{n} run(s) rise twice in {metric} (multimodal; the second rise in onset_alt): on planted "
+                      f"repeats the in-distribution PS can creep up before the induction jump, and the onset "
+                      f"reads the first knee; the crossing of the formed level (--method threshold --threshold "
+                      f"{FORMED_MIN_PS}) reads the jump (docs/RESULTS.md, section 2)", stacklevel=2)
     if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
         table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
         table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))

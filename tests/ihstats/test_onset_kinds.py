@@ -69,3 +69,21 @@ def test_the_cli_reads_the_kind_and_the_threshold(tmp_path, capsys):
     assert (pd.read_csv(out)["method"] == "threshold").all()
     with pytest.raises(SystemExit):
         main([str(grid), "-o", str(out), "--threshold", "-1"])
+
+
+def test_the_shipped_re_measure_warns_of_the_creep_and_its_crossings_match_the_budget():
+    """bxc-law-indist (issue 52): at C 128 the in-distribution PS creeps before the jump; the first
+    knee is said to read it, and the crossing of the formed level is the budget's own crossing."""
+    import json
+    from pathlib import Path
+
+    grid = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "bxc-law-indist"
+    with pytest.warns(UserWarning, match="rise twice in ps_indist"):
+        bayes = emergence_table(grid, "ps_indist").set_index("run_id")
+    cross = emergence_table(grid, "ps_indist", method="threshold", threshold=0.3).set_index("run_id")
+    for rid in cross.index:
+        recorded = json.loads((grid / rid / "status.json").read_text())["crossing"]
+        assert cross.loc[rid, "onset_lo"] <= recorded <= cross.loc[rid, "onset_hi"] + 1
+    c128 = bayes[bayes["C"] == 128]
+    assert (c128["onset"] < 0.6 * cross.loc[c128.index, "onset"]).all()  # the first knee: the creep
+    assert (abs(np.log(c128["onset_alt"] / cross.loc[c128.index, "onset"])) < 0.15).all()  # the jump
