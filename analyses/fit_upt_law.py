@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, default_out
+from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
 from ihstats.law.model import UPTLawModel
@@ -119,7 +120,8 @@ def load_table(args):
         print(f"warning: {why} (run skipped)", file=sys.stderr)
     metric = args.metric or onset_metric(grid.metrics, args.onset)
     print(f"onsets from the {metric} curves (--onset {args.onset})")
-    kw = {"threshold": args.threshold} if args.onset_method == "threshold" and args.threshold is not None else {}
+    flags = {"threshold": args.threshold}  # each flag to the detector that takes it
+    kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[args.onset_method].options()}
     table = emergence_table(grid, metric=metric, head="max", method=args.onset_method, on_error="skip", **kw)
     return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 

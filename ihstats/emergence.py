@@ -140,12 +140,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
     is_ps = metric in PS_METRICS and head == "max"
-    if metric == "ps_indist" and "multimodal" in table and table["multimodal"].fillna(False).astype(bool).any():
-        n = int(table["multimodal"].fillna(False).astype(bool).sum())
-        warnings.warn(f"{n} run(s) rise twice in {metric} (multimodal; the second rise in onset_alt): on planted "
-                      f"repeats the in-distribution PS can creep up before the induction jump, and the onset "
-                      f"reads the first knee; the crossing of the formed level (--method threshold --threshold "
-                      f"{FORMED_MIN_PS}) reads the jump (docs/RESULTS.md, section 2)", stacklevel=2)
+    _warn_if_two_rises(table, metric)
     if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
         table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
         table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
@@ -180,6 +175,16 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
                     pass  # a curve the detector rejects has no onset here
         rows.append(row)
     return pd.DataFrame(rows, columns=["run_id", *others])
+
+
+def _warn_if_two_rises(table: pd.DataFrame, metric: str) -> None:
+    """Say when in-distribution PS curves rise twice: the onset is then the first knee (a creep)."""
+    twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
+    if metric == "ps_indist" and twice.any():
+        warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal; the second rise in onset_alt): "
+                      f"on planted repeats the in-distribution PS can creep up before the induction jump, and "
+                      f"the onset reads the first knee; the crossing of the formed level (--method threshold "
+                      f"--threshold {FORMED_MIN_PS}) reads the jump (docs/RESULTS.md, section 2)", stacklevel=3)
 
 
 # ------------------------------------------------------------------------------ formed
