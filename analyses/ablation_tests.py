@@ -29,7 +29,8 @@ import pandas as pd
 from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays, ablation_families, run_ablation_tests
 from ihstats.ablation_report import write_ablation_report
 from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, default_out
+from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
+                                default_out)
 from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
                   "drop": v} for s, v in zip(d.set_ids, d.random.mean(1))]
     drops = pd.DataFrame(rows)
     out = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out)  # made and marked as the package's before the first write
     tests.to_csv(out / "tests.csv", index=False)
     comps.to_csv(out / "comparisons.csv", index=False)
     drops.to_csv(out / "drops.csv", index=False)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.biinduct import NATURAL, claim_tests, run_table
-from ihstats.cli_checks import Range, check_args, check_out_dir, default_out
+from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.seed_tests import condition_contrasts
 from ihstats.progress import cli_warnings
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     claims, contr = claim_tests(runs, alpha=args.alpha), contrasts(runs, args.alpha)
-    args.out.mkdir(parents=True, exist_ok=True)
+    claim_folder(args.out)  # made and marked as the package's before the first write
     runs.to_csv(args.out / "runs.csv", index=False)
     claims.to_csv(args.out / "claims.csv", index=False)
     contr.to_csv(args.out / "contrasts.csv", index=False)

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats import io, progress
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, default_out
+from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.glm import SEPARATION_WORDS
@@ -149,6 +149,7 @@ def main(argv=None) -> int:
         return 2
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     out = args.out
+    claim_folder(out)  # made and marked as the package's before the first write
     res.save(out)
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
     plot_frontier(res, out / "frontier", hdi_prob=args.hdi_prob)

@@ -20,7 +20,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, default_out
+from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
+                                default_out)
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out)  # made and marked as the package's before the first write
     res.data.table.to_csv(out / "emergence.csv", index=False)
 
     compare, note = None, ""

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir
+from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir, claim_folder
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
 from ihstats.progress import cli_warnings
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
                   f"{PUBLISHED['b']}, b / a = {PUBLISHED['b'] / PUBLISHED['a']:.2f})")
         print()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out)  # made and marked as the package's before the first write
     pd.concat(frames).to_csv(out / "natural_repeats.csv", index=False)
     print(f"wrote {out / 'natural_repeats.csv'}")
     return 0

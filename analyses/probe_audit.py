@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir
+from ihstats.cli_checks import check_out_dir, claim_folder
 from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.grid_expand import probe_in_region
@@ -67,13 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     grids = a.grids or sorted(d for d in SHIPPED.iterdir() if d.is_dir())
     try:
-        check_out_dir(a.out, "--out")
+        check_out_dir(a.out, inputs=grids)
         frames = [audit_grid(g) for g in grids]
     except (UnreadableFile, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     table = pd.concat([f for f in frames if len(f)], ignore_index=True)
-    a.out.mkdir(parents=True, exist_ok=True)
+    claim_folder(a.out)  # made and marked as the package's before the first write
     atomic_write_text(a.out / "probe_audit.csv", table.to_csv(index=False))
     print(table.to_string(index=False))
     print(f"wrote {len(table)} cells to {a.out / 'probe_audit.csv'}")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, default_out
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table
 from ihstats.io import load_grid
 from ihstats.law.predict import load_posterior
@@ -146,6 +146,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out or name)
+    claim_folder(out)  # made and marked as the package's before the first write
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)
     print_tables(res)

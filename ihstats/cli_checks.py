@@ -186,7 +186,7 @@ def _folder_error(out: Path, inputs: Iterable[str | Path], flag: str, kind: str)
             msg = (f"{flag} {out}: holds the input {src}; writing there would overwrite it; give another "
                    f"folder (e.g. results/<name>)")
     owner = next((f for f in [target, *target.parents] if folder_kind(f)), None)
-    if msg is None and kind == "results" and owner is not None:
+    if msg is None and kind in ("results", "shipped") and owner is not None:
         msg = (f"{flag} {out}: lies in the {folder_kind(owner)} directory {owner}, which holds only what its "
                f"trainer writes; give another folder (e.g. results/<name>)")
     if msg is None and kind in OWN_FILES and owner not in (None, target) and folder_kind(owner) == "run":
@@ -196,7 +196,25 @@ def _folder_error(out: Path, inputs: Iterable[str | Path], flag: str, kind: str)
         if theirs:
             msg = (f"{flag} {out}: holds {', '.join(theirs)} but is not a {kind} directory; the {kind} would "
                    f"overwrite them: move them away or give another folder")
+    if msg is None and kind == "results" and (foreign := _foreign_entry(out)):
+        msg = (f"{flag} {out}: holds {foreign}, which this package did not write (the folder has no "
+               f"{WRITTEN_RECORD}); give a new or empty folder, e.g. results/<name>")
     return msg
+
+
+def _foreign_entry(out: Path) -> str | None:
+    """The first entry of an existing results folder that no command of the package made (a folder
+    the package writes carries :data:`WRITTEN_RECORD` from its first use on); None if it may be used."""
+    if not out.is_dir() or (out / WRITTEN_RECORD).exists():
+        return None
+    return next((p.name for p in sorted(out.iterdir())), None)
+
+
+def claim_folder(out: Path) -> None:
+    """Create ``out`` and mark it as the package's (:data:`WRITTEN_RECORD`), so a later run may write there."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / WRITTEN_RECORD).exists():
+        atomic_write_text(out / WRITTEN_RECORD, "")
 
 
 def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str = "--out",
@@ -206,8 +224,9 @@ def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str 
     Refused: a path that is a file or lies under a file; a system, Python or package folder
     (:func:`place_error`); a folder that is, or holds, one of the command's ``inputs`` (writing
     there would overwrite what was read, e.g. a grid's ``summary.csv``); for results, a folder in
-    a run's or grid's directory; for a run or grid, an existing folder that is not one but holds
-    files it would write (a user's ``curves.png`` or ``summary.csv``).
+    a run's or grid's directory, or an existing folder the package did not make (a user's folder:
+    its files would be overwritten); for a run or grid, an existing folder that is not one but
+    holds files it would write (a user's ``curves.png`` or ``summary.csv``).
 
     Parameters
     ----------
@@ -219,8 +238,12 @@ def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str 
         The option's name, for the message.
     parser : argparse.ArgumentParser, optional
         Given: a refusal exits through ``parser.error`` (status 2); else it raises.
-    kind : {"results", "run", "grid"}
-        What the folder receives: a command's results, or a run's or grid's own files.
+    kind : {"results", "run", "grid", "shipped"}
+        What the folder receives: a command's results (an existing folder must carry the package's
+        :data:`WRITTEN_RECORD`, i.e. have been made by a command: the command calls
+        :func:`claim_folder` before its first write),
+        a run's or grid's own files, or the repository's shipped example tables (regenerated on
+        purpose, by name).
 
     Returns
     -------
@@ -275,5 +298,5 @@ def default_out(kind: str, source: str | Path | None) -> Path:
 
 
 __all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "SYSTEM_FOLDERS", "WRITTEN_RECORD", "OutputPathError", "Range",
-           "check_args", "check_out_dir", "check_out_file", "default_out", "place_error", "range_error",
+           "check_args", "check_out_dir", "claim_folder", "check_out_file", "default_out", "place_error", "range_error",
            "record_written", "written_by_package"]

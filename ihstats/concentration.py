@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import Range, check_args, check_out_dir, default_out
+from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.contract import SchemaError, max_over_heads
 from ihstats.io import load_grid
 
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out)  # made and marked as the package's before the first write
     over.to_csv(out / "concentration.csv", index=False)
     at.to_csv(out / "concentration_at_level.csv", index=False)
     print(at.to_string(index=False, float_format=lambda v: f"{v:.3f}") if len(at) else

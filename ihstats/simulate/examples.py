@@ -26,7 +26,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0, help="seed of both simulations (default 0)")
     args = ap.parse_args(argv)
     check_args(ap, args, {"seed": NONNEG_INT})
-    out = check_out_dir(args.write_examples, flag="--write-examples", parser=ap)
+    out = check_out_dir(args.write_examples, flag="--write-examples", parser=ap, kind="shipped")
     out.mkdir(parents=True, exist_ok=True)
     frontier, _ = simulate_frontier(seed=args.seed)
     frontier.to_csv(out / "example_frontier.csv", index=False)

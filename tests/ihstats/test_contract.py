@@ -117,7 +117,7 @@ def test_reference_runs_crossing_from_their_logs(ref):
         run = io.load_run(d)
         recorded = json.loads((d / "status.json").read_text()).get("crossing")
         assert recorded is None or recorded == run.crossing, d
-        ps = run.metrics[run.metrics["metric"] == "ps"]
+        ps = run.metrics[run.metrics["metric"] == contract.emergence_metric(run.meta)]  # ps, or ps_indist
         steps = np.sort(ps["step"].unique())
         top = np.array([ps.loc[ps["step"] == s, "value"].max() for s in steps])
         hit = np.flatnonzero(top >= contract.emergence_threshold(run.meta))
