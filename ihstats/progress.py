@@ -7,7 +7,8 @@ validation's refits) and every PyMC fit:
 - anywhere else (a log file, CI, ``nohup``) a redraw is a carriage return that piles up in the
   file (334 KB in 30 minutes of one grid log), so the bar prints a plain line at most every
   :data:`LOG_INTERVAL_S` seconds, and its last state when it closes;
-- ``IHLAW_PROGRESS=0`` turns bars and sampler progress off (a step line still says what runs).
+- ``IHLAW_PROGRESS=0`` turns bars and sampler progress off (a step line still says what runs);
+  ``IHLAW_PROGRESS_INTERVAL=S`` sets the seconds between a bar's lines off a terminal (default 10).
 
 PyMC's sampler draws its own (rich) bars: on a terminal they redraw, elsewhere rich prints one
 table per fit when the fit ends; :func:`step` says before it what is being sampled.
@@ -24,7 +25,7 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-#: Seconds between two lines of a bar that is not on a terminal.
+#: Seconds between two lines of a bar that is not on a terminal (``IHLAW_PROGRESS_INTERVAL`` overrides).
 LOG_INTERVAL_S = 10.0
 _WARNED: set[str] = set()
 
@@ -32,6 +33,16 @@ _WARNED: set[str] = set()
 def enabled() -> bool:
     """Whether bars and sampler progress are shown (``IHLAW_PROGRESS=0`` turns them off)."""
     return os.environ.get("IHLAW_PROGRESS", "1").strip() not in {"0", "false", "no", "off"}
+
+
+def log_interval() -> float:
+    """Seconds between a bar's lines off a terminal: ``IHLAW_PROGRESS_INTERVAL`` if set (e.g. a
+    test or a user who wants denser logs), else :data:`LOG_INTERVAL_S`."""
+    value = os.environ.get("IHLAW_PROGRESS_INTERVAL", "").strip()
+    try:
+        return max(0.0, float(value)) if value else LOG_INTERVAL_S
+    except ValueError:
+        return LOG_INTERVAL_S
 
 
 def interactive(stream: TextIO | None = None) -> bool:
@@ -48,8 +59,9 @@ class LineWriter:
     ``interval`` seconds (the latest state wins; a bar's closing newline prints what is pending).
     """
 
-    def __init__(self, stream: TextIO, interval: float = LOG_INTERVAL_S, clock=time.monotonic):
-        self.stream, self.interval, self.clock = stream, interval, clock
+    def __init__(self, stream: TextIO, interval: float | None = None, clock=time.monotonic):
+        self.stream, self.clock = stream, clock
+        self.interval = log_interval() if interval is None else interval
         self._last = -float("inf")
         self._pending: str | None = None
 
@@ -77,7 +89,7 @@ def bar(iterable=None, *, show: bool = True, stream: TextIO | None = None, **kw)
     if interactive(stream):
         return tqdm(iterable, disable=not (show and enabled()), dynamic_ncols=True, file=stream, **kw)
     return tqdm(iterable, disable=not (show and enabled()), file=LineWriter(stream),
-                mininterval=LOG_INTERVAL_S, ncols=100, **kw)
+                mininterval=log_interval(), ncols=100, **kw)
 
 
 def step(message: str) -> None:
@@ -115,5 +127,5 @@ def cli_warnings():
         yield
 
 
-__all__ = ["LOG_INTERVAL_S", "LineWriter", "bar", "cli_warnings", "enabled", "interactive", "step",
+__all__ = ["LOG_INTERVAL_S", "LineWriter", "bar", "cli_warnings", "enabled", "interactive", "log_interval", "step",
            "warn_once"]

@@ -84,3 +84,12 @@ def test_cli_warnings_show_each_text_once_across_filter_resets(capsys):
             warnings.warn("formed = False in 2 row(s)", UserWarning)
     err = capsys.readouterr().err
     assert err == "warning: formed = False in 2 row(s)\n"
+
+
+def test_the_interval_off_a_terminal_can_be_set(monkeypatch):
+    monkeypatch.setenv("IHLAW_PROGRESS_INTERVAL", "0.5")
+    assert progress.log_interval() == 0.5 and progress.LineWriter(io.StringIO()).interval == 0.5
+    monkeypatch.setenv("IHLAW_PROGRESS_INTERVAL", "soon")  # not a number: the default
+    assert progress.log_interval() == progress.LOG_INTERVAL_S
+    monkeypatch.delenv("IHLAW_PROGRESS_INTERVAL")
+    assert progress.log_interval() == progress.LOG_INTERVAL_S == 10.0

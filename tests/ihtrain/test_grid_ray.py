@@ -95,7 +95,9 @@ n_evals = 6
     out = tmp_path / "grid"
     cmd = [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--executor", "ray",
            "--threads-per-run", "1", "--no-figures"]
-    env = {**os.environ, "IHLAW_CACHE": os.environ.get("IHLAW_CACHE") or str(tmp_path / "cache")}
+    # the bar writes a line to a log file every IHLAW_PROGRESS_INTERVAL s (10 by default: the run may end first)
+    env = {**os.environ, "IHLAW_CACHE": os.environ.get("IHLAW_CACHE") or str(tmp_path / "cache"),
+           "IHLAW_PROGRESS_INTERVAL": "0.2"}
     log_path = tmp_path / "grid.log"
     with open(log_path, "w") as log_file:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, text=True)
