@@ -8,14 +8,13 @@ with what to do about it.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
-from ihstats.emergence import circuit, emergence_table, formation, onset_metric
+from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
 from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_parquet
 from ihtrain.grid_expand import GridSpec, PlannedRun
 from ihtrain.locks import GridLock
@@ -111,16 +110,12 @@ def other_onsets(m: pd.DataFrame, metric: str, onset: float) -> dict[str, Any]:
     """Beside the summary's onset (on ``metric``): which PS it reads, the repeat probe's PS onset,
     the probe-free loss-gain onset, and ``gain_ratio`` = loss-gain onset / onset (about 1 when the
     two measures agree). Uncensored Bayesian onsets; NaN when censored or not logged."""
-    def bayes_onset(name: str) -> float:
-        if not (m["metric"] == name).any():
-            return float("nan")
-        r = emergence_table(m, name, method="bayes", on_error="skip")
-        return float("nan") if r.empty or bool(r["censored"].iloc[0]) else float(r["onset"].iloc[0])
-
-    with warnings.catch_warnings():  # a curve too short for the detector is a NaN here
-        warnings.simplefilter("ignore")
-        ps_onset = onset if metric == "ps" else bayes_onset("ps")
-        gain = bayes_onset("indist_gain")
+    if m.empty:
+        ps_onset = gain = float("nan")
+    else:  # the emergence table's own rule for the onsets beside, one detector call per curve
+        beside = onsets_beside(m.assign(run_id="run"), metric).iloc[0]
+        ps_onset = onset if metric == "ps" else float(beside["onset_ps"])
+        gain = float(beside["onset_gain"])
     return {"onset_metric": metric, "onset_ps": ps_onset, "onset_gain": gain, "gain_ratio": gain / onset}
 
 
