@@ -3,7 +3,7 @@
     python analyses/probe_audit.py                        # every shipped grid under data/reference_runs
     python analyses/probe_audit.py runs/bxc-law --out results/probe_audit
 
-The design check of ``python -m ihtrain.grid`` (``ihtrain.grid_expand.probe_region_check``) applied
+The design check of ``python -m ihtrain.grid`` (``ihtrain.grid.expand.probe_region_check``) applied
 after the fact to finished runs: for each cell, the repeat probe's ``n`` PS queries sit at positions
 ``[n, 2n - 1]`` and the source declares its repeat region ``[start, C - 1]``
 (``ihtrain.data.repeat_start_of``). A cell with fewer than half of its queries in the region had its
@@ -24,7 +24,7 @@ import pandas as pd
 from ihstats.cli_checks import check_out_dir, claim_folder
 from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
-from ihtrain.grid_expand import probe_in_region
+from ihtrain.grid.expand import probe_in_region
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "reference_runs"
@@ -39,7 +39,7 @@ def audit_grid(grid: Path) -> pd.DataFrame:
     """One row per cell of ``grid``: C, B, probe n, queries in the repeat region, the region, verdict."""
     rows = []
     for rd in run_dirs(grid):
-        meta = read_json(rd / "config.json", "run's config", f"is {rd} a run directory of ihtrain.train?")
+        meta = read_json(rd / "config.json", "run's config", f"is {rd} a run directory of ihtrain.run.train?")
         try:
             cfg = from_dict(meta["config"])
         except (ConfigError, KeyError) as e:

@@ -18,7 +18,7 @@ median forward and step time of each mode and the ratios hooked / bypass (1.000:
 time of one idle hook-point call. The smallest preset is the worst case: there the step is mostly
 fixed Python cost, which the hook points add to.
 
-``ihtrain/packed.py``'s packed forward is functional (no modules, so no hook points): unchanged.
+``ihtrain/run/packed.py``'s packed forward is functional (no modules, so no hook points): unchanged.
 """
 
 from __future__ import annotations

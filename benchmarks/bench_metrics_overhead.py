@@ -24,9 +24,9 @@ import torch
 
 from ihstats.contract import OPT_IN_METRICS
 from ihtrain.config import apply_overrides, resolve
-from ihtrain.grid_spec import load_grid_preset
+from ihtrain.grid.spec import load_grid_preset
 from ihtrain.metrics import REGISTRY
-from ihtrain.train import train_run
+from ihtrain.run.train import train_run
 
 INDIST = ("ps_indist", "indist_gain")
 

@@ -15,8 +15,8 @@ One process of two threads is not measured: on the shared 2-core machine it made
 run against 31.7 unpacked (K = 4, width 32, B 16 x C 16), which is why the grid splits a group of
 runs into one-thread packs, one per worker.
 
-Each process does what the trainer does per update (``ihtrain.train.solo_update`` or
-``ihtrain.packed.Pack.update``: forward, backward, clipping, AdamW) on fresh random batches, with
+Each process does what the trainer does per update (``ihtrain.run.train.solo_update`` or
+``ihtrain.run.packed.Pack.update``: forward, backward, clipping, AdamW) on fresh random batches, with
 ``--warmup`` untimed updates first; drawing the data and the metrics, the same work packed or not,
 are left out. Packed and unpacked are measured one after the other for each cell, so a shared
 machine's load falls on both alike. Prints updates/s per run and packed / unpacked.
@@ -59,8 +59,8 @@ def _worker(threads: int, k: int, packed: bool, shape: tuple, warmup: int, updat
     """Train k runs (packed, or one after another each update) and put the timed updates' seconds."""
     import torch
 
-    from ihtrain.packed import Pack
-    from ihtrain.train import solo_update
+    from ihtrain.run.packed import Pack
+    from ihtrain.run.train import solo_update
 
     torch.set_num_threads(threads)
     d, vocab, batch, context = shape

@@ -9,7 +9,7 @@ corpus, BPE 1024: the tokenizer in the shared cache; bxc-text's 2048 would be tr
 
 What is timed, so that a sceptic can check it:
 
-- **ours**: the trainer's own loop body as ``ihtrain.train._train`` runs it, on a real ``Trainer``
+- **ours**: the trainer's own loop body as ``ihtrain.run.train._train`` runs it, on a real ``Trainer``
   (built from the preset, in a temporary run directory): ``next_batch()`` (learning rate, the
   batch drawn from the data source), ``solo_update`` (forward, backward, clipping, AdamW),
   ``after_update()`` (counting, the loss read off every ``train.log_every`` updates, the
@@ -49,10 +49,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ihtrain.config import apply_overrides, resolve, validate
-from ihtrain.grid_spec import load_grid_preset
+from ihtrain.grid.spec import load_grid_preset
 from ihtrain.presets import preset_names
-from ihtrain.train import solo_update
-from ihtrain.trainer import Trainer
+from ihtrain.run.train import solo_update
+from ihtrain.run.trainer import Trainer
 
 SHAPES = [("bxc-markov", 32, 16, 16), ("bxc-markov", 48, 64, 64), ("cpu-tiny", 128, 16, 128)]
 

@@ -1,7 +1,7 @@
 """The run-directory contract (docs/DESIGN.md, "Data contracts") in one place, torch-free.
 
-Both halves import it: the trainer (``ihtrain.train``, ``ihtrain.metrics``, ``ihtrain.grid``,
-``ihtrain.executors``) writes what it fixes, the statistics (``ihstats.io``, ``ihstats.schema``,
+Both halves import it: the trainer (``ihtrain.run.train``, ``ihtrain.metrics``, ``ihtrain.grid``,
+``ihtrain.grid.executors``) writes what it fixes, the statistics (``ihstats.io``, ``ihstats.schema``,
 ``ihstats.emergence``) read it. It holds
 
 - the metric names and whether each is per head (``METRICS``; the torch functions behind the

@@ -5,7 +5,7 @@ Fault injection (tests only): ``IHLAW_FAULT_ENOSPC=NAME:N`` makes the N-th atomi
 named NAME in each process raise ``OSError(ENOSPC)``, as a full disk would; unset, it costs nothing.
 
 Torch-free and stdlib + pandas only: both halves read and write through it (the trainer's
-checkpoints, which need torch, are :mod:`ihtrain.checkpoint`'s).
+checkpoints, which need torch, are :mod:`ihtrain.run.checkpoint`'s).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One check of a run directory's files against each other, made by every reader before it counts
 a run (issue 50): ``ihstats.io.load_run`` / ``load_grid`` (and so ``ihstats.emergence``, the law,
 frontier and Bi-Induct readers), ``python -m ihstats.schema``, ``ihtrain.ablate`` and the
-trainer's resume (``ihtrain.run_files``).
+trainer's resume (``ihtrain.run.files``).
 
 A run's files are written by one trainer in one directory; a file edited, copied or lost after the
 run was made breaks one of these rules, and a reader that trusted it would report a wrong factor

@@ -124,7 +124,7 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
 
 def per_layer_count(n_head: int, top_frac: float) -> int:
     """Heads per layer of the ``--top-frac F --per-layer`` rule: ``max(1, round_half_up(F H))``
-    (as ``ihtrain.head_sets.top_heads``)."""
+    (as ``ihtrain.ablate.head_sets.top_heads``)."""
     if not 0 < top_frac <= 1:
         raise ValueError(f"top_frac: must lie in (0, 1], got {top_frac}")
     return max(1, int(np.floor(top_frac * n_head + 0.5)))

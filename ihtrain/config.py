@@ -405,7 +405,7 @@ def get_preset(name: str) -> RunConfig:
     return apply_overrides(RunConfig(), RUN_PRESETS[name][1])
 
 
-#: top-level keys of a grid spec (ihtrain.grid_spec) that no run config has
+#: top-level keys of a grid spec (ihtrain.grid.spec) that no run config has
 GRID_SPEC_KEYS = {"axes", "base", "include", "exclude", "extends", "seeds"}
 
 

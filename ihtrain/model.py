@@ -3,7 +3,7 @@
 Hook points (after TransformerLens) are identity modules at fixed places in the forward pass; a
 hook attached to one reads or replaces that activation. They are the one way to reach
 activations: the metric cache (:meth:`GPT.run_with_cache`), head ablation
-(:func:`ihtrain.head_ablation.ablate_heads`) and user code (:meth:`GPT.hooks`,
+(:func:`ihtrain.ablate.head_ablation.ablate_heads`) and user code (:meth:`GPT.hooks`,
 :meth:`GPT.run_with_hooks`) all attach hooks by name. The names, ``blocks.{l}.<point>``, are
 listed once, in :data:`BLOCK_HOOKS`, with their shapes.
 

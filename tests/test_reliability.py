@@ -16,9 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, ModelConfig, resolve  # noqa: E402
-from ihtrain.divergence import DivergenceWatch  # noqa: E402
-from ihtrain.locks import DirectoryLocked, run_lock  # noqa: E402
-from ihtrain.train import main, read_status, train_run  # noqa: E402
+from ihtrain.run.divergence import DivergenceWatch  # noqa: E402
+from ihtrain.run.locks import DirectoryLocked, run_lock  # noqa: E402
+from ihtrain.run.train import main, read_status, train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -181,7 +181,7 @@ def test_a_second_trainer_exits_at_once_naming_the_first_and_a_killed_one_blocks
 
 
 def test_grid_does_not_overwrite_the_status_of_a_trainer_outside_it(tmp_path):
-    from ihtrain.executors import settle
+    from ihtrain.grid.executors import settle
 
     (tmp_path / "status.json").write_text(json.dumps({"status": "running", "step": 7}))
     with run_lock(tmp_path):
@@ -422,7 +422,7 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
 
 
 # ------------------------------------------------------------------------- corrupt files: one checked path
-from ihtrain.checkpoint import load_checkpoint  # noqa: E402
+from ihtrain.run.checkpoint import load_checkpoint  # noqa: E402
 from ihstats.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
 
 
@@ -559,8 +559,8 @@ def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_ca
     """ENOSPC at the first status.json write (the run's start, before any training): the run is left
     ``running`` with ``io_error`` (a plain rerun resumes it), alone or as a member of a pack."""
     from ihstats import fileio
-    from ihtrain.packed import train_pack
-    from ihtrain.train import train_run
+    from ihtrain.run.packed import train_pack
+    from ihtrain.run.train import train_run
 
     cfg = smoke(smoke_cache, **{"train.max_steps": 4})
     monkeypatch.setattr(fileio, "_FAULT_COUNTS", {})
@@ -575,7 +575,7 @@ def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_ca
 
 
 def eval_steps(total: int, n_evals: int) -> list[int]:
-    from ihtrain.schedule import eval_schedule
+    from ihtrain.run.schedule import eval_schedule
 
     return eval_schedule(total, n_evals, resolve("cpu-smoke").metrics.log_fraction).tolist()
 
@@ -612,7 +612,7 @@ def grid_runs(spec: Path, cache: Path):
     the data cache from $IHLAW_CACHE as there), for training it in this process."""
     import dataclasses
 
-    from ihtrain.grid_spec import load_spec
+    from ihtrain.grid.spec import load_spec
 
     before = os.environ.get("IHLAW_CACHE")
     os.environ["IHLAW_CACHE"] = str(cache)
@@ -698,7 +698,7 @@ def test_a_full_disk_in_a_grid_worker_leaves_the_run_resumable_by_a_plain_rerun(
 
 
 def test_settle_keeps_a_run_stopped_by_an_io_error_resumable_and_an_unreadable_status_untouched(tmp_path):
-    from ihtrain.executors import EXIT_IO_ERROR, settle
+    from ihtrain.grid.executors import EXIT_IO_ERROR, settle
 
     (tmp_path / "status.json").write_text(json.dumps({"status": "running", "step": 4, "stop_reason": ""}))
     st = settle(tmp_path, EXIT_IO_ERROR)  # the disk refused even the worker's own status write
@@ -742,7 +742,7 @@ def read_only_dir(tmp_path, monkeypatch):
 
 
 def test_grid_out_read_only_or_a_file_is_one_line(tmp_path, read_only_dir, capsys):
-    from ihtrain.grid import main as grid_main
+    from ihtrain.grid.cli import main as grid_main
 
     spec = tmp_path / "tiny.toml"
     spec.write_text(TINY_GRID)
@@ -821,7 +821,7 @@ def test_ablation_tests_on_an_empty_table_names_it(tmp_path, capsys, text, probl
 
 
 def test_ablate_names_a_corrupt_final_checkpoint(tmp_path, capsys):
-    from ihtrain.ablate import main as ablate_main
+    from ihtrain.ablate.cli import main as ablate_main
 
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "config.json").write_text(json.dumps({"run_id": "x", "config": resolve("cpu-smoke").to_dict()}))

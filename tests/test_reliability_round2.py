@@ -22,11 +22,11 @@ from ihstats.tables import formed_column, numeric_column
 torch = pytest.importorskip("torch")
 
 from ihtrain.config import ConfigError, resolve  # noqa: E402
-from ihtrain.grid import write_grid_json  # noqa: E402
-from ihtrain.grid_status import checked_status  # noqa: E402
-from ihtrain.grid_spec import load_spec, parse_spec  # noqa: E402
-from ihtrain.run_files import changed_settings, resume_threads  # noqa: E402
-from ihtrain.train import main as train_main, train_run  # noqa: E402
+from ihtrain.grid.cli import write_grid_json  # noqa: E402
+from ihtrain.grid.status import checked_status  # noqa: E402
+from ihtrain.grid.spec import load_spec, parse_spec  # noqa: E402
+from ihtrain.run.files import changed_settings, resume_threads  # noqa: E402
+from ihtrain.run.train import main as train_main, train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -180,7 +180,7 @@ def test_out_that_is_a_file_or_under_a_file_is_one_line(name, tmp_path, capsys):
 
 
 def test_ablate_out_must_be_a_csv_path(tmp_path, capsys):
-    from ihtrain.ablate import main as ablate_main
+    from ihtrain.ablate.cli import main as ablate_main
     f = tmp_path / "f"
     f.write_text("x")
     for out, why in ((tmp_path, "it is a folder"), (f / "a.csv", "lies under a file")):
@@ -201,7 +201,7 @@ def test_train_out_under_a_file_is_one_line(tmp_path, capsys):
 
 # ----------------------------------------------------------- 3. directories that are not what they claim
 def test_only_selects_by_cell_coordinates_or_says_why_ids_differ():
-    from ihtrain.grid_plan import select_runs
+    from ihtrain.grid.plan import select_runs
     runs = parse_spec({"name": "g", "base": {"preset": "cpu-smoke"},
                        "axes": {"train.batch_size": [8, 16], "seed": [0, 1]}}).expand()
     picked = select_runs(runs, "train.batch_size=16")
@@ -283,7 +283,7 @@ def test_schema_check_finds_logs_that_lost_their_early_rows(done_run, tmp_path):
 
 
 def test_truncated_or_einval_checkpoint_is_a_named_unreadable_file(done_run, tmp_path, monkeypatch):
-    from ihtrain import checkpoint
+    from ihtrain.run import checkpoint
     from ihstats.fileio import UnreadableFile
     last = copy_run(done_run, tmp_path / "r") / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])
@@ -429,7 +429,7 @@ def test_spec_messages_say_what_is_wrong(tmp_path):
 
 
 def test_ablate_score_names_why_a_listed_metric_cannot_rank_heads(done_run):
-    from ihtrain.head_sets import run_head_scores
+    from ihtrain.ablate.head_sets import run_head_scores
     with pytest.raises(ValueError, match=r"--score 'val_loss' is a whole-model metric \(no per-head values\)"):
         run_head_scores(done_run, "val_loss")
     with pytest.raises(ValueError, match=r"--score 'bogus' is not in .*per-head metrics there: .*ps"):

@@ -17,9 +17,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ihstats.fileio import UnreadableFile  # noqa: E402
-from ihtrain.checkpoint import FINAL, LAST, checkpoint_dir, load_checkpoint, load_model  # noqa: E402
+from ihtrain.run.checkpoint import FINAL, LAST, checkpoint_dir, load_checkpoint, load_model  # noqa: E402
 from ihtrain.config import resolve  # noqa: E402
-from ihtrain.train import train_run  # noqa: E402
+from ihtrain.run.train import train_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -373,7 +373,7 @@ preset = "cpu-smoke"
 
 
 def test_grid_status_reads_the_directorys_own_grid_json(tmp_path):
-    from ihtrain.grid import load, write_grid_json
+    from ihtrain.grid.cli import load, write_grid_json
     (tmp_path / "g.toml").write_text(GRID_TOML)
     spec = load(spec=str(tmp_path / "g.toml"), seeds=3, overrides={"train.max_steps": 9})
     runs = spec.expand()
@@ -415,8 +415,8 @@ def test_train_given_a_grid_spec_says_so_in_one_short_line(tmp_path):
 
 
 def test_only_compares_numbers_as_numbers(tmp_path):
-    from ihtrain.grid import load
-    from ihtrain.grid_plan import select_runs
+    from ihtrain.grid.cli import load
+    from ihtrain.grid.plan import select_runs
     (tmp_path / "g.toml").write_text(GRID_TOML.replace('"train.batch_size" = [4, 8]', '"train.lr" = [0.01, 0.003]'))
     runs = load(spec=str(tmp_path / "g.toml")).expand()
     want = {r.run_id for r in runs if r.config.train.lr == 0.01}

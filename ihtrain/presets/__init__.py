@@ -2,7 +2,7 @@
 
 A run preset is a description plus a dict of dotted-field overrides on top of ``RunConfig()``
 defaults; :func:`ihtrain.config.get_preset` returns the resolved config. Grid specs (``*.toml`` in
-this folder) are read by :mod:`ihtrain.grid_spec`. This module is data only and imports nothing
+this folder) are read by :mod:`ihtrain.grid.spec`. This module is data only and imports nothing
 from ``ihtrain``, so ``ihtrain.config`` can read it without an import cycle.
 """
 

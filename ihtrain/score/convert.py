@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ihtrain.checkpoint import load_model
+from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
 
 

@@ -27,7 +27,7 @@ from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
 from ihtrain.metrics import evaluate, metric_names, to_rows
 from ihtrain.probes import ProbeSet, make_probes
-from ihtrain.provenance import git_commit, package_versions
+from ihtrain.run.provenance import git_commit, package_versions
 from ihtrain.score.adapter import HFModel, family_of
 from ihtrain.score.load import Revision, ScoreError, count_params, load_checkpoint, vocabulary
 

@@ -9,7 +9,7 @@ import pytest
 
 from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN
 from ihstats.emergence import circuit, emergence_table, formation
-from ihtrain.grid_status import run_summary
+from ihtrain.grid.status import run_summary
 
 BXC = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "bxc-markov"
 # C = 16, B = 16, d32: seed 0 forms without a previous-token head (layer-0 score 0.08 at the end),

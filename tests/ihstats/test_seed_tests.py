@@ -65,7 +65,7 @@ def test_ablation_floor_of_the_biinduct_preset_is_below_005_after_holm():
     as the unit (ihstats.pooled_ablation: each condition's seeds combined) the test can reject at
     0.05 after Holm over the preset's family: its conditions x the 4 ablation metrics of the
     closing note (repeat, repeat_nat, val, kv log-probs)."""
-    from ihtrain.grid_spec import load_grid_preset
+    from ihtrain.grid.spec import load_grid_preset
     from ihstats.pooled_ablation import pooled_floor
 
     grid = load_grid_preset("biinduct")

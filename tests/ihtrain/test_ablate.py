@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 import torch
 
-from ihtrain.ablate import (ICLBatch, LoadedRun, encode_query, example_inputs, icl_report, icl_scores,
+from ihtrain.ablate.cli import (ICLBatch, LoadedRun, encode_query, example_inputs, icl_report, icl_scores,
                             load_trained_run, main, repeat_scores, score_examples)
 from ihtrain.config import ModelConfig, resolve
-from ihtrain.head_ablation import ablate_heads, head_means
-from ihtrain.head_sets import as_head_set, pairs_to_head_set, top_heads
-from ihtrain.icl_tasks import TASKS, build_prompts, format_prompt, get_task
+from ihtrain.ablate.head_ablation import ablate_heads, head_means
+from ihtrain.ablate.head_sets import as_head_set, pairs_to_head_set, top_heads
+from ihtrain.ablate.icl_tasks import TASKS, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
-from ihtrain.train import train_run
+from ihtrain.run.train import train_run
 
 sys.path.insert(0, str(Path(__file__).parent))
 from handwired import induction_model  # noqa: E402
@@ -318,7 +318,7 @@ def test_icl_needs_a_tokenizer(tiny_run):
 
 # ------------------------------------------------------------------------------ issue 42: kv recall, prev-token set
 def test_kv_recall_prompts_and_controls():
-    from ihtrain.icl_tasks import kv_recall_batch
+    from ihtrain.ablate.icl_tasks import kv_recall_batch
 
     b = {c: kv_recall_batch(40, 6, (2, 60), c, seed=3) for c in ("true", "permuted", "absent")}
     for c, batch in b.items():
@@ -343,7 +343,7 @@ def test_kv_recall_prompts_and_controls():
 def test_kv_recall_hand_wired_induction_beats_its_controls():
     """The induction head finds the query key earlier and copies the value after it: recall is
     near perfect on true prompts, and the answer's log-prob falls far under both controls."""
-    from ihtrain.icl_tasks import kv_recall_batch
+    from ihtrain.ablate.icl_tasks import kv_recall_batch
 
     model, V, P = induction_model(20, 16), 20, 16
     s = {c: icl_scores(model, kv_recall_batch(30, 7, (1, V), c, seed=0)) for c in ("true", "permuted", "absent")}

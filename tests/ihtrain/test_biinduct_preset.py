@@ -1,8 +1,8 @@
 """The biinduct grid preset's design (issue 42): conditions, seeds, equal tokens, budget past every
 rise of the former grid, the anneal after its latest formation."""
 
-from ihtrain.grid_spec import load_grid_preset
-from ihtrain.schedule import lr_at
+from ihtrain.grid.spec import load_grid_preset
+from ihtrain.run.schedule import lr_at
 
 # the natural-only onset on the preset's base stream and model (freqrel's f = r = 0.9 cell, the same
 # semi-natural source and 2 x 4 d64 model at B 64, C 128: 1,296-1,399 over 3 seeds), and the

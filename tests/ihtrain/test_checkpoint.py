@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from ihtrain.checkpoint import FINAL, LAST, SIDECAR, checkpoint_dir, load_model, read_model_config
+from ihtrain.run.checkpoint import FINAL, LAST, SIDECAR, checkpoint_dir, load_model, read_model_config
 from ihtrain.config import resolve
 from ihstats.fileio import UnreadableFile
-from ihtrain.train import solo_update
-from ihtrain.trainer import Trainer
+from ihtrain.run.train import solo_update
+from ihtrain.run.trainer import Trainer
 
 # the documented file formats (docs/DESIGN.md, run directory): resume and readers depend on them
 LAST_KEYS = ["model", "optimizer", "step", "wall_s", "torch_rng", "crossing", "stop_at", "run_id", "evaluated",

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ihtrain.grid_spec import load_spec
+from ihtrain.grid.spec import load_spec
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.toml"))
 

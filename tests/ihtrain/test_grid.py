@@ -14,11 +14,11 @@ import pandas as pd
 import pytest
 
 from ihtrain.config import ConfigError
-from ihtrain.grid import build_parser, main
-from ihtrain.grid_plan import GridOptions, Placement, make_tasks, plan_local, start_order
-from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, parse_spec
-from ihtrain.grid_status import run_state, to_execute
-from ihtrain.run_cost import train_flops_per_token
+from ihtrain.grid.cli import build_parser, main
+from ihtrain.grid.plan import GridOptions, Placement, make_tasks, plan_local, start_order
+from ihtrain.grid.spec import grid_preset_paths, load_grid_preset, parse_spec
+from ihtrain.grid.status import run_state, to_execute
+from ihtrain.grid.run_cost import train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,7 +131,7 @@ def test_extends_merges_base_axes_and_lists(tmp_path):
     child = tmp_path / "sub" / "child.toml"
     child.write_text('name = "c"\nextends = "../parent.toml"\n[base.train]\nlr = 1e-3\n'
                      '[axes]\n"train.context" = [16, 32, 64]\nseed = [0, 1]\n')
-    from ihtrain.grid_spec import load_spec
+    from ihtrain.grid.spec import load_spec
 
     spec = load_spec(child)
     assert spec.name == "c" and spec.raw["extends"] == "../parent.toml"
@@ -178,7 +178,7 @@ def test_presets_parse_and_meet_the_brief():
 
 
 def test_plan_local_splits_threads(monkeypatch):
-    monkeypatch.setattr("ihtrain.grid_plan.cpu_count", lambda: 16)
+    monkeypatch.setattr("ihtrain.grid.plan.cpu_count", lambda: 16)
     assert plan_local(100, None, None, [], 1) == (16, 1)
     assert plan_local(2, None, None, [], 1) == (2, 8)  # fewer runs than cores: threads go to them
     assert plan_local(100, 4, None, [], 1) == (4, 4)
@@ -289,7 +289,7 @@ def test_help_runs():
 
 
 def test_lock_excludes_a_second_grid(tmp_path):
-    from ihtrain.locks import GridLock
+    from ihtrain.run.locks import GridLock
 
     a, b = GridLock(tmp_path), GridLock(tmp_path)
     a.acquire()
@@ -350,7 +350,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
 
 
 def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_path, capsys):
-    from ihtrain.locks import GridLock
+    from ihtrain.run.locks import GridLock
 
     good = tmp_path / "g.toml"
     good.write_text(BXC)
@@ -395,7 +395,7 @@ def test_prepare_data_builds_each_cached_stream_once(tmp_path):
     corpus and tokenizer (a semi-natural source reads its base corpus), none for markov; a source
     that cannot be built is reported, not raised."""
     from ihtrain.data import build_source
-    from ihtrain.grid_plan import prepare_data
+    from ihtrain.grid.plan import prepare_data
 
     runs = spec_of(f"""
 name = "prep"
@@ -480,7 +480,7 @@ def test_extends_inherits_and_overrides_seeds(tmp_path):
     parent.write_text(SEEDED)
     child = tmp_path / "child.toml"
     child.write_text('name = "c"\nextends = "parent.toml"\n')
-    from ihtrain.grid_spec import load_spec
+    from ihtrain.grid.spec import load_spec
 
     assert load_spec(child).seeds == [0, 1, 2]
     child.write_text('name = "c"\nextends = "parent.toml"\nseeds = 2\n')

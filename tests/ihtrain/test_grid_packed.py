@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.schema import check_grid_dir
-from ihtrain.schedule import eval_schedule
+from ihtrain.run.schedule import eval_schedule
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_grid_resume import alive, status  # noqa: E402
@@ -126,8 +126,8 @@ def test_packed_grid_sigkill_then_rerun_completes_each_member_once(tmp_path):
 
 
 def test_pack_groups_by_shape_split_over_workers_and_auto_only_small():
-    from ihtrain.grid_plan import pack_groups
-    from ihtrain.grid_spec import load_grid_preset
+    from ihtrain.grid.plan import pack_groups
+    from ihtrain.grid.spec import load_grid_preset
 
     spec = load_grid_preset("bxc-markov")
     spec.set_seeds(4, "test")

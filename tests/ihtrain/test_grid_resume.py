@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from ihstats.schema import check_grid_dir
-from ihtrain.schedule import eval_schedule
+from ihtrain.run.schedule import eval_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS, N_EVALS, LOG_EVERY = 60, 12, 5

@@ -3,9 +3,9 @@
 import tomllib
 
 from ihtrain.config import MAX_PROBE_LEN, probe_len_of
-from ihtrain.grid import main
-from ihtrain.grid_expand import probe_geometry_warning
-from ihtrain.grid_spec import parse_spec
+from ihtrain.grid.cli import main
+from ihtrain.grid.expand import probe_geometry_warning
+from ihtrain.grid.spec import parse_spec
 
 SPEC = """
 name = "geom"

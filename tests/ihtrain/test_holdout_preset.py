@@ -3,7 +3,7 @@ its levels and at least 2x outside its range, under the default's own settings."
 
 from __future__ import annotations
 
-from ihtrain.grid_spec import load_grid_preset
+from ihtrain.grid.spec import load_grid_preset
 
 
 def _cells(name):

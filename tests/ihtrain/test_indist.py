@@ -12,8 +12,8 @@ from ihtrain.config import resolve
 from ihtrain.data import repeat_start_of
 from ihtrain.data.markov import build_chain, generate_markov
 from ihtrain.data.repeats import copy_labels, plant_repeats
-from ihtrain.grid_expand import probe_in_region, probe_region_check
-from ihtrain.grid_spec import parse_spec
+from ihtrain.grid.expand import probe_in_region, probe_region_check
+from ihtrain.grid.spec import parse_spec
 from ihtrain.metrics import evaluate
 from ihtrain.model import Cache
 from ihtrain.probes import make_probes
@@ -174,7 +174,7 @@ def test_generator_records_no_copy_without_repeats():
 
 
 def test_a_single_run_says_when_its_probe_misses_the_data(tmp_path, capsys, smoke_cache):
-    from ihtrain.train import main
+    from ihtrain.run.train import main
 
     args = ["--preset", "cpu-smoke", "--set", "data.source=markov", "--set", f"data.cache_dir={smoke_cache}",
             "--set", "train.max_steps=2", "--set", "train.threads=1"]

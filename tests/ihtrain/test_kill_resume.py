@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from ihtrain.config import parse_set_args, resolve
-from ihtrain.train import train_run
+from ihtrain.run.train import train_run
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 240

@@ -12,8 +12,8 @@ import torch
 
 from ihtrain.config import ModelConfig, resolve
 from ihtrain.model import GPT
-from ihtrain.packed import pack_key, packed_loss, train_pack
-from ihtrain.train import train_run
+from ihtrain.run.packed import pack_key, packed_loss, train_pack
+from ihtrain.run.train import train_run
 
 RTOL = 1e-5  # float32 on CPU: a batched matmul sums in another order than a plain one
 D = 32  # model width of markov_cfg

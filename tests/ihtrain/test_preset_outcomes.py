@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from ihstats.emergence import formation
-from ihtrain.grid_spec import load_grid_preset
-from ihtrain.train import train_run
+from ihtrain.grid.spec import load_grid_preset
+from ihtrain.run.train import train_run
 
 CELLS = [
     # preset, factors of the cell, formed?

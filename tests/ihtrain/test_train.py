@@ -11,9 +11,9 @@ import torch
 
 from ihstats.contract import ps_crossing, read_status
 from ihtrain.config import ConfigError, resolve
-from ihtrain.run_cost import budget_of
-from ihtrain.schedule import emergence_stop_step, eval_schedule, lr_at
-from ihtrain.train import main, train_run
+from ihtrain.grid.run_cost import budget_of
+from ihtrain.run.schedule import emergence_stop_step, eval_schedule, lr_at
+from ihtrain.run.train import main, train_run
 
 
 def small_cfg(text_corpus, cache_dir, **overrides):
@@ -330,7 +330,7 @@ def test_a_resume_on_other_data_is_refused_by_name(straight_run, tmp_path):
     """issue 56: the builtin corpus depends on the installed packages, so a run resumed on another
     machine could splice two corpora; the hashes config.json recorded must match the data now."""
     from ihtrain.config import ConfigError
-    from ihtrain.run_files import data_hashes
+    from ihtrain.run.files import data_hashes
 
     cfg, _, _ = straight_run
     stopped = {"n": 0}

@@ -1,4 +1,4 @@
-"""The fast update (ihtrain.update) equals torch's clip_grad_norm_ + AdamW.step, alone and packed."""
+"""The fast update (ihtrain.run.update) equals torch's clip_grad_norm_ + AdamW.step, alone and packed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 
 from ihtrain.config import ModelConfig
 from ihtrain.model import GPT
-from ihtrain.update import adamw_step_, clip_grad_norms_
+from ihtrain.run.update import adamw_step_, clip_grad_norms_
 
 CFG = ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=40, context=12)
 

@@ -97,7 +97,7 @@ def test_a_registered_source_changes_no_other_run(toy):
 
 def test_the_pack_key_takes_the_sources_vocabulary_fields(toy):
     pytest.importorskip("torch")
-    from ihtrain.packed import pack_key
+    from ihtrain.run.packed import pack_key
 
     a, b = (resolve(overrides={"data.source": "toy", "data.toy.vocab": v}) for v in (16, 32))
     assert pack_key(a) != pack_key(b)
@@ -106,7 +106,7 @@ def test_the_pack_key_takes_the_sources_vocabulary_fields(toy):
 
 def test_a_run_trains_on_a_registered_source_and_reads_back(toy, tmp_path):
     pytest.importorskip("torch")
-    from ihtrain.train import train_run
+    from ihtrain.run.train import train_run
 
     cfg = resolve(overrides={**TINY, "data.source": "toy", "data.toy.period": 4, "name": "toy"})
     status = train_run(cfg, tmp_path / cfg.run_id(), progress=False, make_figures=False)

@@ -3,9 +3,9 @@
     python -m ihtrain.ablate RUN_DIR [--score ps] [--top-k 2] [--random-sets 199] [--examples 100]
     python -m ihtrain.ablate RUN_DIR --icl [--shots 10] [--examples 50]
 
-Heads are chosen by :mod:`ihtrain.head_sets` (the top-k rule, :func:`~ihtrain.head_sets.top_heads`:
+Heads are chosen by :mod:`ihtrain.ablate.head_sets` (the top-k rule, :func:`~ihtrain.ablate.head_sets.top_heads`:
 ``--top-k`` / ``--top-frac``, over the model or ``--per-layer``, by ``--score`` at the run's last
-logged step) and knocked out by :mod:`ihtrain.head_ablation` (zero or mean ablation through the hook
+logged step) and knocked out by :mod:`ihtrain.ablate.head_ablation` (zero or mean ablation through the hook
 point ``hook_z``); random sets with the top set's count per layer come from
 :func:`ihstats.ablation.choose_head_sets`. This module scores a run under each head set and writes
 the tidy table.
@@ -18,13 +18,13 @@ the tidy table.
 for sources with a tokenizer, ``icl_logprob`` / ``icl_hits1`` (first answer token, per prompt);
 with ``--metrics`` also ``repeat_nat_logprob`` / ``repeat_nat_acc`` (the repeat scores on the
 natural repeat probe, held-out spans repeated: in distribution for every condition) and
-``kv_logprob`` / ``kv_hits1`` (key -> value recall, :func:`ihtrain.icl_tasks.kv_recall_batch`).
+``kv_logprob`` / ``kv_hits1`` (key -> value recall, :func:`ihtrain.ablate.icl_tasks.kv_recall_batch`).
 
 **Previous-token set** (``--prev-token-set``): the same rule applied to the ``prev_token`` score
 gives a second top set, ablated against its own same-count random sets; its rows carry the
 condition ``"<condition>:prev_token"`` (a separate family for the Holm correction).
 
-**ICL** (:func:`icl_scores`): prompts from :mod:`ihtrain.icl_tasks`; the score is the rank of the
+**ICL** (:func:`icl_scores`): prompts from :mod:`ihtrain.ablate.icl_tasks`; the score is the rank of the
 answer's first token among the vocabulary logits at the last prompt position (HITS@k: rank < k).
 The answer is tokenised in running text (``prompt + " " + answer``); a small BPE that keeps the
 space as its own token gets that token appended to the prompt, and the first token carrying a
@@ -52,16 +52,16 @@ from ihstats.ablation import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
 from ihstats.fileio import atomic_write_text, read_table
 from ihstats.permutation import sign_flip_test
-from ihtrain.checkpoint import load_model
+from ihtrain.run.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
-from ihtrain.head_ablation import MODES, ablate_heads, head_means
-from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
-from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
+from ihtrain.ablate.head_ablation import MODES, ablate_heads, head_means
+from ihtrain.ablate.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
+from ihtrain.ablate.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT
 from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
-from ihtrain.run_files import read_config_record
+from ihtrain.run.files import read_config_record
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
@@ -162,7 +162,7 @@ def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence
     if "repeat_nat" in metrics:  # in distribution for every condition (ihtrain.probes.natural_repeat)
         n = run.cfg.metrics.probe_len or min(MAX_PROBE_LEN, C // 2)
         out["repeat_nat"] = (natural_repeat(src.val_sample(n_examples, C + 1), n), n)
-    if "kv" in metrics:  # key -> value recall, answer among the demonstrations (ihtrain.icl_tasks)
+    if "kv" in metrics:  # key -> value recall, answer among the demonstrations (ihtrain.ablate.icl_tasks)
         out["kv"] = kv_recall_batch(n_examples, min(KV_PAIRS, (C - 1) // 2), src.ordinary_range, "true", seed)
     if "icl" in metrics:
         if run.tokenizer is None:

@@ -1,5 +1,5 @@
-"""Grid specs: their grammar, and TOML -> a checked :class:`~ihtrain.grid_expand.GridSpec` (which
-expands to the list of resolved runs: :mod:`ihtrain.grid_expand`).
+"""Grid specs: their grammar, and TOML -> a checked :class:`~ihtrain.grid.expand.GridSpec` (which
+expands to the list of resolved runs: :mod:`ihtrain.grid.expand`).
 
 A spec names a base run config and axes to sweep; the grid is the product of the axes, minus the
 ``exclude`` entries, plus the ``include`` points::
@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ihtrain.config import ConfigError, RunConfig, field_names, flatten, is_plain_name, load_toml, set_field
-from ihtrain.grid_expand import Axis, GridSpec, check_seed_conflict, parse_seeds
+from ihtrain.grid.expand import Axis, GridSpec, check_seed_conflict, parse_seeds
 from ihtrain.presets import GRID_SPEC_DIR, RUN_PRESETS, preset_names
 
 SPEC_KEYS = ("name", "description", "extends", "seeds", "include", "exclude", "base", "axes")

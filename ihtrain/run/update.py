@@ -2,7 +2,7 @@
 
 A tiny model's update is a few milliseconds, so ``torch.optim``'s per-step bookkeeping (building
 the parameter lists, hooks, profiler records, checks) is a measurable share of it. Both update
-paths, :func:`ihtrain.train.solo_update` and :meth:`ihtrain.packed.Pack.update`, therefore call the
+paths, :func:`ihtrain.run.train.solo_update` and :meth:`ihtrain.run.packed.Pack.update`, therefore call the
 two functions here directly:
 
 - :func:`clip_grad_norms_`: each member's ``torch.nn.utils.clip_grad_norm_`` (the same foreach

@@ -169,7 +169,7 @@ def read_model_config(run_dir: str | Path, final: dict[str, Any] | None = None) 
             raise FileNotFoundError(f"{cfg_path}: not found (is {run_dir} a run directory?)")
         meta = read_json(cfg_path, "run's config", _retrain(run_dir))
         if not isinstance(meta.get("config"), dict) or not isinstance(meta["config"].get("model"), dict):
-            raise UnreadableFile(cfg_path, "has no 'config.model' (not written by ihtrain.train)", _retrain(run_dir))
+            raise UnreadableFile(cfg_path, "has no 'config.model' (not written by ihtrain.run.train)", _retrain(run_dir))
         d = {**meta["config"]["model"], "vocab_size": meta.get("vocab_size", meta["config"]["model"].get("vocab_size"))}
     try:
         return ModelConfig(**d)
@@ -201,7 +201,7 @@ def load_model(run_dir: str | Path, which: Which = "auto", device: Any = "cpu") 
     ckpt = load_checkpoint(path, device, remedy=_retrain(run_dir))
     check_run_id(path, ckpt, _own_run_id(run_dir), _retrain(run_dir))
     if "model" not in ckpt:
-        raise UnreadableFile(path, "lacks 'model' (not a checkpoint of ihtrain.train)", _retrain(run_dir))
+        raise UnreadableFile(path, "lacks 'model' (not a checkpoint of ihtrain.run.train)", _retrain(run_dir))
     model_cfg = read_model_config(run_dir, ckpt)
     model = GPT(model_cfg).to(device)
     model.load_state_dict(ckpt["model"])

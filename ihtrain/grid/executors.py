@@ -24,7 +24,7 @@ from typing import Any, Callable
 from ihstats.contract import read_status, status_record, write_status
 from ihtrain.config import RunConfig
 from ihstats.fileio import UnreadableFile, io_error_of
-from ihtrain.locks import run_lock
+from ihtrain.run.locks import run_lock
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Task:
     threads: int = 1
     gpu: str | None = None  # a CUDA device index, or None for CPU
     make_figures: bool = True
-    members: list["Task"] = field(default_factory=list)  # a pack (ihtrain.packed): its runs, trained together
+    members: list["Task"] = field(default_factory=list)  # a pack (ihtrain.run.packed): its runs, trained together
 
     @property
     def runs(self) -> list["Task"]:
@@ -60,7 +60,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.train's): the run stays resumable
+EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.run.train's): the run stays resumable
 
 
 def mark_failed(run_dir: str | Path, reason: str, old: dict[str, Any] | None) -> dict[str, Any]:
@@ -150,8 +150,8 @@ def run_task(task: Task, counter: Any = None, parent_pid: int | None = None,
     # torch only here, in the worker, after _place: its thread pools read OMP_NUM_THREADS at import
     import torch
 
-    from ihtrain.packed import train_pack  # imported in the worker: the grid process need not load torch
-    from ihtrain.train import train_run
+    from ihtrain.run.packed import train_pack  # imported in the worker: the grid process need not load torch
+    from ihtrain.run.train import train_run
 
     torch.set_num_threads(max(1, task.threads))
     updates = -1  # should_stop runs once before each update (and once at the end): the first call sees 0

@@ -1,6 +1,6 @@
 """A grid spec as data, and the runs it expands to: :class:`GridSpec` -> [:class:`PlannedRun`].
 
-The spec's grammar, and how its TOML is read and checked, are :mod:`ihtrain.grid_spec`. Here:
+The spec's grammar, and how its TOML is read and checked, are :mod:`ihtrain.grid.spec`. Here:
 the axes (plain and group axes, the ``seeds`` replicates, placed last), the product of the axes
 minus ``exclude`` plus ``include``, each point resolved and validated once into the
 :class:`RunConfig` a worker trains, its ``run_id`` and ``cell_id``, and the factors that name it in
@@ -17,7 +17,7 @@ from typing import Any
 from ihtrain.config import (
     ConfigError, RunConfig, apply_overrides, get_field, get_preset, probe_len_of, set_field, validate,
 )
-from ihtrain.run_cost import budget_of
+from ihtrain.grid.run_cost import budget_of
 from ihtrain.probes import probe_in_region
 
 

@@ -12,7 +12,7 @@ last checkpoint, failed runs rerun only with ``--retry-failed``. Exit codes: 0 a
 1 some run failed, 2 bad input, 3 another grid holds the directory's lock, 130 interrupted.
 Ctrl-C, ``kill -INT`` and ``kill`` (SIGTERM) all stop the grid the same way: each running run
 checkpoints and stays resumable.
-Spec format: :mod:`ihtrain.grid_spec`.
+Spec format: :mod:`ihtrain.grid.spec`.
 """
 
 from __future__ import annotations
@@ -31,22 +31,22 @@ from ihstats.progress import bar as progress_bar
 from ihstats.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
-from ihtrain.executors import Outcome, Task
+from ihtrain.grid.executors import Outcome, Task
 from ihstats.cli_checks import OutputPathError, check_out_dir
 from ihstats.fileio import UnreadableFile, atomic_write_json, atomic_write_text, describe_os_error, read_json
-from ihtrain.grid_plan import (
+from ihtrain.grid.plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
-from ihtrain.grid_expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
-from ihtrain.grid_spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
-from ihtrain.grid_status import (
+from ihtrain.grid.expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
+from ihtrain.grid.spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
+from ihtrain.grid.status import (
     format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,
 )
-from ihtrain.locks import DirectoryLocked, GridLock
+from ihtrain.run.locks import DirectoryLocked, GridLock
 from ihtrain.presets import GRID_SPEC_DIR
-from ihtrain.run_cost import budget_of, describe_budget, human
-from ihtrain.run_files import changed_settings
+from ihtrain.grid.run_cost import budget_of, describe_budget, human
+from ihtrain.run.files import changed_settings
 
 DEFAULT_PRESET = "bxc-law"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     src = p.add_argument_group("what to run")
     src.add_argument("--preset", help=f"named grid preset (default: {DEFAULT_PRESET}); see --list-presets")
-    src.add_argument("--spec", help="grid spec TOML file (format: ihtrain/grid_spec.py docstring)")
+    src.add_argument("--spec", help="grid spec TOML file (format: ihtrain/grid/spec.py docstring)")
     src.add_argument("--set", action="append", metavar="FIELD=VALUE", default=[],
                      help="override a base config field for every run, e.g. --set train.max_steps=100")
     src.add_argument("--seeds", type=int, metavar="N", help="replicate every cell at seeds 0..N-1 (replaces the "
@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
                     help="train runs that share model shape, B, C, dtype and device (they may differ in seed, "
                     "learning rate, data) packed: one process, one batched forward/backward, each run its own "
-                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/packed.py); a group is split "
+                    "optimizer, data, metrics, checkpoints and run directory (ihtrain/run/packed.py); a group is split "
                     "over the workers (two one-thread packs beat one two-thread pack). Default: on for the local "
                     "executor on CPU for runs of at most %d tokens per update (B x C), where sharing the "
                     "fixed cost of an update pays (benchmarks/bench_packing.py); off for larger runs, on GPUs "

@@ -1,5 +1,5 @@
 """How a grid's runs are executed: the options, start order, packing, workers and threads, the
-data built once, and the executor tasks. :mod:`ihtrain.grid` decides *what* runs; this module
+data built once, and the executor tasks. :mod:`ihtrain.grid.cli` decides *what* runs; this module
 decides *where and in which order*, from :class:`GridOptions`.
 """
 
@@ -16,16 +16,16 @@ from typing import Any, Literal
 
 from ihtrain.config import ConfigError
 from ihtrain.data import DataError, cached_stream_config, load_stream
-from ihtrain.executors import LocalExecutor, RayExecutor, Task
-from ihtrain.grid_expand import PlannedRun
-from ihtrain.run_cost import budget_of, human, train_flops_per_token
+from ihtrain.grid.executors import LocalExecutor, RayExecutor, Task
+from ihtrain.grid.expand import PlannedRun
+from ihtrain.grid.run_cost import budget_of, human, train_flops_per_token
 
 PACK_AUTO_MAX_TOKENS = 512  # --pack's default packs CPU runs of at most this many tokens per update (B x C)
 
 
 @dataclass(frozen=True)
 class GridOptions:
-    """How :func:`ihtrain.grid.execute` runs a grid: the command line's execution flags, checked
+    """How :func:`ihtrain.grid.cli.execute` runs a grid: the command line's execution flags, checked
     once (``--workers`` etc. must be positive). Defaults are the CLI's."""
 
     retry_failed: bool = False  # rerun runs recorded as failed
@@ -52,7 +52,7 @@ class GridOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> GridOptions:
-        """From ``ihtrain.grid.build_parser().parse_args(...)``."""
+        """From ``ihtrain.grid.cli.build_parser().parse_args(...)``."""
         return cls(retry_failed=args.retry_failed, order=args.order, executor=args.executor, workers=args.workers,
                    threads_per_run=args.threads_per_run, runs_per_gpu=args.runs_per_gpu, ray_address=args.ray_address,
                    pack=args.pack, pack_size=args.pack_size, progress=not args.no_progress,
@@ -150,12 +150,12 @@ def plan_local(n_tasks: int, workers: int | None, threads: int | None, gpus: lis
 
 
 def pack_groups(todo: list[PlannedRun], pack_size: int, spread: int, auto: bool) -> list[list[PlannedRun]]:
-    """The runs to execute, in groups that train packed (:func:`ihtrain.packed.pack_key`: same model
+    """The runs to execute, in groups that train packed (:func:`ihtrain.run.packed.pack_key`: same model
     shape, B, C, dtype, device), in start order; a run that cannot be packed is a group of its own.
     A group of n runs is split into packs of ``min(pack_size, ceil(n / spread))``: on a CPU, two
     one-thread packs beat one two-thread pack (a tiny model's ops gain little from a second thread).
     ``auto``: pack only runs of at most ``PACK_AUTO_MAX_TOKENS`` tokens per update (where it pays)."""
-    from ihtrain.packed import pack_key  # imports torch: not for --status, --dry-run, --list-presets
+    from ihtrain.run.packed import pack_key  # imports torch: not for --status, --dry-run, --list-presets
 
     groups: dict[Any, list[PlannedRun]] = {}
     for r in todo:

@@ -25,7 +25,7 @@ def package_versions() -> dict[str, str]:
 
 def git_commit() -> str | None:
     try:
-        root = Path(__file__).resolve().parent.parent
+        root = Path(__file__).resolve().parents[2]  # the checkout
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         return out.stdout.strip() or None
     except Exception:

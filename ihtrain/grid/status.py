@@ -16,9 +16,9 @@ import pandas as pd
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
 from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_parquet
-from ihtrain.grid_expand import GridSpec, PlannedRun
-from ihtrain.locks import GridLock
-from ihtrain.run_files import done_run_problem
+from ihtrain.grid.expand import GridSpec, PlannedRun
+from ihtrain.run.locks import GridLock
+from ihtrain.run.files import done_run_problem
 
 
 def checked_status(run_dir: Path) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import torch
 
-from ihtrain.head_sets import HeadSet, as_head_set
+from ihtrain.ablate.head_sets import HeadSet, as_head_set
 from ihtrain.model import GPT, HookFn
 
 MODES = ("zero", "mean")

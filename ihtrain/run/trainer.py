@@ -6,10 +6,10 @@ run resumed from a checkpoint draws exactly the batches it would have drawn (tes
 resume to 2N equals 2N straight on CPU). Logs are buffered in memory and flushed atomically together
 with each checkpoint, so what is on disk always agrees with the last checkpoint.
 
-The update itself is the driver's: :func:`ihtrain.train.solo_update` for a run alone,
-:class:`ihtrain.packed.Pack` for runs packed together. Around the trainer: :mod:`ihtrain.schedule`
-(when to evaluate, the learning rate, the until-emergence stop steps), :mod:`ihtrain.checkpoint`
-(the checkpoint files), :mod:`ihtrain.divergence` (the divergence rule), :mod:`ihtrain.provenance`
+The update itself is the driver's: :func:`ihtrain.run.train.solo_update` for a run alone,
+:class:`ihtrain.run.packed.Pack` for runs packed together. Around the trainer: :mod:`ihtrain.run.schedule`
+(when to evaluate, the learning rate, the until-emergence stop steps), :mod:`ihtrain.run.checkpoint`
+(the checkpoint files), :mod:`ihtrain.run.divergence` (the divergence rule), :mod:`ihtrain.run.provenance`
 (``config.json``).
 """
 
@@ -27,18 +27,18 @@ import pandas as pd
 import torch
 
 from ihstats.contract import ps_crossing, read_status, write_status
-from ihtrain import checkpoint
+from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig
 from ihtrain.data import build_source, repeat_start_of
-from ihtrain.divergence import DivergenceWatch
+from ihtrain.run.divergence import DivergenceWatch
 from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
 from ihstats.progress import bar as progress_bar
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
-from ihtrain.provenance import config_record
-from ihtrain.run_files import check_resumed_data, check_resumed_log
-from ihtrain.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
+from ihtrain.run.provenance import config_record
+from ihtrain.run.files import check_resumed_data, check_resumed_log
+from ihtrain.run.schedule import emergence_recheck_step, emergence_stop_step, eval_schedule, lr_at
 
 TRAIN_DATA_STREAM = 1  # RNG stream ids, so data, probes and init never share random numbers
 
@@ -95,7 +95,7 @@ class _Logs:
 class Trainer:
     """One run's state around its updates: data stream, model and optimizer, evaluation schedule,
     logs, checkpoints, divergence watch and stop rule. The update itself is the caller's
-    (:func:`ihtrain.train.solo_update`, a packed update in :mod:`ihtrain.packed`), so a run trains
+    (:func:`ihtrain.run.train.solo_update`, a packed update in :mod:`ihtrain.run.packed`), so a run trains
     the same alone or packed with others. Building it writes ``config.json`` and resumes from ``last.pt``.
 
     A driver calls ``go_on()`` (evaluates when due; False once the run has reached its end), then
@@ -118,7 +118,7 @@ class Trainer:
         self.bar = progress_bar(total=self.total, initial=self.step, show=progress, desc=cfg.name, unit="upd",
                                 leave=progress)
         self.ps_now = float("nan")
-        self.packed = False  # set by ihtrain.packed: the weights are views into a stack shared with other runs
+        self.packed = False  # set by ihtrain.run.packed: the weights are views into a stack shared with other runs
         self.model.train()
 
     # ---- building

@@ -4,7 +4,7 @@ For the small models that make CPU experiments possible, much of an update is fi
 kernel dispatch, the optimizer step); K runs packed share one forward and one backward over a
 leading run dimension, so that cost is paid once per K updates.
 
-Each member is a full :class:`ihtrain.trainer.Trainer`: its own data stream, schedule, optimizer
+Each member is a full :class:`ihtrain.run.trainer.Trainer`: its own data stream, schedule, optimizer
 state, metrics, checkpoints and run directory, in exactly the format of a run trained alone (a member's
 results equal its solo run's to float rounding, tested). Only the update is shared:
 
@@ -13,7 +13,7 @@ results equal its solo run's to float rounding, tested). Only the update is shar
 - :func:`packed_loss` is the GPT's training forward with batched weights (``bmm`` over the run
   dimension); one backward of the summed member losses gives every member its own gradients;
 - each member is clipped by its own gradient norm and steps with its own AdamW state, learning rate
-  and schedule (one fused AdamW call for all members that share a rate): :mod:`ihtrain.update`,
+  and schedule (one fused AdamW call for all members that share a rate): :mod:`ihtrain.run.update`,
   the same update a run alone takes.
 
 A member that stops (emerged, cap) or fails (non-finite, diverged) leaves the pack, which is
@@ -33,13 +33,13 @@ import torch
 import torch.nn.functional as F
 
 from ihstats.contract import read_status
-from ihtrain.checkpoint import LAST, checkpoint_dir
+from ihtrain.run.checkpoint import LAST, checkpoint_dir
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.data.registry import find
-from ihtrain.locks import run_lock
-from ihtrain.run_files import record_exception, resume_threads, start_or_record
-from ihtrain.trainer import Trainer
-from ihtrain.update import adamw_step_, clip_grad_norms_
+from ihtrain.run.locks import run_lock
+from ihtrain.run.files import record_exception, resume_threads, start_or_record
+from ihtrain.run.trainer import Trainer
+from ihtrain.run.update import adamw_step_, clip_grad_norms_
 
 Params = dict[str, torch.Tensor]  # parameter name (as in GPT.named_parameters) -> (K, ...) stack
 
@@ -161,11 +161,11 @@ class Pack:
 def train_pack(cfgs: list[RunConfig], out_dirs: list[str | Path], should_stop: Callable[[], bool] | None = None,
                make_figures: bool = True) -> list[dict[str, Any]]:
     """Train runs of one :func:`pack_key` packed, each into its run directory (as
-    :func:`ihtrain.train.train_run` would, resuming each from its own checkpoint). A member that
+    :func:`ihtrain.run.train.train_run` would, resuming each from its own checkpoint). A member that
     fails is recorded in its own ``status.json`` and ``error.txt`` and leaves the pack; the others
     go on. Returns each run's final status, in order."""
     dirs = [Path(d) for d in out_dirs]
-    # resumed members continue with the thread count they recorded (ihtrain.run_files.resume_threads)
+    # resumed members continue with the thread count they recorded (ihtrain.run.files.resume_threads)
     current = torch.get_num_threads()
     threads = max(resume_threads(c, d, current, (checkpoint_dir(d) / LAST).is_file()) for c, d in zip(cfgs, dirs))
     if threads > 0:

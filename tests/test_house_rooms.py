@@ -1,0 +1,104 @@
+"""The trainer's rooms (issue 51): ihtrain is a core (config, model, probes, metrics, data, presets)
+with rooms standing on it. The grid stands on the run, the run on the core; the ablations and the
+public-checkpoint scorer stand on the run and the core; never the other way, and the core imports
+no room. Imports are followed as the code makes them: import statements at any depth, and the
+modules a file loads by name through ``importlib.import_module`` (the data registry loads the
+shipped sources so), which the statement graph of ``test_house`` cannot see.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from test_house import ROOT, _cycles, _imports, _module_name, _sources
+
+#: room -> the other rooms it may import (every room may import the core)
+ROOMS = {
+    "ihtrain.run": set(),
+    "ihtrain.grid": {"ihtrain.run"},
+    "ihtrain.ablate": {"ihtrain.run"},
+    "ihtrain.score": {"ihtrain.run"},
+}
+#: command lines kept at an old address (``python -m ihtrain.train``): each may import one room,
+#: and no module imports them
+ENTRY_POINTS = {"ihtrain.train": "ihtrain.run"}
+
+
+def _room_of(module: str) -> str:
+    """The room ``module`` stands in, ``"core"`` for the rest of ihtrain."""
+    if module in ENTRY_POINTS:
+        return module
+    return next((r for r in ROOMS if module == r or module.startswith(r + ".")), "core")
+
+
+def _loaded_by_name(path: Path, modules: set[str]) -> set[str]:
+    """Package modules ``path`` loads through ``importlib.import_module``/``__import__``: every
+    module name it spells in a string when it calls one of them (a literal or a tuple of names)."""
+    tree = ast.parse(path.read_text())
+    loads = any(isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] in ("import_module", "__import__")
+                for n in ast.walk(tree))
+    if not loads:
+        return set()
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in modules}
+
+
+def full_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, at any depth, ``TYPE_CHECKING`` and importlib
+    loads included."""
+    files = {_module_name(p): p for p in _sources(("ihtrain", "ihstats"))}
+    # a package __init__ that re-exports its submodules is not a dependency of theirs
+    return {m: {d for d in _imports(p, True) | _loaded_by_name(p, set(files))
+                if d in files and d != m and not m.startswith(d + ".")} for m, p in files.items()}
+
+
+def room_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, deps in sorted(graph.items()):
+        if not module.startswith("ihtrain"):
+            continue
+        here = _room_of(module)
+        for dep in sorted(d for d in deps if d.startswith("ihtrain")):
+            there = _room_of(dep)
+            if there in ENTRY_POINTS:
+                bad.append(f"{module} imports the entry point {dep}")
+            elif here in ENTRY_POINTS:
+                if there not in ("core", ENTRY_POINTS[here]):
+                    bad.append(f"{module} (entry point) imports {dep} ({there})")
+            elif there != here and there != "core" and (here == "core" or there not in ROOMS[here]):
+                bad.append(f"{module} ({here}) imports {dep} ({there})")
+    return bad
+
+
+def test_rooms_import_downward_only():
+    """grid -> run -> core, ablate -> run / core, score -> run / core; the core imports no room."""
+    assert room_violations(full_graph()) == []
+
+
+def test_the_room_rule_sees_a_back_import_and_an_importlib_load(tmp_path):
+    graph = {"ihtrain.config": {"ihtrain.run.files"}, "ihtrain.run.train": {"ihtrain.grid.cli"},
+             "ihtrain.ablate.cli": {"ihtrain.grid.spec", "ihtrain.run.checkpoint", "ihtrain.model"},
+             "ihtrain.grid.cli": {"ihtrain.run.train", "ihtrain.train"}, "ihtrain.train": {"ihtrain.run.train"}}
+    assert room_violations(graph) == [
+        "ihtrain.ablate.cli (ihtrain.ablate) imports ihtrain.grid.spec (ihtrain.grid)",
+        "ihtrain.config (core) imports ihtrain.run.files (ihtrain.run)",
+        "ihtrain.grid.cli imports the entry point ihtrain.train",
+        "ihtrain.run.train (ihtrain.run) imports ihtrain.grid.cli (ihtrain.grid)"]
+    f = tmp_path / "registry.py"
+    f.write_text("import importlib\nMODULES = ('ihtrain.data.markov', 'not.a.module')\n"
+                 "def load():\n    for m in MODULES:\n        importlib.import_module(m)\n")
+    assert _loaded_by_name(f, {"ihtrain.data.markov", "ihtrain.config"}) == {"ihtrain.data.markov"}
+    # the shipped registry's loads are seen
+    assert "ihtrain.data.markov" in full_graph()["ihtrain.data.registry"]
+
+
+def test_every_ihtrain_module_has_a_room_or_the_core():
+    """The rooms are folders; the flat top of ihtrain holds only the core and the entry points."""
+    top = {p.stem for p in (ROOT / "ihtrain").glob("*.py")} - {"__init__"}
+    assert not top & {"grid", "ablate", "run", "score"}, "a room is a folder, not a module"
+    assert all((ROOT / "ihtrain" / r.split(".")[1] / "__init__.py").exists() for r in ROOMS)
+
+
+def test_no_cycle_in_the_rooms_counting_importlib_loads():
+    graph = full_graph()
+    rooms = {m for m in graph if _room_of(m) != "core" and m.startswith("ihtrain")}
+    assert not [c for c in _cycles(graph) if set(c) & rooms]
