@@ -14,7 +14,7 @@ sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, condit
 (``drops.csv``) and ``summary.md``. Conditions labelled ``MODE@sN`` (``ihtrain.ablate --condition``,
 one label per seed) are also tested with seeds as the unit: ``pooled.csv`` (one row per MODE x
 metric and family; Fisher's combination of the seeds' random-set tests with its exact null,
-``ihstats.pooled_ablation``; Holm within a family).
+``ihstats.ablation.pooled``; Holm within a family).
 """
 
 from __future__ import annotations
@@ -26,12 +26,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays, ablation_families, run_ablation_tests
-from ihstats.ablation_report import write_ablation_report
-from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
+from ihstats.ablation.data import ablation_arrays, ablation_families
+from ihstats.ablation.permutation import sign_flip_power
+from ihstats.ablation.pooled import pooled_ablation_tests
+from ihstats.ablation.report import write_ablation_report
+from ihstats.ablation.results import run_ablation_tests
+from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP
 from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
                                 default_out)
-from ihstats.permutation import sign_flip_power
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
 from ihstats.fileio import UnreadableFile, read_table

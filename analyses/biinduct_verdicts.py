@@ -6,7 +6,7 @@
 Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` where
 ``ihtrain.ablate --icl`` wrote one) and, with ``--ablation``, the tidy ablation table of all runs
 (conditions labelled ``MODE@sN``). Writes into ``--out`` (default ``results/biinduct/<grid name>``): ``runs.csv`` (one row per run:
-``ihstats.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
+``ihstats.ablation.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
 against natural-only, exact two-sample permutation, its floor, the verdict), ``contrasts.csv``
 (each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.biinduct import NATURAL, claim_tests, run_table
+from ihstats.ablation.biinduct import NATURAL, claim_tests, run_table
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.fileio import UnreadableFile, read_table
-from ihstats.seed_tests import condition_contrasts
+from ihstats.ablation.seeds import condition_contrasts
 from ihstats.progress import cli_warnings
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",

@@ -13,7 +13,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from ihstats.permutation import sign_flip_test
+from ihstats.ablation.permutation import sign_flip_test
 
 
 def best_time(fn, repeats):
@@ -40,7 +40,7 @@ def main(argv=None):
         vectorized=True, n_resamples=R, alternative="greater", random_state=1), args.repeats)
     se = np.sqrt(2 * ref.pvalue * (1 - ref.pvalue) / R)
     print(f"problem: sign-flip test, n = {args.n_examples} examples, {R} resamples")
-    print(f"ihstats.permutation.sign_flip_test : {t_ours * 1e3:8.1f} ms   p = {ours.pvalue:.4f}")
+    print(f"ihstats.ablation.permutation.sign_flip_test : {t_ours * 1e3:8.1f} ms   p = {ours.pvalue:.4f}")
     print(f"scipy.stats.permutation_test       : {t_scipy * 1e3:8.1f} ms   p = {ref.pvalue:.4f}")
     print(f"ratio scipy / ours: {t_scipy / t_ours:.1f}x   |p diff| = "
           f"{abs(ours.pvalue - ref.pvalue):.4f} (MC se of the difference {se:.4f})")

@@ -155,7 +155,7 @@ def plot_ablation_drops(drops: pd.DataFrame, tests: pd.DataFrame, *,
     A row per metric, a column per condition (or ``ncols`` columns).
 
     ``drops``: ``condition, metric, ablation (top | random), set_id, drop``; ``tests``:
-    ``ihstats.ablation.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
+    ``ihstats.ablation.results.run_ablation_tests``' table (``p_random``, ``p_random_holm``).
     """
     groups = list(drops.groupby(["metric", "condition"], dropna=False, sort=True))
     ncols = min(len(groups), ncols or drops["condition"].nunique())

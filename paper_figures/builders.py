@@ -17,7 +17,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import ablation_arrays, ablation_families, run_ablation_tests
+from ihstats.ablation.data import ablation_arrays, ablation_families
+from ihstats.ablation.results import run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
@@ -26,7 +27,8 @@ from ihstats.io import load_grid
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import obs_vs_pred_frame
 from ihstats.law.spec import UPTLawSpec
-from ihstats.pooled_ablation import SEED_SEP, pooled_ablation_tests
+from ihstats.ablation.pooled import pooled_ablation_tests
+from ihstats.ablation.spec import SEED_SEP
 from ihstats.plots import plot_frontier_map
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.plots_paper import (plot_ablation_summary, plot_biinduct, plot_emergence_curves,

@@ -396,12 +396,15 @@ def _all_imports(path: Path) -> set[str]:
 
 
 def test_fit_groups_have_no_cycle_even_for_annotations():
-    """law / frontier / onset: no cycle among their modules counting every import, and each
-    group's ``spec`` is its bottom (it imports nothing from its own group)."""
+    """law / frontier / onset / ablation: one shape (spec, data, model or permutation tests,
+    results, report), no cycle among their modules counting every import, and each group's
+    ``spec`` is its bottom (it imports nothing from its own group)."""
     files = {_module_name(p): p for p in _sources(("ihstats",))}
-    assert {"ihstats.law", "ihstats.frontier", "ihstats.onset"} <= set(FIT_GROUPS)
+    assert {"ihstats.law", "ihstats.frontier", "ihstats.onset", "ihstats.ablation"} <= set(FIT_GROUPS)
     members = {m for m in files if m in FIT_GROUPS or m.startswith(tuple(g + "." for g in FIT_GROUPS))}
-    assert {f"{g}.{s}" for g in FIT_GROUPS for s in ("spec", "model", "results")} <= members
+    assert {f"{g}.{s}" for g in FIT_GROUPS for s in ("spec", "data", "results", "report")} <= members
+    # the step that makes the numbers: a Bayesian model, or the ablation group's permutation tests
+    assert all({f"{g}.model", f"{g}.permutation"} & members for g in FIT_GROUPS)
     graph = {m: {d for d in _all_imports(files[m]) if d in files and d != m} for m in files}
     assert _cycles({m: graph[m] & members for m in members}) == []
     assert not [c for c in _cycles(graph) if set(c) & members]
@@ -410,3 +413,32 @@ def test_fit_groups_have_no_cycle_even_for_annotations():
     for m in members:  # a group's package file imports nothing: reading one module loads no other
         if m in FIT_GROUPS:
             assert not graph[m], m
+
+
+def _group_of(module: str) -> str | None:
+    return next((g for g in FIT_GROUPS if module == g or module.startswith(g + ".")), None)
+
+
+def cross_group_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one fit group (or a simulator) into another fit group's modules (STYLE.md #6:
+    stages talk through tables and shared modules, never through each other's internals)."""
+    bad = []
+    for m, deps in sorted(graph.items()):
+        here = _group_of(m) or ("ihstats.simulate" if m.startswith("ihstats.simulate") else None)
+        if here is None:
+            continue
+        bad += [f"{m} imports {d}" for d in sorted(deps) if _group_of(d) not in (None, here)]
+    return bad
+
+
+def test_fit_groups_and_simulators_import_no_other_groups_modules():
+    """What two fits share (the knobs and the claim rule of the frontier and the onset model) lives
+    in a shared module (``ihstats.knobs``); a simulator imports no fit (the law fits its own
+    simulated reference posterior, ``ihstats.law.predict.fit_simulated_reference``)."""
+    files = {_module_name(p): p for p in _sources(("ihstats",))}
+    graph = {m: {d for d in _all_imports(files[m]) if d in files and d != m} for m in files}
+    assert cross_group_imports(graph) == []
+    assert cross_group_imports({"ihstats.onset.data": {"ihstats.frontier.spec", "ihstats.knobs"},
+                                "ihstats.simulate.law": {"ihstats.law.model"},
+                                "ihstats.law.predict": {"ihstats.simulate.law", "ihstats.law.model"}}) == [
+        "ihstats.onset.data imports ihstats.frontier.spec", "ihstats.simulate.law imports ihstats.law.model"]

@@ -342,7 +342,7 @@ def test_formed_on_a_censored_run_is_a_contradiction():
 
 def test_frontier_and_ablation_tests_apply_the_same_rule():
     from ihstats.frontier.data import prepare_frontier_data as cell_table
-    from ihstats.ablation import run_ablation_tests
+    from ihstats.ablation.results import run_ablation_tests
     t = pd.DataFrame({"frequency": [0.5, 0.5, 0.9, 0.9], "reliability": [0.5, 0.9, 0.5, 0.9],
                       "formed": [False, False, False, True], "censored": [True, False, True, False]})
     with pytest.warns(UserWarning, match="formed = False with an uncensored onset"):

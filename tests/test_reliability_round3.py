@@ -295,7 +295,7 @@ def test_a_second_ablation_condition_keeps_the_first(done_run, tmp_path):
 from ihstats.frontier.data import prepare_frontier_data  # noqa: E402
 from ihstats.law.data import prepare  # noqa: E402
 from ihstats.law.spec import UPTLawError, UPTLawSpec  # noqa: E402
-from ihstats.pooled_ablation import condition_of, pooled_ablation_tests  # noqa: E402
+from ihstats.ablation.pooled import condition_of, pooled_ablation_tests  # noqa: E402
 from ihstats.simulate.ablation import simulate_ablation  # noqa: E402
 from ihstats.simulate.frontier import simulate_frontier  # noqa: E402
 from ihstats.simulate.law import simulate_emergence_table  # noqa: E402

@@ -2,8 +2,8 @@
 
 :class:`FrontierResults` is what :meth:`ihstats.frontier.model.FrontierModel.fit` returns; it
 holds numbers (the figure is :func:`ihstats.plots.plot_frontier`, the report
-:mod:`ihstats.frontier.report`). :func:`knob_verdict` is the one rule for claiming a knob matters
-more, shared with the onset model (:mod:`ihstats.onset`).
+:mod:`ihstats.frontier.report`). Which knob matters more is claimed by
+:func:`ihstats.knobs.knob_verdict`, the one rule the onset model (:mod:`ihstats.onset`) shares.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pandas as pd
 from ihstats import _bayes
 from ihstats.frontier.glm import GLMFrontier
 from ihstats.frontier.spec import CLAIM_PROBABILITY
+from ihstats.knobs import knob_verdict
 
 
 # ---- contour -----------------------------------------------------------------------------------
@@ -262,19 +263,3 @@ class FrontierResults:
         tables = {"frontier": self.frontier(), "sensitivity": self.sensitivity(),
                   "cells": self.model.cells, "glm": self.glm.table()}
         return _bayes.save_fit(out_dir, self.idata, self.summary(), record, tables)
-
-
-def knob_verdict(p_freq_larger: float, level: float = CLAIM_PROBABILITY,
-                 quantity: str = "P(|b_freq| > |b_rel|)") -> str:
-    """The answer to "which knob matters more", given the posterior probability ``quantity`` that
-    frequency does (the frontier's ``P(|b_freq| > |b_rel|)``, the onset model's elasticities): a
-    claim only when the posterior probability of it is at least ``level``; otherwise "not
-    resolved", because a probability of 0.6 or 0.8 is a lean, not a finding."""
-    if not np.isfinite(p_freq_larger):
-        return "not resolved (the posterior probability is not finite)"
-    for p, knob in ((p_freq_larger, "frequency"), (1.0 - p_freq_larger, "reliability")):
-        if p >= level:
-            return f"more sensitive to {knob} (posterior probability {p:.3f} >= {level})"
-    lean = "frequency" if p_freq_larger > 0.5 else "reliability"
-    return (f"not resolved: {quantity} = {p_freq_larger:.3f}, a lean toward {lean} "
-            f"below the {level} needed to claim it")

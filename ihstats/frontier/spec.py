@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: The two knobs of the frontier, in the order of every design matrix and table.
-KNOBS = ("frequency", "reliability")
-CLAIM_PROBABILITY = 0.95  # a knob "matters more" only past this posterior probability
+from ihstats.knobs import CLAIM_PROBABILITY, KNOBS  # noqa: F401  (the frontier's knobs: shared with ihstats.onset)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ihstats.io import load_grid
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.simulate.law import EXAMPLE_SETTINGS, example_table
 
 #: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"
@@ -66,6 +67,17 @@ def fit_reference_posterior(runs=None, out_dir=REFERENCE_DIR) -> str:
     return write_reference_posterior(res, out_dir, simulated=False, source=(
         f"real runs {runs} (emergence by ihstats.emergence, bayes; "
         f"ihstats.law.predict.fit_reference_posterior, 4 chains x 1000 draws, seed 0)"))
+
+
+def fit_simulated_reference(out_dir=REFERENCE_DIR) -> str:
+    """Refit the shipped simulated example posterior (``upt_law_simulated.nc``): the UPT law on the
+    example table of :func:`ihstats.simulate.law.example_table`, 4 chains x 1000 draws, seed 1."""
+    res = UPTLawModel.from_table(example_table()[0], UPTLawSpec()).fit(draws=1000, tune=1000, chains=4, seed=1)
+    for w in res.diagnostics():
+        print(f"warning: {w}")
+    return write_reference_posterior(res, out_dir, name="upt_law_simulated", source=(
+        f"simulated example table data/example_emergence.csv (python -m ihstats.simulate.law, "
+        f"seed {EXAMPLE_SETTINGS['seed']})"))
 
 
 def predict_published(B: float, C: float) -> dict:

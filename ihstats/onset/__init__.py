@@ -4,6 +4,6 @@
 ``mle`` (the maximum-likelihood cross-check) <- ``results`` (elasticities, verdict, iso-onset line,
 saving) <- ``model`` (the PyMC model; ``OnsetModel.from_table(table, spec).fit()``) <- ``design``
 (the designs that would resolve which knob matters) and ``report`` (its section of the frontier's
-``summary.md``). It reads the frontier's knobs and claim rule (:mod:`ihstats.frontier.spec`,
-:func:`ihstats.frontier.results.knob_verdict`). This file imports nothing.
+``summary.md``). It shares the frontier's knobs and claim rule through :mod:`ihstats.knobs`, never the frontier's
+modules. This file imports nothing.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ihstats.frontier.spec import KNOBS
+from ihstats.knobs import KNOBS
 from ihstats.tables import boolean_column
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ihstats.frontier.spec import CLAIM_PROBABILITY as CLAIM
+from ihstats.knobs import CLAIM_PROBABILITY as CLAIM
 from ihstats.onset.mle import fit_mle
 from ihstats.simulate.onsets import simulate_onsets
 

@@ -6,7 +6,7 @@ scatter of log onset. A run that did not form by its budget (``formed`` False) i
 at its last step: it enters through the log survival ``log P(log onset > log last_step)``. ``e_f``
 and ``e_r`` are elasticities, both on the natural-log scale (unit-free, directly comparable): a
 1% rise of the knob moves the onset by ``e``%. "Which knob matters more" is ``P(|e_f| > |e_r|)``,
-claimed at 0.95 (:func:`ihstats.frontier.results.knob_verdict`).
+claimed at 0.95 (:func:`ihstats.knobs.knob_verdict`).
 
 Beside the logistic frontier (:mod:`ihstats.frontier`) this model says whether the frontier is a
 line of equal onset at the budget: with onsets finite everywhere, the ``p = 0.5`` frontier is where
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.spec import KNOBS
+from ihstats.knobs import KNOBS
 from ihstats.onset.data import prepare_onset_data
 from ihstats.onset.mle import fit_mle
 from ihstats.onset.results import OnsetResults

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.results import knob_verdict
-from ihstats.frontier.spec import KNOBS
+from ihstats.knobs import KNOBS, knob_verdict
 from ihstats.onset.mle import CensoredMLE
 from ihstats.onset.spec import P_QUANTITY
 

@@ -1,7 +1,7 @@
 """Simulated ablation tables: per-example metric values with no ablation, the top-k set and random-k sets.
 
 A pure function of its arguments and a seed that returns the effects it planted; tests of
-:mod:`ihstats.permutation` use it and ``data/example_ablation.csv`` comes from it
+:mod:`ihstats.ablation.permutation` use it and ``data/example_ablation.csv`` comes from it
 (:mod:`ihstats.simulate.examples`).
 """
 

@@ -7,11 +7,12 @@ show emergence (right-censored), as they would in a real iso-token grid.
 
 The returned table has the docs/DESIGN.md emergence-table columns and feeds ``ihstats.law``.
 
-Command line (writes the shipped example table and, optionally, the reference posterior)::
+Command line (writes the shipped example table)::
 
     python -m ihstats.simulate.law --example data/example_emergence.csv
-    python -m ihstats.simulate.law --example data/example_emergence.csv \\
-        --reference ihstats/reference_posterior
+
+The simulated example posterior fitted to it is the law's to write
+(:func:`ihstats.law.predict.fit_simulated_reference`): a simulator imports no fit.
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
-
-from ihstats.law.model import UPTLawModel
-from ihstats.law.predict import write_reference_posterior
-from ihstats.law.spec import UPTLawSpec
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
@@ -190,27 +187,15 @@ def example_table() -> tuple[pd.DataFrame, LawTruth]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m ihstats.simulate.law",
-        description="Write the simulated example emergence table (fixed seed) and optionally "
-                    "fit and write the simulated example posterior (upt_law_simulated.nc; the "
-                    "default of `python -m ihstats.law.predict` is the fit to real runs).")
+        description="Write the simulated example emergence table (fixed seed; its posterior, "
+                    "upt_law_simulated.nc, is refitted by ihstats.law.predict.fit_simulated_reference).")
     p.add_argument("--example", default="data/example_emergence.csv",
                    help="where to write the example table (default: %(default)s)")
-    p.add_argument("--reference", default=None,
-                   help="also fit the example (4 chains x 1000 draws) and write the reference "
-                        "posterior into this directory (e.g. ihstats/reference_posterior)")
     args = p.parse_args(argv)
     table, truth = example_table()
     table.to_csv(args.example, index=False)
     print(f"wrote {args.example} ({len(table)} rows, {int(table.censored.sum())} censored); "
           f"truth: {asdict(truth)}")
-    if args.reference:
-        res = UPTLawModel.from_table(table, UPTLawSpec()).fit(draws=1000, tune=1000, chains=4, seed=1)
-        path = write_reference_posterior(res, args.reference, name="upt_law_simulated", source=(
-            f"simulated example table {args.example} (python -m ihstats.simulate.law, "
-            f"seed {EXAMPLE_SETTINGS['seed']})"))
-        print(f"wrote {path}")
-        for w in res.diagnostics():
-            print(f"warning: {w}")
     return 0
 
 

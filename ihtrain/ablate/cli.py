@@ -7,7 +7,7 @@ Heads are chosen by :mod:`ihtrain.ablate.head_sets` (the top-k rule, :func:`~iht
 ``--top-k`` / ``--top-frac``, over the model or ``--per-layer``, by ``--score`` at the run's last
 logged step) and knocked out by :mod:`ihtrain.ablate.head_ablation` (zero or mean ablation through the hook
 point ``hook_z``); random sets with the top set's count per layer come from
-:func:`ihstats.ablation.choose_head_sets`. This module scores a run under each head set and writes
+:func:`ihstats.ablation.spec.choose_head_sets`. This module scores a run under each head set and writes
 the tidy table.
 
 **Per-example metrics** (all higher-is-better, so one ``higher_is_better=True`` in
@@ -48,10 +48,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.ablation import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head_sets, count_head_sets
+from ihstats.ablation.spec import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head_sets, count_head_sets
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
 from ihstats.fileio import atomic_write_text, read_table
-from ihstats.permutation import sign_flip_test
+from ihstats.ablation.permutation import sign_flip_test
 from ihtrain.run.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source

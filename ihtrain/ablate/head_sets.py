@@ -1,7 +1,7 @@
 """Head sets: which heads an ablation knocks out, and the top-k rule that chooses them.
 
 **Head sets** are one tuple of head indices per layer, ``((h, ...), (h, ...))``, as
-:func:`ihstats.ablation.choose_head_sets` returns them; random sets come from that function, so
+:func:`ihstats.ablation.spec.choose_head_sets` returns them; random sets come from that function, so
 they have the top set's count per layer. Top-k rule (:func:`top_heads`), by a per-head score at the
 run's last logged step (default ``ps`` from ``metrics.parquet``), ties to the lower (layer, head):
 

@@ -1,10 +1,10 @@
-"""ihstats.biinduct: the claim tests' wording, floors and seeds-as-unit contrasts."""
+"""ihstats.ablation.biinduct: the claim tests' wording, floors and seeds-as-unit contrasts."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.biinduct import CLAIMS, claim_tests, verdict
+from ihstats.ablation.biinduct import CLAIMS, claim_tests, verdict
 
 
 def _runs(shift_ps=0.0, n_seeds=3):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.frontier.results import knob_verdict
+from ihstats.knobs import knob_verdict
 from ihstats.onset.data import prepare_onset_data
 from ihstats.onset.design import candidate_designs, resolution_rate
 from ihstats.onset.mle import fit_mle

@@ -1,4 +1,4 @@
-"""ihstats.permutation and ihstats.ablation (the ablation table's tests): validity under the null, power,
+"""ihstats.ablation.permutation and ihstats.ablation (the ablation table's tests): validity under the null, power,
 agreement with scipy, bad input."""
 
 import time
@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ihstats.ablation import (
-    ablation_arrays, choose_head_sets, compare_conditions, count_head_sets, effect_sizes, run_ablation_tests)
-from ihstats.permutation import correct_pvalues, random_set_test, sign_flip_power, sign_flip_test
+from ihstats.ablation.data import ablation_arrays
+from ihstats.ablation.results import compare_conditions, effect_sizes, run_ablation_tests
+from ihstats.ablation.permutation import correct_pvalues, random_set_test, sign_flip_power, sign_flip_test
+from ihstats.ablation.spec import choose_head_sets, count_head_sets
 from ihstats.simulate.ablation import simulate_ablation
 
 
@@ -190,8 +191,8 @@ def test_default_random_sets_can_reject_three_conditions_after_holm(tmp_path):
     import sys
     from pathlib import Path
 
-    from ihstats.ablation import DEFAULT_RANDOM_SETS
-    from ihstats.permutation import random_sets_needed, smallest_attainable_p
+    from ihstats.ablation.spec import DEFAULT_RANDOM_SETS
+    from ihstats.ablation.permutation import random_sets_needed, smallest_attainable_p
 
     conds = ("a", "b", "c")
     tab, _ = simulate_ablation(conditions=conds, effects=(4.0, 4.0, 4.0), n_examples=50,

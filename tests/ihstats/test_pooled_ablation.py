@@ -1,4 +1,4 @@
-"""Seed-pooled head-ablation tests (ihstats.pooled_ablation): exact null, floor, Holm, labels."""
+"""Seed-pooled head-ablation tests (ihstats.ablation.pooled): exact null, floor, Holm, labels."""
 
 import itertools
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.pooled_ablation import condition_of, pooled_ablation_tests, pooled_floor, pooled_random_set_test
+from ihstats.ablation.pooled import condition_of, pooled_ablation_tests, pooled_floor, pooled_random_set_test
 
 
 def test_exact_null_matches_brute_force_enumeration_with_ties():

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.seed_tests import ablation_floor, per_layer_count, two_sample_floor, two_sample_test
+from ihstats.ablation.seeds import ablation_floor, per_layer_count, two_sample_floor, two_sample_test
 
 
 def test_exact_values_on_a_separated_sample():
@@ -62,11 +62,11 @@ def test_errors():
 
 def test_ablation_floor_of_the_biinduct_preset_is_below_005_after_holm():
     """The preset's shape, read from its TOML: one head per layer under the top-2% rule; with seeds
-    as the unit (ihstats.pooled_ablation: each condition's seeds combined) the test can reject at
+    as the unit (ihstats.ablation.pooled: each condition's seeds combined) the test can reject at
     0.05 after Holm over the preset's family: its conditions x the 4 ablation metrics of the
     closing note (repeat, repeat_nat, val, kv log-probs)."""
     from ihtrain.grid.spec import load_grid_preset
-    from ihstats.pooled_ablation import pooled_floor
+    from ihstats.ablation.pooled import pooled_floor
 
     grid = load_grid_preset("biinduct")
     runs = grid.expand()
@@ -86,7 +86,7 @@ def test_ablation_floor_of_the_biinduct_preset_is_below_005_after_holm():
 
 
 def test_condition_contrasts_holm_and_floor():
-    from ihstats.seed_tests import condition_contrasts
+    from ihstats.ablation.seeds import condition_contrasts
 
     runs = pd.DataFrame({"biinduct": ["none"] * 5 + ["forward"] * 5 + ["random"] * 5,
                          "onset": [10.0, 11, 12, 13, 14] + [0.0, 1, 2, 3, 4] + [10.5, 11.5, 12.5, 13.5, np.nan]})

@@ -253,7 +253,7 @@ def test_unablated_scores_match_the_logged_metrics(tiny_run):
 
 
 def test_cli_table_feeds_the_permutation_tests(tiny_run, tmp_path, capsys):
-    from ihstats.ablation import run_ablation_tests
+    from ihstats.ablation.results import run_ablation_tests
 
     out = tmp_path / "abl.csv"
     assert main([str(tiny_run), "--top-k", "1", "--per-layer", "--random-sets", "50", "--examples", "6",

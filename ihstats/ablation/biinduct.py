@@ -7,10 +7,10 @@ controls (``ihtrain.ablate --icl``: the grid's gathered ``icl_kv.csv`` with a ``
 column, or each run's own) and, given the ablation table,
 each run's top-minus-random gap. :func:`claim_tests` tests each claim's measures, Bi-Induct runs
 (forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
-over runs (:func:`ihstats.seed_tests.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
+over runs (:func:`ihstats.ablation.seeds.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
 0.0045`` one-sided), Holm over a claim's measures, and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
 this design``. Per-curriculum contrasts (and the random-span control) are
-:func:`ihstats.seed_tests.condition_contrasts`, Holm over the four, floor stated.
+:func:`ihstats.ablation.seeds.condition_contrasts`, Holm over the four, floor stated.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays
+from ihstats.ablation.data import ablation_arrays
+from ihstats.ablation.spec import PREV_TOKEN_SUFFIX
 from ihstats.concentration import concentration_at_level
 from ihstats.contract import max_over_heads
 from ihstats.io import load_grid
-from ihstats.permutation import correct_pvalues
-from ihstats.seed_tests import two_sample_floor, two_sample_test
+from ihstats.ablation.permutation import correct_pvalues
+from ihstats.ablation.seeds import two_sample_floor, two_sample_test
 from ihstats.tables import matched
 
 NATURAL, CONTROL = "none", "random"

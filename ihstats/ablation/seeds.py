@@ -20,8 +20,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import count_head_sets
-from ihstats.permutation import ALTERNATIVES, PermutationResult, correct_pvalues, smallest_attainable_p
+from ihstats.ablation.spec import count_head_sets
+from ihstats.ablation.permutation import (
+    ALTERNATIVES, PermutationResult, correct_pvalues, smallest_attainable_p,
+)
 
 #: relabellings enumerated at most (C(16, 8) = 12,870); beyond, the test refuses
 MAX_RELABELLINGS = 20_000

@@ -1,6 +1,6 @@
 """The ablation tests' report home: ``summary.md`` of ``analyses/ablation_tests.py``.
 
-:func:`write_ablation_report` writes the tests of :func:`ihstats.ablation.run_ablation_tests`
+:func:`write_ablation_report` writes the tests of :func:`ihstats.ablation.results.run_ablation_tests`
 (top-k against random-k head sets, per condition), the design's floor (:func:`floor_text`) and the
 condition comparisons; the figure is :func:`ihstats.plots_paper.plot_ablation_drops`.
 """

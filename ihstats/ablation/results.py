@@ -13,10 +13,10 @@ Input: a tidy table with one row per (condition, example, ablated head set)::
 The drop of a set is ``value(none) - value(set)`` per example (sign flipped for losses), and its
 mean over examples is the set's drop. Tests:
 
-- :func:`~ihstats.permutation.random_set_test`: ``p = (1 + #{random drop >= top drop}) / (R + 1)``;
+- :func:`~ihstats.ablation.permutation.random_set_test`: ``p = (1 + #{random drop >= top drop}) / (R + 1)``;
   exact when the random sets are all the other same-count-per-layer sets (see
-  :func:`choose_head_sets`).
-- :func:`~ihstats.permutation.sign_flip_test`: paired over examples; is the top-k drop's mean
+  :func:`ihstats.ablation.spec.choose_head_sets`).
+- :func:`~ihstats.ablation.permutation.sign_flip_test`: paired over examples; is the top-k drop's mean
   above 0?
 - :func:`compare_conditions`: sign-flip test of the difference between two conditions in their
   per-example top-vs-random gap (examples paired across conditions).
@@ -25,174 +25,23 @@ mean over examples is the set's drop. Tests:
 - :func:`run_ablation_tests`: all of the above per condition, with Holm and Benjamini-Hochberg
   corrections (``statsmodels.stats.multitest.multipletests``) across the rows.
 
-The tests themselves (the p-value rule, sign flips, the corrections) are :mod:`ihstats.permutation`;
-this module reads the table, chooses the random head sets and puts the tests, effect sizes and the
-design's floor together.
+The tests themselves (the p-value rule, sign flips, the corrections) are
+:mod:`ihstats.ablation.permutation`; the table's columns and the head-set design are
+:mod:`ihstats.ablation.spec`, its checks and pivot :mod:`ihstats.ablation.data`; this module puts the
+tests, effect sizes and the design's floor together.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ihstats.permutation import (
+from ihstats.ablation.data import AblationData, ablation_arrays, check_table
+from ihstats.ablation.permutation import (
     PermutationResult, correct_pvalues, random_set_test, random_sets_needed, sign_flip_test, smallest_attainable_p,
 )
-from ihstats.tables import numeric_column, rows
-
-COLUMNS = ("condition", "example", "ablation", "set_id", "value")
-ABLATIONS = ("none", "top", "random")
-# Random head sets drawn by default: the smallest attainable p is 1 / (R + 1) = 0.005, so a top set
-# that beats every random set stays below 0.05 after Holm over up to 10 conditions.
-DEFAULT_RANDOM_SETS = 199
-
-
-# ---- input -------------------------------------------------------------------------------------
-
-@dataclass
-class AblationData:
-    """Per-example drops of one condition. ``top``: (n,), ``random``: (R, n)."""
-
-    condition: str
-    examples: np.ndarray
-    top: np.ndarray
-    random: np.ndarray
-    set_ids: list
-
-    @property
-    def n_examples(self) -> int:
-        return self.top.size
-
-
-def ablation_arrays(table: pd.DataFrame, condition: str, metric: str | None = None,
-                    higher_is_better: bool = True) -> AblationData:
-    """Pivot one condition of a tidy ablation table into per-example drop arrays.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        Columns as in the module docstring.
-    condition : str
-        Which condition to take.
-    metric : str, optional
-        Which metric, when the table has a ``metric`` column.
-    higher_is_better : bool
-        False when ``value`` is a loss (the drop is then ablated minus unablated).
-
-    Returns
-    -------
-    AblationData
-    """
-    check_table(table)
-    df = table[table["condition"] == condition]
-    if metric is not None:
-        df = df[df["metric"] == metric]
-    if df.empty:
-        raise ValueError(f"condition: no rows for condition={condition!r} metric={metric!r}; "
-                         f"conditions are {sorted(table['condition'].unique())}")
-    key = df["set_id"].where(df["ablation"] == "random", df["ablation"])
-    if (dup := df.assign(key=key).duplicated(["example", "key"])).any():
-        raise ValueError(f"{condition}: duplicate (example, set) rows, e.g. "
-                         f"{df[dup].iloc[0][['example', 'ablation', 'set_id']].to_dict()}")
-    wide = df.assign(key=key).pivot(index="example", columns="key", values="value")
-    for need in ("none", "top"):
-        if need not in wide:
-            raise ValueError(f"{condition}: no ablation == {need!r} rows")
-    rand_cols = [c for c in wide.columns if c not in ("none", "top")]
-    if not rand_cols:
-        raise ValueError(f"{condition}: no ablation == 'random' rows")
-    if wide.isna().any().any():
-        bad = wide.columns[wide.isna().any()].tolist()[:5]
-        raise ValueError(f"{condition}: sets {bad} do not cover the same examples as 'none' "
-                         f"(every set needs a value for each of the {len(wide)} examples)")
-    sign = 1.0 if higher_is_better else -1.0
-    base = wide["none"].to_numpy(float)
-    return AblationData(
-        condition=str(condition), examples=wide.index.to_numpy(),
-        top=sign * (base - wide["top"].to_numpy(float)),
-        random=sign * (base[None, :] - wide[rand_cols].to_numpy(float).T),   # (R, n)
-        set_ids=list(rand_cols))
-
-
-#: ``ihtrain.ablate --prev-token-set`` labels the previous-token sets' rows ``"<condition>:prev_token"``
-PREV_TOKEN_SUFFIX = ":prev_token"
-
-
-def ablation_families(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The table split into its Holm families, each present one as ``(name, rows)``: ``"top"`` (the
-    top-score sets) and ``"prev_token"`` (rows labelled with :data:`PREV_TOKEN_SUFFIX`, kept as is)."""
-    prev = table["condition"].astype(str).str.endswith(PREV_TOKEN_SUFFIX)
-    return [(name, table[mask]) for name, mask in (("top", ~prev), ("prev_token", prev)) if mask.any()]
-
-
-def check_table(table: pd.DataFrame) -> None:
-    """Raise a ValueError naming the problem if ``table`` is not a tidy ablation table."""
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
-    missing = [c for c in COLUMNS if c not in table]
-    if missing:
-        raise ValueError(f"missing columns: {missing}; the table needs {list(COLUMNS)}")
-    bad = set(table["ablation"].unique()) - set(ABLATIONS)
-    if bad:
-        raise ValueError(f"ablation: unknown values {sorted(map(str, bad))}; allowed {ABLATIONS}")
-    value = numeric_column(table, "value")  # text is named as text, not as NaN
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"value: blank or not finite in {rows(table, ~np.isfinite(value))}; every value must "
-                         f"be a finite number")
-
-
-# ---- head sets ---------------------------------------------------------------------------------
-
-def count_head_sets(n_heads_per_layer, k_per_layer) -> int:
-    """Number of head sets with ``k_per_layer[l]`` of the ``n_heads_per_layer[l]`` heads."""
-    if len(n_heads_per_layer) != len(k_per_layer):
-        raise ValueError("k_per_layer: one entry per layer needed")
-    if any(not 0 <= k <= n for n, k in zip(n_heads_per_layer, k_per_layer)):
-        raise ValueError(f"k_per_layer: each k must lie in [0, n_heads]; got {k_per_layer}")
-    return math.prod(math.comb(n, k) for n, k in zip(n_heads_per_layer, k_per_layer))
-
-
-def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
-    """Random head sets with the same count per layer as ``top_set``, excluding it.
-
-    Parameters
-    ----------
-    n_heads_per_layer : sequence of int
-    top_set : sequence of tuple of int
-        Heads of the top-k set, one tuple per layer.
-    n_random : int
-        Wanted number of random sets ``R``.
-    seed : int
-
-    Returns
-    -------
-    sets : list of tuple of tuple of int
-        All other sets when there are at most ``n_random`` of them (``exact`` True), else
-        ``n_random`` distinct sets sampled without replacement.
-    exact : bool
-    """
-    top = tuple(tuple(sorted(h)) for h in top_set)
-    ks = [len(h) for h in top]
-    total = count_head_sets(n_heads_per_layer, ks)
-    if total - 1 <= n_random:
-        per_layer = [list(itertools.combinations(range(n), k))
-                     for n, k in zip(n_heads_per_layer, ks)]
-        return [s for s in itertools.product(*per_layer) if s != top], True
-    rng = np.random.default_rng(seed)
-    seen, out = {top}, []
-    while len(out) < n_random:                       # rejection: total >> n_random here
-        s = tuple(tuple(sorted(rng.choice(n, size=k, replace=False).tolist()))
-                  for n, k in zip(n_heads_per_layer, ks))
-        if s not in seen:
-            seen.add(s)
-            out.append(s)
-    return out, False
-
 
 # ---- comparing conditions ---------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Head-ablation tests with seeds as the unit: each seed's top set against its own random sets,
 combined over the seeds of a condition.
 
-Within one run, :func:`~ihstats.permutation.random_set_test` gives ``p_s = (1 + #{random drop >=
+Within one run, :func:`~ihstats.ablation.permutation.random_set_test` gives ``p_s = (1 + #{random drop >=
 top drop}) / (R_s + 1)``, and its floor is ``1 / (R_s + 1)`` (``1 / 144`` for a 2 x 12 model with
 one head per layer ablated: no single run rejects after Holm over more than 7 tests). Under the
 null (the top set is exchangeable with the random sets of its run) the seeds are independent, so
@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation import ablation_arrays, check_table
-from ihstats.permutation import PermutationResult, correct_pvalues
+from ihstats.ablation.data import ablation_arrays, check_table
+from ihstats.ablation.permutation import PermutationResult, correct_pvalues
 from ihstats.tables import seed_label
 
-SEED_SEP = "@"
 #: null points enumerated at most before the last seed's sorted search
 MAX_ENUMERATED = 5_000_000
 

@@ -1,0 +1,71 @@
+"""What an ablation test is asked: the tidy table's columns, the head-set design and its labels.
+
+The bottom of the ablation group (:mod:`ihstats.ablation`): it imports nothing from the group.
+A head-ablation experiment ablates the top-k heads of a run and, against them, random sets with the
+same count per layer (:func:`choose_head_sets`); ``python -m ihtrain.ablate`` chooses its random
+sets here, so the statistics and the trainer agree on the design and on the labels it writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+COLUMNS = ("condition", "example", "ablation", "set_id", "value")
+ABLATIONS = ("none", "top", "random")
+# Random head sets drawn by default: the smallest attainable p is 1 / (R + 1) = 0.005, so a top set
+# that beats every random set stays below 0.05 after Holm over up to 10 conditions.
+DEFAULT_RANDOM_SETS = 199
+
+#: ``ihtrain.ablate --prev-token-set`` labels the previous-token sets' rows ``"<condition>:prev_token"``
+PREV_TOKEN_SUFFIX = ":prev_token"
+#: ``ihtrain.ablate --condition MODE@sN`` labels a seed's rows: the seed-pooled tests read ``MODE``
+SEED_SEP = "@"
+
+
+def count_head_sets(n_heads_per_layer, k_per_layer) -> int:
+    """Number of head sets with ``k_per_layer[l]`` of the ``n_heads_per_layer[l]`` heads."""
+    if len(n_heads_per_layer) != len(k_per_layer):
+        raise ValueError("k_per_layer: one entry per layer needed")
+    if any(not 0 <= k <= n for n, k in zip(n_heads_per_layer, k_per_layer)):
+        raise ValueError(f"k_per_layer: each k must lie in [0, n_heads]; got {k_per_layer}")
+    return math.prod(math.comb(n, k) for n, k in zip(n_heads_per_layer, k_per_layer))
+
+
+def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
+    """Random head sets with the same count per layer as ``top_set``, excluding it.
+
+    Parameters
+    ----------
+    n_heads_per_layer : sequence of int
+    top_set : sequence of tuple of int
+        Heads of the top-k set, one tuple per layer.
+    n_random : int
+        Wanted number of random sets ``R``.
+    seed : int
+
+    Returns
+    -------
+    sets : list of tuple of tuple of int
+        All other sets when there are at most ``n_random`` of them (``exact`` True), else
+        ``n_random`` distinct sets sampled without replacement.
+    exact : bool
+    """
+    top = tuple(tuple(sorted(h)) for h in top_set)
+    ks = [len(h) for h in top]
+    total = count_head_sets(n_heads_per_layer, ks)
+    if total - 1 <= n_random:
+        per_layer = [list(itertools.combinations(range(n), k))
+                     for n, k in zip(n_heads_per_layer, ks)]
+        return [s for s in itertools.product(*per_layer) if s != top], True
+    rng = np.random.default_rng(seed)
+    seen, out = {top}, []
+    while len(out) < n_random:                       # rejection: total >> n_random here
+        s = tuple(tuple(sorted(rng.choice(n, size=k, replace=False).tolist()))
+                  for n, k in zip(n_heads_per_layer, ks))
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out, False
