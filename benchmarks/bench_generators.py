@@ -51,10 +51,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = ap.parse_args()
     reps = 2 if args.quick else 5
-    from ihtrain.config import BiInductConfig, MarkovConfig, SeminaturalConfig
-    from ihtrain.data.biinduct import BiInductSource
-    from ihtrain.data.markov import MarkovSource, build_chain, generate_markov
-    from ihtrain.data.seminatural import BigramModel, SeminaturalSource, generate_seminatural
+    from ihtrain.data.biinduct import BiInductConfig, BiInductSource
+    from ihtrain.data.markov import MarkovConfig, MarkovSource, build_chain, generate_markov
+    from ihtrain.data.seminatural import BigramModel, SeminaturalConfig, SeminaturalSource, generate_seminatural
 
     ref = trainer_rate(5 if args.quick else 20)
     print(f"trainer (2L 4H d128 V512, B=16 C=128, fwd+bwd+AdamW, 1 thread): {ref:,.0f} tokens/s")

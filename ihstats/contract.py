@@ -80,6 +80,17 @@ FACTOR_FIELDS = {"B": "train.batch_size", "C": "train.context", "n_layer": "mode
 MARKOV_KNOBS = ("dependency", "marginal", "zipf_alpha", "n_groups", "within_similarity",
                 "across_similarity", "entropy_rate")
 BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
+# The shipped sources' factor rules (ihstats.sources.source_factors), by source name: the knobs
+# reported as they are, and those reported only when imposed (>= 0). Part of the contract: the
+# factor columns of every shipped grid's summary.csv. Another source's factors are every scalar
+# field of its section, or the rule its trainer module registers.
+SHIPPED_SOURCE_FACTORS = {
+    "seminatural": {"knobs": ("frequency", "reliability")},
+    "markov": {"knobs": MARKOV_KNOBS, "imposed": ("frequency", "reliability")},
+}
+# Config fields added after runs were shipped, with the default that reproduces those runs
+# (ihstats.ids.config_hash hashes them only when set otherwise, so every shipped run keeps its id).
+LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps"}
 # Every factor name config_factors can give, in its order.
 FACTORS = ("cell_id", "seed", *FACTOR_FIELDS, "N", "n_params", "source", "frequency", "reliability",
            *MARKOV_KNOBS, "biinduct", *BIINDUCT_KNOBS)
@@ -213,9 +224,9 @@ def emergence_metric(meta: dict[str, Any]) -> str:
 
 __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
-    "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
+    "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
-    "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

@@ -1,5 +1,5 @@
 """The id rules of a run (docs/DESIGN.md, "Data contracts"): ``run_id`` and ``cell_id`` as hashes of
-a resolved config dict, stdlib only.
+a resolved config dict.
 
 The trainer names run directories with them (``RunConfig.run_id`` / ``RunConfig.cell_id``) and the
 statistics recompute them from a ``config.json`` (``ihstats.io.config_factors``), so both apply the
@@ -13,13 +13,12 @@ import hashlib
 import json
 from typing import Any
 
+from ihstats.contract import LATE_FIELDS
+
 # Fields that change how a run executes but not what it computes (left out of run_id). The
 # divergence rule only decides whether a broken run fails, never what a healthy run computes.
 EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "checkpoint_seconds", "log_every",
                          "divergence_factor", "divergence_window")
-# Fields added after runs were shipped, with the default that reproduces those runs: hashed only
-# when set otherwise, so every earlier run (and its config.json) keeps its run_id.
-LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps"}
 
 
 def config_hash(d: dict[str, Any]) -> str:

@@ -5,11 +5,9 @@ section under ``data``. :func:`source_factors` turns them into factor columns (`
 ``config_factors``, the grid summary). A source with no rule here gives every scalar field of the
 section named like it (``data.<source>``) as a factor, so a new source needs no entry here; the
 trainer's data-source registry (``ihtrain.data.registry``) adds a rule when a source registers
-one. The shipped sources' rules are written out below because their factor columns are part of the
-data contract (``contract.FACTORS``, the summary.csv of shipped grids): they leave out the knobs
-that are not grid factors (``vocab``, ``pool_tokens``, ``repeat_start``, ``top_v``).
-
-Stdlib only.
+one. The shipped sources' rules are part of the data contract
+(:data:`ihstats.contract.SHIPPED_SOURCE_FACTORS`; ``contract.FACTORS``, the summary.csv of shipped
+grids): they leave out the knobs that are not grid factors (vocabulary, pool and layout fields).
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ihstats.contract import MARKOV_KNOBS
+from ihstats.contract import SHIPPED_SOURCE_FACTORS
 
 
 @dataclass(frozen=True)
@@ -43,10 +41,7 @@ class SourceFactors:
         return out
 
 
-_RULES: dict[str, SourceFactors] = {
-    "seminatural": SourceFactors("seminatural", knobs=("frequency", "reliability")),
-    "markov": SourceFactors("markov", knobs=MARKOV_KNOBS, imposed=("frequency", "reliability")),
-}
+_RULES: dict[str, SourceFactors] = {name: SourceFactors(name, **rule) for name, rule in SHIPPED_SOURCE_FACTORS.items()}
 
 
 def register_factors(name: str, rule: SourceFactors) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args, get_origin
 from ihstats.contract import EMERGENCE_THRESHOLD
 from ihstats.ids import cell_hash, config_hash
 from ihtrain.config_checks import is_plain_name, validate
-from ihtrain.data.registry import registered_section
+from ihtrain.data.registry import default_source, recorded_sections, registered_section
 from ihtrain.errors import ConfigError
 from ihtrain.presets import RUN_PRESETS, preset_names
 
@@ -49,68 +49,26 @@ class ModelConfig:
 
 
 @dataclass
-class SeminaturalConfig:
-    """Bigram-model sequences with planted ``A B ... A -> B`` repeats (Aoyama et al. 2025)."""
-
-    frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
-    reliability: float = 0.5  # P(B | A B ... A)
-    top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
-    base_source: str = "builtin"  # natural corpus the bigram statistics come from
-    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
-
-
-@dataclass
-class MarkovConfig:
-    """Synthetic i.i.d. or first-order Markov tokens with controlled statistics."""
-
-    vocab: int = 1000
-    dependency: Literal["iid", "markov"] = "markov"
-    marginal: Literal["uniform", "zipf", "gaussian"] = "zipf"
-    zipf_alpha: float = 1.0
-    n_groups: int = 0  # 0: no categorial structure
-    within_similarity: float = 0.4  # mean cosine similarity of transition rows within a group
-    across_similarity: float = 0.1
-    entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
-    frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
-    reliability: float = -1.0
-    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
-    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
-
-
-@dataclass
-class BiInductConfig:
-    """Synthetic copy snippets woven into a natural stream (Sabry and Belz 2025)."""
-
-    mode: Literal["none", "forward", "backward", "balanced", "random"] = "none"  # random: S SEP S' control
-    span_len: int = 20  # L
-    mix_start: float = 0.5  # m0, annealed linearly to 0 over the run's budget
-    span_source: Literal["random", "natural"] = "random"
-    sep_token: int = -1  # -1: the tokenizer's separator (a reserved special token)
-
-
-@dataclass
 class DataConfig:
     """Where tokens come from.
 
-    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin`` (offline
-    English corpus from installed docstrings and docs), ``text:PATH_OR_GLOB``,
-    ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``, ``markov``, or one a module registers.
-    ``biinduct`` wraps any natural source.
+    ``source`` names a registered source (:mod:`ihtrain.data.registry`; ``usage()`` lists them).
+    Each source module declares its own config section (its dataclass, ranges and factors) and
+    registers it; ``data.NAME`` reads section ``NAME`` from :attr:`sections`. A registered wrapper
+    (Bi-Induct) wraps whichever source is built.
     """
 
-    source: str = "builtin"
+    source: str = field(default_factory=default_source)  # the natural source: the shipped corpus
     tokenizer: str = "bpe"  # "bpe" (trained on the corpus, cached) or "pretrained:NAME_OR_PATH"
     vocab_size: int = 512  # BPE vocabulary size (natural sources)
     max_corpus_chars: int = 0  # 0: whole corpus; else truncate (deterministically) for speed
     val_fraction: float = 0.01
     cache_dir: str = ""  # "" -> $IHLAW_CACHE or ~/.cache/ihlaw
-    seminatural: SeminaturalConfig = field(default_factory=SeminaturalConfig)
-    markov: MarkovConfig = field(default_factory=MarkovConfig)
-    biinduct: BiInductConfig = field(default_factory=BiInductConfig)
-    # the sections of sources registered beyond the shipped ones (ihtrain.data.registry), by name:
-    # ``data.NAME`` reads them, config.json holds them beside the others, and only those set or
-    # selected are there, so a registered source changes no other run's config.json or run_id
-    sections: dict[str, Any] = field(default_factory=dict, metadata={"registry": True})
+    # the sources' sections (ihtrain.data.registry), by name: ``data.NAME`` reads them and
+    # config.json holds them beside the fields above. The recorded ones (the shipped sources') are
+    # in every config; another source's only when set or selected, so a registered source changes
+    # no other run's config.json or run_id
+    sections: dict[str, Any] = field(default_factory=recorded_sections, metadata={"registry": True})
 
     def __getattr__(self, name: str) -> Any:  # only for names that are not fields: a registered section
         sections = self.__dict__.get("sections")
@@ -428,8 +386,8 @@ def to_json(cfg: RunConfig) -> str:
 
 
 __all__ = [
-    "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
-    "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
+    "ConfigError", "DataConfig", "MetricsConfig", "ModelConfig",
+    "RunConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
     "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from ihtrain.data.registry import find, sources, usage
-from ihtrain.errors import ConfigError
+from ihtrain.errors import ConfigError, need
 
 # The functions take the dataclasses of ihtrain.config (RunConfig and its sections); config.py imports
 # this module, so they are annotated Any rather than importing the classes back.
@@ -38,11 +38,6 @@ def validate(cfg: Any) -> Any:
 def is_plain_name(name: str) -> bool:
     """A run or grid name is a folder name, never a path (``../x`` would write outside runs/)."""
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and name.isprintable()
-
-
-def need(ok: bool, name: str, msg: str) -> None:
-    if not ok:
-        raise ConfigError(f"{name}: {msg}")
 
 
 def _validate_model(m: Any) -> None:
@@ -96,22 +91,14 @@ def _validate_train(t: Any, m: Any) -> None:
 
 
 def _validate_data(d: Any, cfg: Any) -> None:
-    t = cfg.train
     need(d.vocab_size >= 8, "data.vocab_size", f"must be >= 8, got {d.vocab_size}")
     need(0 < d.val_fraction < 0.5, "data.val_fraction", "must be in (0, 0.5)")
     need(find(d.source) is not None, "data.source", f"must be one of {usage()}; got {d.source!r}")
     selected = find(d.source)
     for src in sources():  # every section the config holds, selected or not (a shipped config has them all)
-        present = src.section in vars(d) or src.section in d.sections or src is selected
+        present = src.section in d.sections or src is selected or src.wraps
         if src.check is not None and src.section and present:
             src.check(getattr(d, src.section), cfg)
-    bi = d.biinduct
-    need(0.0 <= bi.mix_start <= 1.0, "data.biinduct.mix_start", f"must be a probability in [0, 1], got {bi.mix_start}")
     need(d.max_corpus_chars >= 0, "data.max_corpus_chars", f"must be >= 0 (0: whole corpus), got {d.max_corpus_chars}")
-    if bi.mode != "none":
-        need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
-        need(2 * bi.span_len + 1 <= t.context + 1, "data.biinduct.span_len",
-             f"a snippet S SEP S has 2 * span_len + 1 = {2 * bi.span_len + 1} tokens, longer than "
-             f"train.context + 1 = {t.context + 1}")
     need(d.tokenizer == "bpe" or d.tokenizer.startswith("pretrained:"), "data.tokenizer",
          f"must be 'bpe' or 'pretrained:NAME_OR_PATH', got {d.tokenizer!r}")

@@ -7,4 +7,10 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range (message names the field)."""
 
 
-__all__ = ["ConfigError"]
+def need(ok: bool, name: str, msg: str) -> None:
+    """Raise ``ConfigError("name: msg")`` unless ``ok``: every range check of a config field."""
+    if not ok:
+        raise ConfigError(f"{name}: {msg}")
+
+
+__all__ = ["ConfigError", "need"]

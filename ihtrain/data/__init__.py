@@ -1,38 +1,38 @@
-"""Token sources for training: natural text, semi-natural and Markov generators, Bi-Induct.
+"""Token sources for training: natural text, semi-natural and Markov generators, the Bi-Induct wrapper.
 
 ``build_source(data_cfg, seed)`` turns a :class:`~ihtrain.config.DataConfig` into a
 :class:`~ihtrain.data.source.TokenSource` through the source registry (:mod:`ihtrain.data.registry`),
-where each source module registers itself.
+where each source module declares itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ihtrain.data.registry import find, usage
-from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, cached_stream_config, resolve_cache_dir
+from ihtrain.data.registry import cached_stream_config, find, usage, wrappers
+from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, resolve_cache_dir
 
 
 def build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> TokenSource:
-    """``data.source`` -> a ready ``TokenSource`` (wrapped by Bi-Induct when ``data.biinduct.mode != "none"``)."""
+    """``data.source`` -> a ready ``TokenSource``, through every registered wrapper (Bi-Induct wraps
+    it when its section turns it on)."""
     src = find(data_cfg.source)  # each source module is imported when first asked for (ihtrain.data.registry)
     if src is None:
         raise DataError(f"data.source: must be one of {usage()}; got {data_cfg.source!r}")
-    base = src.build(data_cfg, seed=seed, progress=progress, context=context)
-    if data_cfg.biinduct.mode != "none":
-        from ihtrain.data.biinduct import BiInductSource
-
-        return BiInductSource(base, data_cfg.biinduct, seed=seed, context=context)
-    return base
+    out = src.build(data_cfg, seed=seed, progress=progress, context=context)
+    for wrapper in wrappers():
+        out = wrapper.build(out, data_cfg, seed=seed, context=context)
+    return out
 
 
 def repeat_start_of(data_cfg: Any, length: int) -> int:
     """The first position at which the training sequences of ``length`` tokens may hold a copy
-    (the source's declared ``repeat_start``; 0 for forward Bi-Induct snippets, which land anywhere)."""
+    (the source's declared ``repeat_start``; 0 when a wrapper's copies land anywhere, as forward
+    Bi-Induct snippets do)."""
     src = find(data_cfg.source)
     if src is None:
         raise DataError(f"data.source: must be one of {usage()}; got {data_cfg.source!r}")
-    copies_anywhere = data_cfg.biinduct.mode in ("forward", "balanced")
+    copies_anywhere = any(w.copies_anywhere(data_cfg) for w in wrappers())
     return 0 if copies_anywhere else src.repeat_start(data_cfg, length)
 
 

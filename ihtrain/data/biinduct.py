@@ -23,13 +23,28 @@ chosen free slots and, within a sequence, to uniformly random non-overlapping of
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from ihtrain.data.repeats import as_rng, check_prob
+from ihtrain.data.source import DataSource
+from ihtrain.errors import need
 
 MODES = ("none", "forward", "backward", "balanced", "random")
+
+
+# ---------------------------------------------------------------------------- the config section (data.biinduct)
+@dataclass
+class BiInductConfig:
+    """Synthetic copy snippets woven into a natural stream (Sabry and Belz 2025)."""
+
+    mode: Literal["none", "forward", "backward", "balanced", "random"] = "none"  # random: S SEP S' control
+    span_len: int = 20  # L
+    mix_start: float = 0.5  # m0, annealed linearly to 0 over the run's budget
+    span_source: Literal["random", "natural"] = "random"
+    sep_token: int = -1  # -1: the tokenizer's separator (a reserved special token)
 
 
 def inject_snippets(tokens: np.ndarray, ratio: float, span_len: int, sep: int, mode: str = "balanced",
@@ -138,3 +153,28 @@ class BiInductSource:
 
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         return self.base.val_sample(n_seqs, length)  # held-out perplexity on natural text only
+
+
+# ---------------------------------------------------------------------------- the registry's entry
+def _wrap(base: Any, data_cfg: Any, seed: int = 0, context: int | None = None) -> Any:
+    """``base`` with snippets woven in, or ``base`` itself when ``data.biinduct.mode = "none"``."""
+    bi = data_cfg.biinduct
+    return base if bi.mode == "none" else BiInductSource(base, bi, seed=seed, context=context)
+
+
+def _check_section(bi: BiInductConfig, cfg: Any) -> None:
+    need(0.0 <= bi.mix_start <= 1.0, "data.biinduct.mix_start", f"must be a probability in [0, 1], got {bi.mix_start}")
+    if bi.mode != "none":
+        t = cfg.train
+        need(bi.span_len >= 1, "data.biinduct.span_len", f"must be >= 1, got {bi.span_len}")
+        need(2 * bi.span_len + 1 <= t.context + 1, "data.biinduct.span_len",
+             f"a snippet S SEP S has 2 * span_len + 1 = {2 * bi.span_len + 1} tokens, longer than "
+             f"train.context + 1 = {t.context + 1}")
+
+
+def _copies_anywhere(data_cfg: Any) -> bool:
+    return data_cfg.biinduct.mode in ("forward", "balanced")  # a forward copy lands at any offset
+
+
+SOURCES = (DataSource("biinduct", _wrap, section="biinduct", config=BiInductConfig, check=_check_section,
+                    recorded=True, wraps=True, copies_anywhere=_copies_anywhere),)

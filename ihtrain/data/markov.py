@@ -40,14 +40,32 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from ihtrain.config import MarkovConfig
-from ihtrain.config_checks import need
-from ihtrain.data.registry import DataSource, register
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
+from ihtrain.data.source import DataSource
+from ihtrain.errors import need
+
+
+# ---------------------------------------------------------------------------- the config section (data.markov)
+@dataclass
+class MarkovConfig:
+    """Synthetic i.i.d. or first-order Markov tokens with controlled statistics."""
+
+    vocab: int = 1000
+    dependency: Literal["iid", "markov"] = "markov"
+    marginal: Literal["uniform", "zipf", "gaussian"] = "zipf"
+    zipf_alpha: float = 1.0
+    n_groups: int = 0  # 0: no categorial structure
+    within_similarity: float = 0.4  # mean cosine similarity of transition rows within a group
+    across_similarity: float = 0.1
+    entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
+    frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
+    reliability: float = -1.0
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
+    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 N_SPECIAL = 2
 TOL_SIM, TOL_H, TOL_TV = 0.02, 0.05, 1e-9
@@ -467,5 +485,5 @@ def _repeat_start(data_cfg: Any, length: int) -> int:
     return data_cfg.markov.repeat_start or length // 2  # plant_repeats' layout
 
 
-register(DataSource("markov", _build_source, section="markov", config=MarkovConfig, vocab_fields=("vocab",),
-                    check=_check_section, repeat_start=_repeat_start))
+SOURCES = (DataSource("markov", _build_source, section="markov", config=MarkovConfig, vocab_fields=("vocab",),
+                    check=_check_section, repeat_start=_repeat_start, recorded=True),)

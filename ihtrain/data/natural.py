@@ -48,8 +48,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from ihtrain.data.registry import DataSource, register
-from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
+from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
 from ihstats.progress import bar as progress_bar
@@ -505,5 +504,7 @@ def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: 
     return NaturalSource(load_stream(data_cfg, progress=progress))
 
 
-for _name, _usage in (("builtin", "builtin"), ("text:", "text:PATH_OR_GLOB"), ("hf:", "hf:NAME[:CONFIG][:SPLIT]")):
-    register(DataSource(_name, _build_source, stream=lambda data_cfg: data_cfg, usage=_usage))  # the stream is the source
+# a natural source's cached stream is the source itself; the shipped corpus is the default source
+SOURCES = tuple(DataSource(name, _build_source, stream=lambda data_cfg: data_cfg, usage=usage, default=name == "builtin")
+                for name, usage in (("builtin", "builtin"), ("text:", "text:PATH_OR_GLOB"),
+                                    ("hf:", "hf:NAME[:CONFIG][:SPLIT]")))

@@ -1,68 +1,39 @@
-"""The data-source registry: every source module registers what the rest of the package asks of it.
+"""The data-source registry: what the rest of the package asks of each data source.
 
-A :class:`DataSource` names the source (the ``data.source`` value), its config section (the
-``DataConfig`` attribute and its dataclass), how to build it, the section fields that set its
-vocabulary (the pack key), the natural stream it reads (cached on disk), its range checks and its
-grid factors (:class:`ihstats.sources.SourceFactors`). ``config`` (validation, a new source's
-section), ``data.build_source``, ``data.source.cached_stream_config`` and ``packed.pack_key``
-consult the registry instead of naming sources, so a new source is one module (plus its test) that
-calls :func:`register` when imported::
+A :class:`~ihtrain.data.source.DataSource` names the source (the ``data.source`` value), its config
+section (the ``DataConfig`` attribute and its dataclass), how to build it, the section fields that
+set its vocabulary (the pack key), the natural stream it reads (cached on disk), its range checks
+and its grid factors (:class:`ihstats.sources.SourceFactors`). ``config`` (validation, the
+sections), ``data.build_source``, :func:`cached_stream_config` and ``packed.pack_key`` consult the
+registry instead of naming sources, so a new source is one module (plus its test).
+
+The shipped sources (:data:`BUILTIN_MODULES`) each declare theirs in a module constant,
+``SOURCES = (DataSource(...), ...)``, next to their config section's dataclass; this module
+imports them by name on the first lookup (importing it stays cheap) and registers what they
+declare. They import neither this module nor ``ihtrain.config``, so there is no cycle, static or at
+run time (``tests/test_house_rooms.py`` follows these loads). Their sections are ``recorded``: in
+every run's ``config.json`` whichever source it used, as every shipped run's id hashes them. A
+source of your own calls :func:`register` when its module is imported::
 
     register(DataSource("toy", build_toy, section="toy", config=ToyConfig))
 
-The shipped sources (:data:`BUILTIN_MODULES`) register themselves when first asked for: this module
-imports them by name on the first lookup, so importing it stays cheap and free of cycles (they
-import ``ihtrain.config``, which imports this module).
+A **wrapper** (``wraps=True``; Bi-Induct) is declared the same way but is no ``data.source``
+value: ``build(base, data_cfg, seed, context)`` wraps whichever source was built (it returns
+``base`` itself when its section turns it off), and ``copies_anywhere(data_cfg)`` says when its
+copies land at any position of a sequence.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from ihstats.sources import SourceFactors, register_factors
+from ihstats.sources import register_factors
+from ihtrain.data.source import DataSource
 
-#: the modules of the shipped sources, imported on the first lookup (each registers itself)
-BUILTIN_MODULES = ("ihtrain.data.natural", "ihtrain.data.seminatural", "ihtrain.data.markov")
-
-
-def _no_stream(data_cfg: Any) -> None:
-    return None
-
-
-def _repeats_anywhere(data_cfg: Any, length: int) -> int:
-    return 0
-
-
-@dataclass(frozen=True)
-class DataSource:
-    """One data source, as the trainer sees it.
-
-    ``name``: the ``data.source`` value, or a prefix ending in ``:`` (``text:`` matches
-    ``text:PATH``). ``build(data_cfg, seed, progress, context)`` returns a ``TokenSource``.
-    ``section``: the ``DataConfig`` attribute holding its knobs ("" none) and ``config`` that
-    section's dataclass (a new source's own; the shipped sections are ``ihtrain.config``'s, in
-    every shipped config.json). ``vocab_fields``: the section fields that set the vocabulary when
-    ``model.vocab_size`` is 0 (runs that differ in them cannot train packed). ``stream(data_cfg)``:
-    the DataConfig of the cached natural stream it reads, None when built in memory. ``check(section,
-    run_cfg)``: range checks raising ``ConfigError`` naming the dotted field. ``factors``: how the
-    statistics read its grid factors (None: every scalar field of its section). ``usage``: the name
-    as error messages write it. ``repeat_start(data_cfg, length)``: the first position at which a
-    sequence of ``length`` tokens may hold a copy (the repeat region is ``[start, length - 1]``; 0:
-    anywhere, as in natural text); the design check and the in-distribution probes read it.
-    """
-
-    name: str
-    build: Callable[..., Any]
-    section: str = ""
-    config: type | None = None
-    vocab_fields: tuple[str, ...] = ()
-    stream: Callable[[Any], Any] = _no_stream
-    check: Callable[[Any, Any], None] | None = None
-    factors: SourceFactors | None = None
-    usage: str = ""
-    repeat_start: Callable[[Any, int], int] = _repeats_anywhere
+#: the modules of the shipped sources, imported on the first lookup (each declares ``SOURCES``)
+BUILTIN_MODULES = ("ihtrain.data.natural", "ihtrain.data.seminatural", "ihtrain.data.markov",
+                   "ihtrain.data.biinduct")
 
 
 _SOURCES: dict[str, DataSource] = {}
@@ -82,7 +53,8 @@ def _load_builtins() -> None:
     if not _loaded:
         _loaded = True
         for module in BUILTIN_MODULES:
-            importlib.import_module(module)
+            for source in importlib.import_module(module).SOURCES:
+                register(source)
 
 
 def sources() -> list[DataSource]:
@@ -94,22 +66,48 @@ def sources() -> list[DataSource]:
 
 
 def find(name: str) -> DataSource | None:
-    """The source ``data.source = name`` selects (by name, or by a ``prefix:``), None if none."""
+    """The source ``data.source = name`` selects (by name, or by a ``prefix:``), None if none (a
+    wrapper is never selected)."""
     _load_builtins()
-    if name in _SOURCES:
-        return _SOURCES[name]
-    return next((s for s in _SOURCES.values() if s.name.endswith(":") and name.startswith(s.name)), None)
+    src = _SOURCES.get(name) or next((s for s in _SOURCES.values() if s.name.endswith(":") and name.startswith(s.name)), None)
+    return None if src is None or src.wraps else src
+
+
+def wrappers() -> list[DataSource]:
+    """The registered wrappers, in :func:`sources` order (each wraps the source built before it)."""
+    return [s for s in sources() if s.wraps]
 
 
 def registered_section(name: str) -> DataSource | None:
-    """The already registered source whose config ``section`` is ``name`` (no import of the shipped
-    ones: their sections are ``DataConfig`` fields), None if none."""
+    """The registered source (or wrapper) whose config ``section`` is ``name``, None if none."""
+    _load_builtins()
     return next((s for s in _SOURCES.values() if s.section == name and s.config is not None), None)
+
+
+def default_source() -> str:
+    """The ``data.source`` of a config that names none: the source declared ``default``."""
+    return next(s.name for s in sources() if s.default)
+
+
+def recorded_sections() -> dict[str, Any]:
+    """``{section: its dataclass at the defaults}`` for every recorded section, in :func:`sources`
+    order: the sections a fresh ``DataConfig`` holds."""
+    return {s.section: s.config() for s in sources() if s.recorded and s.section and s.config is not None}
+
+
+def cached_stream_config(data_cfg: Any) -> Any | None:
+    """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
+    disk) that ``build_source(data_cfg)`` reads: the source's declared ``stream`` (a natural
+    source itself, a semi-natural source's base corpus); None for a source built only in memory
+    (the generators). A wrapper wraps its base source, so the base decides."""
+    src = find(data_cfg.source)
+    return src.stream(data_cfg) if src is not None else None
 
 
 def usage() -> str:
     """``"builtin, text:PATH_OR_GLOB, ..."``: the names ``data.source`` accepts, for messages."""
-    return ", ".join(s.usage or s.name for s in sources())
+    return ", ".join(s.usage or s.name for s in sources() if not s.wraps)
 
 
-__all__ = ["BUILTIN_MODULES", "DataSource", "find", "register", "registered_section", "sources", "usage"]
+__all__ = ["BUILTIN_MODULES", "DataSource", "cached_stream_config", "default_source", "find", "recorded_sections", "register", "registered_section", "sources",
+           "usage", "wrappers"]

@@ -23,12 +23,22 @@ from typing import Any
 
 import numpy as np
 
-from ihtrain.config import DataConfig, SeminaturalConfig
-from ihtrain.config_checks import need
 from ihtrain.data.natural import load_stream
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
-from ihtrain.data.registry import DataSource, register
-from ihtrain.data.source import cached_stream_config, resolve_cache_dir
+from ihtrain.data.source import DataSource, resolve_cache_dir
+from ihtrain.errors import need
+
+
+# ---------------------------------------------------------------------------- the config section (data.seminatural)
+@dataclass
+class SeminaturalConfig:
+    """Bigram-model sequences with planted ``A B ... A -> B`` repeats (Aoyama et al. 2025)."""
+
+    frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
+    reliability: float = 0.5  # P(B | A B ... A)
+    top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
+    base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 N_SPECIAL = 2  # eos = 0, sep = 1 are reserved; ordinary tokens are 2 .. V + 1
 
@@ -149,7 +159,7 @@ def generate_seminatural(bigram: BigramModel, n_seqs: int, length: int, frequenc
 class SeminaturalSource:
     """``TokenSource`` for semi-natural data (see the module docstring).
 
-    Parameters: ``cfg`` a :class:`~ihtrain.config.SeminaturalConfig`; ``seed``; ``cache_dir`` for the
+    Parameters: ``cfg`` a :class:`SeminaturalConfig`; ``seed``; ``cache_dir`` for the
     natural corpus; ``data_cfg`` (optional DataConfig: tokenizer settings of the base corpus);
     ``bigram`` or ``tokens`` to skip loading the corpus (tests); ``pool_tokens`` size of the fixed
     pool per sequence length (0: generate fresh sequences in every ``sample`` call).
@@ -182,10 +192,13 @@ class SeminaturalSource:
         return self._bigram
 
     def _load_stream(self) -> Any:
-        base = self._data_cfg if self._data_cfg is not None else DataConfig()
-        base = dataclasses.replace(base, source="seminatural", seminatural=self.cfg,
-                                   cache_dir=self._cache_dir or getattr(base, "cache_dir", ""))
-        return load_stream(cached_stream_config(base))  # the stream the grid prepares for this source
+        if self._data_cfg is None:
+            raise ValueError("SeminaturalSource: reading the natural corpus needs data_cfg (the run's DataConfig: "
+                             "its tokenizer settings); or pass bigram= or tokens=")
+        base = dataclasses.replace(self._data_cfg, source="seminatural",
+                                   cache_dir=self._cache_dir or self._data_cfg.cache_dir)
+        base.sections = {**base.sections, "seminatural": self.cfg}  # this source's own section, not the caller's
+        return load_stream(_base_stream(base))  # the stream the grid prepares for this source (a natural one: itself)
 
     # ------------------------------------------------------------------ TokenSource protocol
     @property
@@ -247,5 +260,6 @@ def _check_section(sn: SeminaturalConfig, cfg: Any) -> None:
     need(sn.pool_tokens >= 0, "data.seminatural.pool_tokens", "must be >= 0")
 
 
-register(DataSource("seminatural", _build_source, section="seminatural", config=SeminaturalConfig, vocab_fields=("top_v",),
-                    stream=_base_stream, check=_check_section, repeat_start=lambda data_cfg, length: length // 2))
+SOURCES = (DataSource("seminatural", _build_source, section="seminatural", config=SeminaturalConfig, vocab_fields=("top_v",),
+                    stream=_base_stream, check=_check_section, repeat_start=lambda data_cfg, length: length // 2,
+                    recorded=True),)

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from ihtrain.errors import ConfigError
-from ihtrain.data.registry import find
 
 EOS, SEP = 0, 1  # special tokens take the lowest ids; ordinary tokens are 2 .. vocab_size - 1
 SPECIAL_TOKENS = {"eos": EOS, "sep": SEP}
@@ -74,10 +74,50 @@ def check_sample_args(n_seqs: int, length: int) -> None:
         raise ValueError(f"length: must be a positive integer, got {length}")
 
 
-def cached_stream_config(data_cfg: Any) -> Any | None:
-    """The DataConfig of the natural token stream (corpus, tokenizer, token memmap, all cached on
-    disk) that ``build_source(data_cfg)`` reads: the source's ``stream`` in the registry (a natural
-    source itself, a semi-natural source's base corpus); None for a source built only in memory
-    (markov). Bi-Induct wraps its base source, so the base decides."""
-    src = find(data_cfg.source)
-    return src.stream(data_cfg) if src is not None else None
+# ---------------------------------------------------------------------------- a source's declaration
+def _no_stream(data_cfg: Any) -> None:
+    return None
+
+
+def _repeats_anywhere(data_cfg: Any, length: int) -> int:
+    return 0
+
+
+def _never(data_cfg: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """One data source, as the trainer sees it.
+
+    ``name``: the ``data.source`` value, or a prefix ending in ``:`` (``text:`` matches
+    ``text:PATH``). ``build(data_cfg, seed, progress, context)`` returns a ``TokenSource``.
+    ``section``: the ``DataConfig`` attribute holding its knobs ("" none) and ``config`` that
+    section's dataclass (a new source's own; the shipped sections are ``ihtrain.config``'s, in
+    every shipped config.json). ``vocab_fields``: the section fields that set the vocabulary when
+    ``model.vocab_size`` is 0 (runs that differ in them cannot train packed). ``stream(data_cfg)``:
+    the DataConfig of the cached natural stream it reads, None when built in memory. ``check(section,
+    run_cfg)``: range checks raising ``ConfigError`` naming the dotted field. ``factors``: how the
+    statistics read its grid factors (None: every scalar field of its section). ``usage``: the name
+    as error messages write it. ``repeat_start(data_cfg, length)``: the first position at which a
+    sequence of ``length`` tokens may hold a copy (the repeat region is ``[start, length - 1]``; 0:
+    anywhere, as in natural text); the design check and the in-distribution probes read it.
+    ``default``: the ``data.source`` of a config that names none. ``recorded``: its section is in every run's config (the shipped sections; a registered one is
+    there only when set or selected). ``wraps``/``copies_anywhere``: a wrapper (module docstring).
+    """
+
+    name: str
+    build: Callable[..., Any]
+    section: str = ""
+    config: type | None = None
+    vocab_fields: tuple[str, ...] = ()
+    stream: Callable[[Any], Any] = _no_stream
+    check: Callable[[Any, Any], None] | None = None
+    factors: Any = None  # an ihstats.sources.SourceFactors
+    usage: str = ""
+    repeat_start: Callable[[Any, int], int] = _repeats_anywhere
+    recorded: bool = False
+    default: bool = False
+    wraps: bool = False
+    copies_anywhere: Callable[[Any], bool] = _never

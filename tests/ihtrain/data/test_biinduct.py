@@ -5,8 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ihtrain.config import BiInductConfig
-from ihtrain.data.biinduct import BiInductSource, inject_snippets
+from ihtrain.data.biinduct import BiInductConfig, BiInductSource, inject_snippets
 
 
 class FakeNatural:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ihtrain.config import MarkovConfig, RunConfig, validate
-from ihtrain.data.markov import (TOL_H, TOL_SIM, MarkovSource, build_chain, generate_markov, marginal,
+from ihtrain.config import RunConfig, validate
+from ihtrain.data.markov import (MarkovConfig, TOL_H, TOL_SIM, MarkovSource, build_chain, generate_markov, marginal,
                                  mutual_information)
 from ihtrain.data.repeats import measure_repeats
 

@@ -228,8 +228,8 @@ def test_build_source_dispatch(tmp_path, monkeypatch):
     assert isinstance(build_source(dataclasses.replace(cfg, source="markov"), seed=4), Markov)
     assert calls["MarkovSource"] == ((cfg.markov,), {"seed": 4})
     _write_docs(tmp_path / "corpus")
-    bi = dataclasses.replace(_cfg(tmp_path, f"text:{tmp_path}/corpus"),
-                             biinduct=dataclasses.replace(cfg.biinduct, mode="forward"))
+    bi = _cfg(tmp_path, f"text:{tmp_path}/corpus")
+    bi.biinduct.mode = "forward"  # a section is data.NAME (the source module's dataclass)
     assert isinstance(build_source(bi, seed=5, progress=False), Bi)
     (base, bcfg), kw = calls["BiInductSource"]
     assert isinstance(base, NaturalSource) and bcfg is bi.biinduct and kw == {"seed": 5, "context": None}

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from ihtrain.config import SeminaturalConfig
 from ihtrain.data.repeats import measure_repeats
-from ihtrain.data.seminatural import BigramModel, SeminaturalSource, generate_seminatural
+from ihtrain.data.seminatural import BigramModel, SeminaturalConfig, SeminaturalSource, generate_seminatural
 
 GRID = [0.1, 0.3, 0.5, 0.7, 0.9]
 
