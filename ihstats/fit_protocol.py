@@ -1,4 +1,4 @@
-"""What every fit's results object offers: :class:`FitResults`, defined once.
+"""What every fit offers: :class:`FitResults` (its results object) and :class:`FitError` (its bad input), defined once.
 
 A fit of ihstats (the law, :mod:`ihstats.law`; the frontier, :mod:`ihstats.frontier`; the onset
 model, :mod:`ihstats.onset`) is built from a table and a spec, sampled, and returns a results
@@ -12,6 +12,10 @@ object that holds numbers and answers three calls the same way:
 Each may take more, optional, arguments (an ``hdi_prob``, thresholds, extra tables). Figures are
 drawn from a results object by the figure home (:mod:`ihstats.plots`, :mod:`ihstats.plots_paper`),
 reports by the fit's own ``report`` module; a results object imports neither.
+
+Bad input to a fit raises its group's error, declared in the group's ``spec`` as a subclass of
+:class:`FitError` (``UPTLawError``, ``FrontierError``, ``OnsetError``, ``AblationError``): a
+``ValueError`` whose message names the field, so one ``except FitError`` catches every fit's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import pandas as pd
+
+
+class FitError(ValueError):
+    """Bad input to a fit (the message names the field and what is allowed); each group subclasses it."""
 
 
 @runtime_checkable

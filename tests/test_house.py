@@ -443,3 +443,47 @@ def test_fit_groups_and_simulators_import_no_other_groups_modules():
                                 "ihstats.simulate.law": {"ihstats.law.model"},
                                 "ihstats.law.predict": {"ihstats.simulate.law", "ihstats.law.model"}}) == [
         "ihstats.onset.data imports ihstats.frontier.spec", "ihstats.simulate.law imports ihstats.law.model"]
+
+
+def test_every_fit_group_declares_its_error_and_its_data_step_raises_it():
+    """One error base (``ihstats.fit_protocol.FitError``, a ValueError), one subclass per group in
+    its ``spec``; the group's ``data`` step (the checks of its input table) raises that, never a
+    bare ValueError, so ``except FitError`` catches every fit's bad input."""
+    import importlib
+
+    from ihstats.fit_protocol import FitError
+
+    for group in FIT_GROUPS:
+        spec = importlib.import_module(f"{group}.spec")
+        errors = [v for v in vars(spec).values() if isinstance(v, type) and issubclass(v, FitError) and v is not FitError
+                  and v.__module__ == spec.__name__]
+        assert len(errors) == 1, f"{group}.spec declares {errors}"
+        data = ROOT / Path(*group.split(".")) / "data.py"
+        bare = [n.lineno for n in ast.walk(ast.parse(data.read_text())) if isinstance(n, ast.Raise) and n.exc is not None
+                and isinstance(n.exc, ast.Call) and ast.unparse(n.exc.func) == "ValueError"]
+        assert bare == [], f"{group}.data raises a bare ValueError at lines {bare}; raise {errors[0].__name__}"
+
+
+#: what an atomic write is made of; only ihstats/fileio.py (atomic_write and its kin) may call them
+ATOMIC_PARTS = {"os.replace", "os.rename", "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "os.fsync"}
+
+
+def hand_made_atomic_writes(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    where = path.relative_to(ROOT) if ROOT in path.parents else path.name
+    return [f"{where}:{n.lineno} {ast.unparse(n.func)}" for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and ast.unparse(n.func) in ATOMIC_PARTS]
+
+
+def test_every_atomic_write_goes_through_fileio():
+    """A file a reader may see half-written is written by ``ihstats.fileio`` (temporary file,
+    usual permissions, fsync, rename), never by a hand-made copy of it."""
+    home = ROOT / "ihstats" / "fileio.py"
+    assert [w for p in _sources(SOURCE_DIRS + ("benchmarks",)) if p != home for w in hand_made_atomic_writes(p)] == []
+    assert hand_made_atomic_writes(home)  # the check sees the real thing
+
+
+def test_the_atomic_write_check_sees_a_hand_made_one(tmp_path):
+    f = tmp_path / "probe.py"
+    f.write_text("import os, tempfile\nfd, tmp = tempfile.mkstemp()\nos.replace(tmp, 'x')\n")
+    assert hand_made_atomic_writes(f) == ["probe.py:2 tempfile.mkstemp", "probe.py:3 os.replace"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.spec import ABLATIONS, COLUMNS, PREV_TOKEN_SUFFIX
+from ihstats.ablation.spec import ABLATIONS, COLUMNS, PREV_TOKEN_SUFFIX, AblationError
 from ihstats.tables import numeric_column, rows
 
 
@@ -55,22 +55,22 @@ def ablation_arrays(table: pd.DataFrame, condition: str, metric: str | None = No
     if metric is not None:
         df = df[df["metric"] == metric]
     if df.empty:
-        raise ValueError(f"condition: no rows for condition={condition!r} metric={metric!r}; "
+        raise AblationError(f"condition: no rows for condition={condition!r} metric={metric!r}; "
                          f"conditions are {sorted(table['condition'].unique())}")
     key = df["set_id"].where(df["ablation"] == "random", df["ablation"])
     if (dup := df.assign(key=key).duplicated(["example", "key"])).any():
-        raise ValueError(f"{condition}: duplicate (example, set) rows, e.g. "
+        raise AblationError(f"{condition}: duplicate (example, set) rows, e.g. "
                          f"{df[dup].iloc[0][['example', 'ablation', 'set_id']].to_dict()}")
     wide = df.assign(key=key).pivot(index="example", columns="key", values="value")
     for need in ("none", "top"):
         if need not in wide:
-            raise ValueError(f"{condition}: no ablation == {need!r} rows")
+            raise AblationError(f"{condition}: no ablation == {need!r} rows")
     rand_cols = [c for c in wide.columns if c not in ("none", "top")]
     if not rand_cols:
-        raise ValueError(f"{condition}: no ablation == 'random' rows")
+        raise AblationError(f"{condition}: no ablation == 'random' rows")
     if wide.isna().any().any():
         bad = wide.columns[wide.isna().any()].tolist()[:5]
-        raise ValueError(f"{condition}: sets {bad} do not cover the same examples as 'none' "
+        raise AblationError(f"{condition}: sets {bad} do not cover the same examples as 'none' "
                          f"(every set needs a value for each of the {len(wide)} examples)")
     sign = 1.0 if higher_is_better else -1.0
     base = wide["none"].to_numpy(float)
@@ -94,11 +94,11 @@ def check_table(table: pd.DataFrame) -> None:
         raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
     missing = [c for c in COLUMNS if c not in table]
     if missing:
-        raise ValueError(f"missing columns: {missing}; the table needs {list(COLUMNS)}")
+        raise AblationError(f"missing columns: {missing}; the table needs {list(COLUMNS)}")
     bad = set(table["ablation"].unique()) - set(ABLATIONS)
     if bad:
-        raise ValueError(f"ablation: unknown values {sorted(map(str, bad))}; allowed {ABLATIONS}")
-    value = numeric_column(table, "value")  # text is named as text, not as NaN
+        raise AblationError(f"ablation: unknown values {sorted(map(str, bad))}; allowed {ABLATIONS}")
+    value = numeric_column(table, "value", error=AblationError)  # text is named as text, not as NaN
     if not np.all(np.isfinite(value)):
-        raise ValueError(f"value: blank or not finite in {rows(table, ~np.isfinite(value))}; every value must "
+        raise AblationError(f"value: blank or not finite in {rows(table, ~np.isfinite(value))}; every value must "
                          f"be a finite number")

@@ -13,6 +13,12 @@ import math
 
 import numpy as np
 
+from ihstats.fit_protocol import FitError
+
+
+class AblationError(FitError):
+    """A bad ablation table; the message names the column or condition and what is wrong."""
+
 COLUMNS = ("condition", "example", "ablation", "set_id", "value")
 ABLATIONS = ("none", "top", "random")
 # Random head sets drawn by default: the smallest attainable p is 1 / (R + 1) = 0.005, so a top set

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ihstats.frontier.spec import KNOBS
+from ihstats.frontier.spec import KNOBS, FrontierError
 from ihstats.tables import formed_column, numeric_column, one_row_per_run
 
 
@@ -34,32 +34,32 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
     df = table.copy()
     if metric is not None:
         if "metric" not in df:
-            raise ValueError(f"metric={metric!r} given but the table has no 'metric' column")
+            raise FrontierError(f"metric={metric!r} given but the table has no 'metric' column")
         df = df[df["metric"] == metric]
         if df.empty:
-            raise ValueError(f"metric: no rows with metric == {metric!r}; "
+            raise FrontierError(f"metric: no rows with metric == {metric!r}; "
                              f"available: {sorted(table['metric'].unique())}")
     elif "metric" in df and df["metric"].nunique() > 1:
-        raise ValueError("metric: the table holds several metrics "
+        raise FrontierError("metric: the table holds several metrics "
                          f"{sorted(df['metric'].unique())}; choose one with metric=")
     needed = list(KNOBS) + list(covariates)
     missing = [c for c in needed if c not in df]
     if "formed" not in df and "censored" not in df:
         missing.append("formed (or censored)")
     if missing:
-        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
+        raise FrontierError(f"missing columns: {missing}; have {list(table.columns)}")
     if "run_id" in df:  # each run counts once, as in the law (a doubled table narrows the interval)
-        one_row_per_run(df, "the frontier")
-    df["formed"] = formed_column(df)  # the one rule (docs/DESIGN.md, "What the fits accept")
+        one_row_per_run(df, "the frontier", error=FrontierError)
+    df["formed"] = formed_column(df, error=FrontierError)  # the one rule (docs/DESIGN.md, "What the fits accept")
     for k in KNOBS:
-        v = pd.Series(numeric_column(df, k), index=df.index)
+        v = pd.Series(numeric_column(df, k, error=FrontierError), index=df.index)
         bad = v.isna() | (v <= 0) | (v > 1)
         if bad.any():
-            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")
+            raise FrontierError(f"{k}: values must lie in (0, 1]; got {sorted(df.loc[bad, k].unique())[:5]}")
         df[k] = v.astype(float)
     for k in needed:
         if df[k].nunique() < 2:
-            raise ValueError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
+            raise FrontierError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
     cells = (df.groupby(needed, as_index=False)
                .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
     cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ihstats.fit_protocol import FitError
 from ihstats.knobs import CLAIM_PROBABILITY, KNOBS  # noqa: F401  (the frontier's knobs: shared with ihstats.onset)
+
+
+class FrontierError(FitError):
+    """Bad input to the frontier fit; the message names the field and what is allowed."""
 
 
 @dataclass(frozen=True)

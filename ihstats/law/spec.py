@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ihstats.fit_protocol import FitError
+
 #: Design factor -> its exponent in ``log UPT = log T - a log B - b log C - c log N``.
 COEF = {"B": "a", "C": "b", "N": "c"}
 #: Published exponents (Aoyama et al. 2025): reference lines in reports.
@@ -18,7 +20,7 @@ PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
 OBS = "log_upt"
 
 
-class UPTLawError(ValueError):
+class UPTLawError(FitError):
     """Bad input to the UPT law fit; the message names the field and what is allowed."""
 
 

@@ -29,8 +29,6 @@ constants change with the rows are compiled anew. The per-fold wall time is in
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ihstats.fileio import atomic_write_text
 from ihstats.law.data import LawData, prepare
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import fitted_range
@@ -124,30 +123,15 @@ class ValidationResults:
         out = Path(out_dir)
         paths = {"runs": out / "runs.csv", "summary": out / "summary.csv",
                  "by_region": out / "summary_by_region.csv", "record": out / "validation.json"}
-        _write_text(paths["runs"], self.runs.to_csv(index=False))
-        _write_text(paths["summary"], self.summary().to_csv(index=False))
-        _write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
-        _write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
+        atomic_write_text(paths["runs"], self.runs.to_csv(index=False))
+        atomic_write_text(paths["summary"], self.summary().to_csv(index=False))
+        atomic_write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
+        atomic_write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
         return paths
 
 
 def _plain(obj):
     return obj.item() if isinstance(obj, np.generic) else str(obj)
-
-
-def _write_text(path: Path, text: str) -> None:
-    # temporary file + rename in the same folder: a reader never sees half a table (ihstats takes
-    # no new imports of ihtrain, whose fileio holds the same idea for the trainer's files)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---- scoring one fold ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.knobs import KNOBS
+from ihstats.onset.spec import OnsetError
 from ihstats.tables import boolean_column
 
 
@@ -32,23 +33,24 @@ def prepare_onset_data(table: pd.DataFrame) -> pd.DataFrame:
     if "formed" not in table and "censored" not in table:
         missing.append("formed (or censored)")
     if missing:
-        raise ValueError(f"missing columns: {missing}; have {list(table.columns)}")
-    formed = boolean_column(table, "formed") if "formed" in table else ~boolean_column(table, "censored")
+        raise OnsetError(f"missing columns: {missing}; have {list(table.columns)}")
+    formed = (boolean_column(table, "formed", error=OnsetError) if "formed" in table
+              else ~boolean_column(table, "censored", error=OnsetError))
     df = pd.DataFrame({k: pd.to_numeric(table[k], errors="coerce") for k in KNOBS})
     df["formed"] = np.asarray(formed, bool)
     df["time"] = np.where(df["formed"], pd.to_numeric(table["onset"], errors="coerce"),
                           pd.to_numeric(table["last_step"], errors="coerce"))
     for k in KNOBS:
         if not df[k].between(0, 1, inclusive="right").all():
-            raise ValueError(f"{k}: values must lie in (0, 1]; got {sorted(df[k].unique())}")
+            raise OnsetError(f"{k}: values must lie in (0, 1]; got {sorted(df[k].unique())}")
         if df[k].nunique() < 2:
-            raise ValueError(f"{k}: a single level ({df[k].iloc[0]}), so its elasticity is not "
+            raise OnsetError(f"{k}: a single level ({df[k].iloc[0]}), so its elasticity is not "
                              "identified; the design needs at least two levels of each knob")
     if not (np.isfinite(df["time"]) & (df["time"] > 0)).all():
-        raise ValueError("onset / last_step: every run needs a positive time (onset of a formed run, "
+        raise OnsetError("onset / last_step: every run needs a positive time (onset of a formed run, "
                          "last_step of one that did not form)")
     if df["formed"].sum() < 3:
-        raise ValueError(f"formed: only {int(df['formed'].sum())} run(s) formed; the onset model needs "
+        raise OnsetError(f"formed: only {int(df['formed'].sum())} run(s) formed; the onset model needs "
                          "at least 3 onsets")
     df["log_time"] = np.log(df["time"])
     return df.reset_index(drop=True)

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ihstats.fit_protocol import FitError
+
+
+class OnsetError(FitError):
+    """Bad input to the onset model; the message names the field and what is allowed."""
+
 P_QUANTITY = "P(|e_freq| > |e_rel|)"
 
 

@@ -53,14 +53,14 @@ from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_f
 from ihstats.fileio import atomic_write_text, read_table
 from ihstats.ablation.permutation import sign_flip_test
 from ihtrain.run.checkpoint import load_model
-from ihtrain.config import ConfigError, RunConfig, from_dict
+from ihtrain.config import ConfigError, RunConfig, from_dict, probe_len_of
 from ihtrain.data import build_source
 from ihtrain.ablate.head_ablation import MODES, ablate_heads, head_means
 from ihtrain.ablate.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
 from ihtrain.ablate.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT
-from ihtrain.probes import MAX_PROBE_LEN, make_probes, natural_repeat
+from ihtrain.probes import make_probes, natural_repeat
 from ihtrain.run.files import read_config_record
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
@@ -160,7 +160,7 @@ def example_inputs(run: LoadedRun, n_examples: int, seed: int, metrics: Sequence
     if "val" in metrics:
         out["val"] = torch.as_tensor(src.val_sample(n_examples, C + 1), dtype=torch.long)
     if "repeat_nat" in metrics:  # in distribution for every condition (ihtrain.probes.natural_repeat)
-        n = run.cfg.metrics.probe_len or min(MAX_PROBE_LEN, C // 2)
+        n = probe_len_of(run.cfg.metrics.probe_len, C)
         out["repeat_nat"] = (natural_repeat(src.val_sample(n_examples, C + 1), n), n)
     if "kv" in metrics:  # key -> value recall, answer among the demonstrations (ihtrain.ablate.icl_tasks)
         out["kv"] = kv_recall_batch(n_examples, min(KV_PAIRS, (C - 1) // 2), src.ordinary_range, "true", seed)
