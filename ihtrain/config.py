@@ -55,7 +55,10 @@ class SeminaturalConfig:
     frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
     reliability: float = 0.5  # P(B | A B ... A)
     top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
-    base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    # natural corpus the bigram statistics come from; presets name builtin-v1 (the same bytes on every
+    # machine). The default stays "builtin": every config.json holds this field, markov runs' too, so
+    # a new default would rename every run
+    base_source: str = "builtin"
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
 
 
@@ -92,13 +95,14 @@ class BiInductConfig:
 class DataConfig:
     """Where tokens come from.
 
-    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin`` (offline
-    English corpus from installed docstrings and docs), ``text:PATH_OR_GLOB``,
-    ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``, ``markov``, or one a module registers.
-    ``biinduct`` wraps any natural source.
+    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin-v1`` (offline
+    English corpus shipped in the package, the same bytes on every machine), ``builtin`` (the
+    same kind of text built from the installed docstrings, so it varies by machine: runs made
+    before ``builtin-v1``), ``text:PATH_OR_GLOB``, ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``,
+    ``markov``, or one a module registers. ``biinduct`` wraps any natural source.
     """
 
-    source: str = "builtin"
+    source: str = "builtin-v1"
     tokenizer: str = "bpe"  # "bpe" (trained on the corpus, cached) or "pretrained:NAME_OR_PATH"
     vocab_size: int = 512  # BPE vocabulary size (natural sources)
     max_corpus_chars: int = 0  # 0: whole corpus; else truncate (deterministically) for speed
