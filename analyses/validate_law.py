@@ -10,7 +10,10 @@ Each grid is a grid directory (emergence is detected first) or an emergence tabl
 the predicted log UPT, median hi/lo ratio of the intervals in UPT) for the law and the baselines (published exponents,
 tokens form, constant tokens per head, constant updates, OLS ignoring censoring), overall and split
 into interpolation / extrapolation, go to --out (default results/validate_law/<grid>/loco or .../<test grid>/holdout):
-summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf.
+summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf; with
+--test also idata.nc, the law's fit (prior and posterior predictive when fitted here) with its
+predictions of the held-out runs as ArviZ's `predictions` group (log UPT per draw and run) and
+`predictions_constant_data` (B, C, the observed log onset, censored).
 """
 
 from __future__ import annotations
@@ -150,7 +153,8 @@ def main(argv=None) -> int:
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)
     print_tables(res)
-    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']} "
+    fit = f", {paths['idata']} (the fit with its predictions)" if "idata" in paths else ""
+    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']}{fit} "
           f"({time.perf_counter() - t0:.1f} s)")
     return 0
 
