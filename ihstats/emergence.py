@@ -46,9 +46,10 @@ FORMED_METHOD = "bayes"  # the detector whose uncensored onset the formed verdic
 PS_METRICS = ("ps", "ps_indist")  # the prefix-matching scores a formed verdict can be read on
 # On planted repeats the in-distribution PS creeps (to about 0.1-0.15) before the induction jump: a
 # layer-1 head attends to the current token's likely successors while no previous-token head exists
-# yet (docs/RESULTS.md, section 2). Its onset is the rise that reaches the formed level, read by a
-# detector that takes ``reach``; the creep's knee goes to onset_alt.
-CREEP_METRICS = ("ps_indist",)
+# yet; the loss gain creeps with it (to about 0.3 nats, against 2-3 nats after the jump; docs/RESULTS.md,
+# section 2). Their onset is the rise that reaches the level below (PS: the formed level; the gain: 0.5
+# nats), read by a detector that takes ``reach``; the creep's knee goes to onset_alt.
+CREEP_REACH: dict[str, float] = {"ps_indist": FORMED_MIN_PS, "indist_gain": 0.5}
 
 
 def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -> pd.DataFrame:
@@ -130,9 +131,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         raise TypeError(f"data: expected a path, GridData, RunData or DataFrame, got {type(data).__name__}")
     series = curve_series(metrics, metric, head)
     direction = "down" if metric in DECREASING else "up"
-    own = dict(kwargs)  # this metric's detector parameters (the onsets beside get kwargs as given)
-    if metric in CREEP_METRICS and "reach" in DETECTORS[method].options():
-        own.setdefault("reach", FORMED_MIN_PS)
+    own = _with_reach(metric, method, kwargs)
     rows = []
     for (rid, layer, hd), c in series.groupby(["run_id", "layer", "head"], sort=False):
         c = c.sort_values("step")
@@ -177,7 +176,8 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
             row[col] = np.nan
             if len(c) >= DETECTORS[method].min_points:
                 try:
-                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}", **kwargs)
+                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}",
+                               **_with_reach(name, method, kwargs))
                     row[col] = np.nan if r.censored else r.onset
                 except ValueError:
                     pass  # a curve the detector rejects has no onset here
@@ -185,12 +185,20 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
     return pd.DataFrame(rows, columns=["run_id", *others])
 
 
+def _with_reach(metric: str, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The detector parameters for ``metric``: ``kwargs`` plus its :data:`CREEP_REACH` level where the
+    detector takes ``reach`` and none was given."""
+    if metric in CREEP_REACH and "reach" in DETECTORS[method].options():
+        return {"reach": CREEP_REACH[metric], **kwargs}
+    return dict(kwargs)
+
+
 def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
     """Say how in-distribution PS curves that rise twice were read (the creep before the jump)."""
     twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
-    if metric not in CREEP_METRICS or not twice.any():
+    if metric not in CREEP_REACH or not twice.any():
         return
-    how = (f"the onset is the rise that reaches PS {FORMED_MIN_PS}, the creep's knee is in onset_alt"
+    how = (f"the onset is the rise that reaches {CREEP_REACH[metric]}, the creep's knee is in onset_alt"
            if "reach" in DETECTORS[method].options() else
            f"the {method} detector cannot tell the creep from the jump; the onset may read the creep")
     warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal): on planted repeats the "

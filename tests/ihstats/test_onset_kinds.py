@@ -79,7 +79,7 @@ def test_the_shipped_re_measure_reads_the_jump_not_the_creep_and_its_crossings_m
     from pathlib import Path
 
     grid = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "bxc-law-indist"
-    with pytest.warns(UserWarning, match="the onset is the rise that reaches PS 0.3"):
+    with pytest.warns(UserWarning, match="the onset is the rise that reaches 0.3"):
         bayes = emergence_table(grid, "ps_indist").set_index("run_id")
     cross = emergence_table(grid, "ps_indist", method="threshold", threshold=0.3).set_index("run_id")
     for rid in cross.index:
