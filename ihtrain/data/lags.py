@@ -13,7 +13,7 @@ training split of the builtin corpus with the default tokenizer (BPE 512), ``d``
 (``d = 1``, ``A A A``, cannot be planted: no consecutive duplicates; longer lags fall outside every
 context we train). The file records the corpus and tokenizer it came from: the legacy ``builtin``
 source, whose text here (sha256 ``5913a143...``) is the shipped ``builtin-v1``; regenerate it with
-``python -m ihtrain.data.lag_pmf``, which reads ``builtin-v1`` (the same text on every machine).
+``python -m ihtrain.lag_pmf``, which reads ``builtin-v1`` (the same text on every machine).
 
 Config: ``repeat_distance = "uniform"`` (the shipped rule: any earlier position, no weights) or
 ``"builtin-text"`` (the pmf), and ``max_distance`` (0: no cap) caps either; see :func:`lag_weights`.
@@ -68,7 +68,7 @@ def builtin_lag_pmf() -> np.ndarray:
         pmf = np.asarray(json.loads(BUILTIN_LAG_FILE.read_text())["pmf"], dtype=np.float64)
     except (OSError, ValueError, KeyError) as e:
         raise ValueError(f"{BUILTIN_LAG_FILE}: cannot read the builtin lag pmf ({e}); regenerate it with "
-                         f"python -m ihtrain.data.lag_pmf") from None
+                         f"python -m ihtrain.lag_pmf") from None
     pmf.setflags(write=False)
     return pmf
 

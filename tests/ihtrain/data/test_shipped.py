@@ -12,7 +12,8 @@ import pytest
 from ihtrain.config import ConfigError, resolve
 from ihtrain.data import shipped
 from ihtrain.data.natural import build_corpus
-from ihtrain.data.source import DataError, cached_stream_config
+from ihtrain.data import cached_stream_config
+from ihtrain.data.source import DataError
 from ihtrain.data.shipped import SHIPPED_CORPORA, ShippedCorpus
 from ihtrain.grid.spec import grid_preset_paths, load_grid_preset
 from ihtrain.presets import preset_names

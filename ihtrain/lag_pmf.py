@@ -1,10 +1,11 @@
 """Regenerate the builtin text's copy-distance pmf (``builtin_lag_pmf.json``, :mod:`ihtrain.data.lags`).
 
-    python -m ihtrain.data.lag_pmf [--out FILE] [--max-lag 1024]
+    python -m ihtrain.lag_pmf [--out FILE] [--max-lag 1024]
 
-A command apart from :mod:`ihtrain.data.lags`: it reads the corpus through a run's ``DataConfig``,
-and the generators that import ``lags`` must not import the config (the registry loads them, and
-the config loads the registry: ``tests/test_house_rooms.py``).
+A command beside ``python -m ihtrain.copystats``, apart from :mod:`ihtrain.data.lags`: it reads the
+corpus through a run's ``DataConfig``, and the generators that import ``lags`` must not import the
+config (the registry loads them, and the config loads the registry: ``tests/test_house_rooms.py``),
+nor does any module of ``ihtrain/data/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ihtrain.data.natural import load_stream
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m ihtrain.data.lag_pmf", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ihtrain.lag_pmf", description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(BUILTIN_LAG_FILE), help=f"where to write it (default {BUILTIN_LAG_FILE})")
     p.add_argument("--max-lag", type=int, default=MAX_LAG, help=f"longest lag kept (default {MAX_LAG})")
     args = p.parse_args(argv)
