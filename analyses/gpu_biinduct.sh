@@ -26,6 +26,7 @@ DEVICE=${DEVICE:-cuda}
 PRESET=${PRESET:-biinduct-text}
 SETS=${SETS:-}   # extra --set FIELD=VALUE overrides for every run (they change the run ids)
 JOBS=${JOBS:-8}   # ablations in parallel (each loads its run once)
+EXAMPLES=${EXAMPLES:-50}   # examples per ablation metric and key -> value prompts
 
 if [ "$DEVICE" = cpu ]; then
     # two workers x one thread: both cores, one run each
@@ -47,15 +48,16 @@ PY
 )
     if [ ! -s "$run/ablation.csv" ]; then
         "$PY" -m ihtrain.ablate "$run" --top-frac 0.02 --per-layer --exclude-prev-token --random-sets 199 \
-            --examples 50 --metrics repeat,repeat_nat,val,kv --prev-token-set --condition "$label" \
+            --examples "$EXAMPLES" --metrics repeat,repeat_nat,val,kv --prev-token-set --condition "$label" \
             --device "$DEVICE" --threads 1 > "$run/ablation.log" 2>&1
     fi
     if [ ! -s "$run/icl_kv.csv" ]; then
-        "$PY" -m ihtrain.ablate "$run" --icl --device "$DEVICE" --threads 1 > "$run/icl.log" 2>&1
+        "$PY" -m ihtrain.ablate "$run" --icl --examples "$EXAMPLES" --device "$DEVICE" --threads 1 \
+            > "$run/icl.log" 2>&1
     fi
 }
 export -f ablate_run
-export PY DEVICE
+export PY DEVICE EXAMPLES
 find "$GRID" -mindepth 2 -maxdepth 2 -name config.json -printf '%h\n' | sort \
     | xargs -P "$JOBS" -I{} bash -c 'ablate_run {}'
 

@@ -11,8 +11,10 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
   PS reads attention ``s -> s - n + 1`` and the previous-token score ``s -> s - 1``, both for
   ``s in [n, 2n-1]``. LA and AR use ``s in [n, 2n-2]`` whose next token ``x_{s-n+1}`` is the
   ``(s-n+1)``-th of the sequence's ``n`` tokens.
-- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`dup_bwd` and
-  :func:`copy_bwd_logprob` for the anti-induction measures that can be non-zero.
+- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`anti_copy` for the
+  copy half of the anti-induction score, :func:`dup_bwd` and :func:`copy_bwd_logprob` for the
+  backward-copy measures that need no positional route. Each measure's chance level (what a
+  uniform head or uniform guessing scores) is :mod:`ihstats.chance`'s.
 - in-distribution probes from held-out text (``val_tokens``, (n, T+1)): the natural repeat probe
   :func:`ihtrain.probes.natural_repeat` (:func:`ps_nat`, :func:`repeat_nat_logprob`) and the
   token-index ICL score :func:`icl_token_index`; like ``val_loss`` they need ``val_tokens``.
