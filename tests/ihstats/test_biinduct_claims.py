@@ -77,6 +77,9 @@ def test_a_verdict_on_a_measure_at_chance_says_not_testable():
     c = claim_tests(_at_chance_runs(none_hits=0.6, backward_logprob=-0.5)).set_index("column")
     assert not c["at_chance"].any()
     assert c.at["kv_hits1", "verdict"] == "agrees (lower)" and c.at["copy_bwd_logprob", "verdict"] == "differs"
+    # the anti-induction copy share is a share among m candidates: chance 1 / m on a ratio scale
+    anti_copy = next(cl for cl in CLAIMS if cl.column == "anti_copy")
+    assert anti_copy.floor.scale == "ratio" and "1 / m" in anti_copy.floor.what
     assert verdict(0.001, 1.0, 0.0045, "greater", at_chance="floor 0.05") == (
         "not testable by this design (at chance: floor 0.05)")
 
