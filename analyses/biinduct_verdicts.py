@@ -84,8 +84,8 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
                              "p_for", "p_for_holm", "p_against_holm", "floor_holm", "verdict", "confound"])
     md += ["", "## Runs", ""]
     md += _md_table(runs, [c for c in ("mode", "seed", "formed", "onset", "ps", "ps_nat", "repeat_nat_logprob",
-                                       "copy_bwd_logprob", "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1",
-                                       "kv_gain", "top_share", "heads_per_layer",
+                                       "copy_bwd_logprob", "dup_bwd", "anti_induction", "anti_copy",
+                                       "icl_token_index", "kv_hits1", "kv_gain", "top_share", "heads_per_layer",
                                        "ablation_gap", "val_loss") if c in runs])
     if len(contr):
         md += ["", "## Each condition against natural-only (two-sided, Holm over the conditions)", ""]

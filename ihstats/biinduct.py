@@ -95,7 +95,8 @@ CLAIMS = (
     Claim("anti-induction near zero", "anti-induction attention on S SEP rev(S) (query -> before its source)",
           "anti_induction", "not greater", _BWD, floor=Floor("anti_induction_floor", ATTENTION_FLOOR)),
     Claim("anti-induction near zero", "anti-induction copy: logit-attribution share on the reversed continuation",
-          "anti_copy", "not greater", _BWD, floor=Floor("anti_copy_floor", "no preference among the m tokens of S, 1 / m")),
+          "anti_copy", "not greater", _BWD,
+          floor=Floor("anti_copy_floor", "no preference among the m tokens of S, 1 / m")),
     Claim("anti-induction near zero", "backward-copy log-prob on S SEP rev(S)", "copy_bwd_logprob", "not greater",
           _BWD, floor=Floor("copy_bwd_logprob_floor", "uniform guessing, -ln V", "log")),
 )
