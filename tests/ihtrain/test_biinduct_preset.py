@@ -42,7 +42,7 @@ def test_biinduct_text_is_scarce_natural_text_with_eight_heads_a_layer():
     assert len(runs) == 15 and {r.factors["data.biinduct.mode"] for r in runs} == {
         "none", "forward", "backward", "balanced", "random"}
     assert {(r.config.model.n_layer, r.config.model.n_head, r.config.data.source) for r in runs} == {
-        (2, 8, "builtin")}
+        (2, 8, "builtin-v1")}
     assert len({r.config.cap_steps * r.config.train.batch_size * r.config.train.context for r in runs}) == 1
     cfg = runs[0].config
     assert "anti_copy" in cfg.metrics.include and "anti_induction" in cfg.metrics.include
