@@ -4,6 +4,7 @@
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
+    python analyses/fit_upt_law.py --form best              # the law form LOO prefers (loo_forms.csv)
     python analyses/fit_upt_law.py --runs runs/series/pythia-70m runs/series/pythia-160m   # scored series
 
 Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them), the fit
@@ -25,10 +26,11 @@ from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, chec
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
+from ihstats.law.comparison import best_form, compare_forms, fit_forms, preference
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
-from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.tables import formed_counts
 from ihstats import progress
@@ -72,6 +74,11 @@ def parse_args(argv=None):
                    help="--onset-method threshold: the absolute level whose crossing is the onset (e.g. 0.3)")
     p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
                    help="noise model (default student_t)")
+    p.add_argument("--form", choices=[*FORMS, "best"], default="power",
+                   help="the law's form (ihstats.law.forms): power (default), critical_batch "
+                        "(UPT = S_min (C/C_c)^-b (1 + B_noise/B)), tokens (log UPT = log T - g log(B C)); best: "
+                        "fit all three, compare them by PSIS-LOO (loo_forms.csv) and keep the one ranked first; "
+                        "the saved posterior records its form and predict answers from it")
     p.add_argument("--size-term", choices=["auto", "on", "off"], default="auto",
                    help="main model with '- c log N'? auto = off, but compare both by LOO when N "
                         "varies (default auto)")
@@ -138,6 +145,16 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
     return cmp, {"shared sigma": shared}
 
 
+def choose_form(args, table, spec, res, fit_kw):
+    """With --form best: every form fitted (``res`` is the power form's), their PSIS-LOO table and
+    the fit of the form it ranks first; None otherwise."""
+    if args.form != "best":
+        return None
+    fits = fit_forms(table, spec, fits={"power": res}, **fit_kw)
+    table_ = compare_forms(fits)
+    return table_, fits[best_form(table_)]
+
+
 def main(argv=None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
@@ -154,13 +171,21 @@ def main(argv=None) -> int:
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     try:
-        spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
+        spec = UPTLawSpec(size_term=args.size_term == "on", form="power" if args.form == "best" else args.form,
+                          **spec_kw)
         res = UPTLawModel.from_table(table, spec).fit(**fit_kw)
+        forms = choose_form(args, table, spec, res, fit_kw)
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
+    if forms is not None:
+        res, spec = forms[1], forms[1].spec
     claim_folder(out)  # made and marked as the package's before the first write
     res.data.table.to_csv(out / "emergence.csv", index=False)
+    if forms is not None:
+        forms[0].rename_axis("model").to_csv(out / "loo_forms.csv")
+        print("law forms, PSIS-LOO:\n" + forms[0][["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
+        print(preference(forms[0], "law forms") + f"; the {spec.form} form is kept")
 
     compare, note = None, ""
     if args.compare == "off" or (args.compare == "auto" and args.fast):
@@ -169,6 +194,8 @@ def main(argv=None) -> int:
                 "--compare on.")
     elif not has_n:
         note = "Not identifiable: the table has a single model size N (or no N column)."
+    elif spec.form != "power":
+        note = f"Not defined: the {spec.form} form has no model-size term (the power form has)."
     else:
         key = "with_N" if spec.size_term else "without_N"
         compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
