@@ -145,14 +145,31 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
     return cmp, {"shared sigma": shared}
 
 
-def choose_form(args, table, spec, res, fit_kw):
-    """With --form best: every form fitted (``res`` is the power form's), their PSIS-LOO table and
-    the fit of the form it ranks first; None otherwise."""
+def choose_form(args, table, res, fit_kw):
+    """The fit to keep and, with --form best, the PSIS-LOO table of every form (``res`` is the
+    power form's fit; the form ranked first is kept); ``(res, None)`` otherwise."""
     if args.form != "best":
-        return None
-    fits = fit_forms(table, spec, fits={"power": res}, **fit_kw)
-    table_ = compare_forms(fits)
-    return table_, fits[best_form(table_)]
+        return res, None
+    fits = fit_forms(table, res.spec, fits={"power": res}, **fit_kw)
+    forms = compare_forms(fits)
+    return fits[best_form(forms)], forms
+
+
+def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
+    """The LOO comparison with and without the size term (written to loo_compare.csv) and the
+    note the report shows when it is not run: ``(frame or None, note)``."""
+    spec = res.spec
+    if args.compare == "off" or (args.compare == "auto" and args.fast):
+        return None, ("Skipped (--compare off)." if args.compare == "off" else
+                      "Skipped in --fast (it needs a second fit): rerun without --fast or with --compare on.")
+    if not has_n:
+        return None, "Not identifiable: the table has a single model size N (or no N column)."
+    if spec.form != "power":
+        return None, f"Not defined: the {spec.form} form has no model-size term (the power form has)."
+    key = "with_N" if spec.size_term else "without_N"
+    compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
+    compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+    return compare, ""
 
 
 def main(argv=None) -> int:
@@ -173,33 +190,18 @@ def main(argv=None) -> int:
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", form="power" if args.form == "best" else args.form,
                           **spec_kw)
-        res = UPTLawModel.from_table(table, spec).fit(**fit_kw)
-        forms = choose_form(args, table, spec, res, fit_kw)
+        res, forms = choose_form(args, table, UPTLawModel.from_table(table, spec).fit(**fit_kw), fit_kw)
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
-    if forms is not None:
-        res, spec = forms[1], forms[1].spec
+    spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
     res.data.table.to_csv(out / "emergence.csv", index=False)
     if forms is not None:
-        forms[0].rename_axis("model").to_csv(out / "loo_forms.csv")
-        print("law forms, PSIS-LOO:\n" + forms[0][["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
-        print(preference(forms[0], "law forms") + f"; the {spec.form} form is kept")
-
-    compare, note = None, ""
-    if args.compare == "off" or (args.compare == "auto" and args.fast):
-        note = ("Skipped (--compare off)." if args.compare == "off" else
-                "Skipped in --fast (it needs a second fit): rerun without --fast or with "
-                "--compare on.")
-    elif not has_n:
-        note = "Not identifiable: the table has a single model size N (or no N column)."
-    elif spec.form != "power":
-        note = f"Not defined: the {spec.form} form has no model-size term (the power form has)."
-    else:
-        key = "with_N" if spec.size_term else "without_N"
-        compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-        compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+        forms.rename_axis("model").to_csv(out / "loo_forms.csv")
+        print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
+        print(preference(forms, "law forms") + f"; the {spec.form} form is kept")
+    compare, note = size_comparison(args, table, res, has_n, fit_kw, out)
 
     sigma_cmp, shared = sigma_comparison(args, table, spec, res, fit_kw, out)
     sens, sens_note = None, ""

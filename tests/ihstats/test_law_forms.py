@@ -4,7 +4,10 @@ against PyMC's, predictions from known posteriors, recovery of simulated paramet
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,7 @@ from ihstats.law.mixture import CircuitMixtureModel, component_joint, mixture_pr
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import loglik, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.validation import ValidationSpec, validate_holdout
 from ihstats.simulate.law_forms import form_line, simulate_circuit_table, simulate_form_table
 
 warnings.filterwarnings("ignore", message=".*BLAS.*")
@@ -189,3 +193,44 @@ def test_loo_prefers_the_mixture_when_runs_switch_circuit(circuits):
     cmp = compare_circuits({SINGLE: single, MIXTURE: mixture})
     assert cmp.index[0] == MIXTURE
     assert cmp["elpd_diff"].iloc[1] > 2 * cmp["dse"].iloc[1], cmp
+
+
+# ---- the commands ----------------------------------------------------------------------------------
+
+def test_fit_cli_saves_the_form_and_predict_answers_from_it(tmp_path):
+    """analyses/fit_upt_law.py --form tokens: the posterior records its form, the report names it,
+    and python -m ihstats.law.predict answers from the tokens line (a = b = g)."""
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "fit"
+    p = subprocess.run([sys.executable, str(root / "analyses" / "fit_upt_law.py"), "--emergence",
+                        str(root / "data" / "example_emergence.csv"), "--fast", "--form", "tokens", "--out", str(out)],
+                       cwd=root, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    idata, record = _bayes.load_fit(out)
+    assert idata.posterior.attrs["form"] == "tokens" and record["form"] == "tokens"
+    assert "(tokens form, ihstats.law.forms)" in (out / "report.md").read_text()
+    q = subprocess.run([sys.executable, "-m", "ihstats.law.predict", "--batch-size", "32", "--context", "64",
+                        "--posterior", str(out)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert q.returncode == 0, q.stderr[-2000:]
+    assert "tokens form: log UPT = log T - g log(B C)" in q.stdout
+    g = _bayes.posterior_draws(idata, "g")
+    want = np.exp(np.median(_bayes.posterior_draws(idata, "log_T") - g * np.log(32 * 64)))
+    got = float(q.stdout.split("posterior median): ")[1].split(" updates")[0].replace(",", ""))
+    assert got == pytest.approx(want, rel=0.01)
+
+
+@pytest.mark.slow
+def test_holdout_validation_compares_forms_and_circuits():
+    """validate_holdout with forms and circuits: LOO tables on the fitted grid, held-out tables on
+    the test grid, and each alternative scored per run."""
+    train, _ = simulate_circuit_table(seed=3, n_seeds=2)
+    test, _ = simulate_circuit_table(seed=4, n_seeds=1, B_values=(12, 48, 192))
+    spec = ValidationSpec(forms=("power", "tokens"), circuits=True, baselines=False, n_pred_draws=300)
+    res = validate_holdout(test, spec, train_table=train, fit_kw=FAST)
+    models = set(res.runs["model"])
+    assert {"power form", "tokens form", SINGLE, MIXTURE} <= models
+    for key, names in (("loo_forms", {"power form", "tokens form"}), ("heldout_forms", {"power form", "tokens form"}),
+                       ("loo_circuits", {SINGLE, MIXTURE}), ("heldout_circuits", {SINGLE, MIXTURE})):
+        assert {r["model"] for r in res.meta[key]} == names, key
+    held = pd.DataFrame(res.meta["heldout_circuits"]).set_index("model")
+    assert (held["n_runs"] == len(test)).all()
