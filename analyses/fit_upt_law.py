@@ -223,13 +223,14 @@ def main(argv=None) -> int:
           f"; the not-formed runs enter as right-censored at their last step; from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
-    for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by
+    scale = "T" if "T" in summ.index else "S_min"  # the critical-batch form has S_min, not T
+    for p in [q for q in summ.index if q != scale]:  # sigma[level] rows with --sigma-by
         s = summ.loc[p]
         o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
         print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "
               f"{s.r_hat:6.3f} {s.ess_bulk:8.0f}")
     # the mean of T is not exp(mean of log T): name it for what it is
-    print(f"T (posterior mean of exp(log T)) = {summ.loc['T', 'mean']:.4g}; r(pred, obs log UPT) = "
+    print(f"{scale} (posterior mean of exp(log {scale})) = {summ.loc[scale, 'mean']:.4g}; r(pred, obs log UPT) = "
           f"{res.r_obs_pred:.3f}")
     if compare is not None:
         print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",

@@ -36,7 +36,7 @@ import numpy as np
 from ihstats.law.spec import COEF, FORMS, UPTLawError
 #: The summary parameters of each form (besides the scatter, cell effect and dof), derived ones too.
 FORM_PARAMS = {"power": ["a", "b", "log_T", "T"],
-               "tokens": ["g", "log_T", "T"],
+               "tokens": ["g", "log_T", "T", "a", "b"],  # a = b = g: read by the sensitivity table and figures
                "critical_batch": ["b", "log_B_noise", "B_noise", "log_S_min", "S_min", "a"]}
 #: The law of each form, as reports print it.
 FORM_TEXT = {"power": "log UPT = log T - a log B - b log C",
