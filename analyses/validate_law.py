@@ -12,7 +12,10 @@ Each grid is a grid directory (emergence is detected first) or an emergence tabl
 the predicted log UPT, median hi/lo ratio of the intervals in UPT) for the law and the baselines (published exponents,
 tokens form, constant tokens per head, constant updates, OLS ignoring censoring), overall and split
 into interpolation / extrapolation, go to --out (default results/validate_law/<grid>/loco or .../<test grid>/holdout):
-summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf.
+summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf; with
+--test also idata.nc, the law's fit (prior and posterior predictive when fitted here) with its
+predictions of the held-out runs as ArviZ's `predictions` group (log UPT per draw and run) and
+`predictions_constant_data` (B, C, the observed log onset, censored).
 --compare-forms and --circuits add the law-form and the mixture-vs-single comparison tables (PSIS-LOO
 on the fitted grid, held-out log score on --test), printed and saved as loo_forms.csv,
 heldout_forms.csv, loo_circuits.csv, heldout_circuits.csv.
@@ -28,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, claim_folder, default_out
-from ihstats.emergence import emergence_table
+from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
 from ihstats.law.comparison import COLUMNS, preference
 from ihstats.law.predict import load_posterior
@@ -104,7 +107,8 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
     grid = load_grid(path, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
-    table = emergence_table(grid, metric="ps", head="max", on_error="skip")
+    # the in-distribution PS where the logs hold it (issue 52), as fit_upt_law reads by default
+    table = emergence_table(grid, metric=onset_metric(grid.metrics), head="max", on_error="skip")
     if "status" in table.columns:  # a run still training is not censored: it has not ended yet
         live = table["status"].astype(str).isin(["running", "pending", "interrupted"])
         for rid in table.loc[live, "run_id"]:
@@ -182,7 +186,8 @@ def main(argv=None) -> int:
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)
     print_tables(res)
-    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']} "
+    fit = f", {paths['idata']} (the fit with its predictions)" if "idata" in paths else ""
+    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']}{fit} "
           f"({time.perf_counter() - t0:.1f} s)")
     return 0
 

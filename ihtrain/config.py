@@ -55,8 +55,17 @@ class SeminaturalConfig:
     frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
     reliability: float = 0.5  # P(B | A B ... A)
     top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
-    base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    # natural corpus the bigram statistics come from; presets name builtin-v1 (the same bytes on every
+    # machine). The default stays "builtin": every config.json holds this field, markov runs' too, so
+    # a new default would rename every run
+    base_source: str = "builtin"
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
+    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
+    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
+    max_distance: int = 0  # cap on the copy distance a - j; 0: none
+    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
+    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 
 @dataclass
@@ -75,6 +84,11 @@ class MarkovConfig:
     reliability: float = -1.0
     repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
+    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
+    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
+    max_distance: int = 0  # cap on the copy distance a - j; 0: none
+    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
+    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 
 @dataclass
@@ -92,13 +106,14 @@ class BiInductConfig:
 class DataConfig:
     """Where tokens come from.
 
-    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin`` (offline
-    English corpus from installed docstrings and docs), ``text:PATH_OR_GLOB``,
-    ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``, ``markov``, or one a module registers.
-    ``biinduct`` wraps any natural source.
+    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin-v1`` (offline
+    English corpus shipped in the package, the same bytes on every machine), ``builtin`` (the
+    same kind of text built from the installed docstrings, so it varies by machine: runs made
+    before ``builtin-v1``), ``text:PATH_OR_GLOB``, ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``,
+    ``markov``, or one a module registers. ``biinduct`` wraps any natural source.
     """
 
-    source: str = "builtin"
+    source: str = "builtin-v1"
     tokenizer: str = "bpe"  # "bpe" (trained on the corpus, cached) or "pretrained:NAME_OR_PATH"
     vocab_size: int = 512  # BPE vocabulary size (natural sources)
     max_corpus_chars: int = 0  # 0: whole corpus; else truncate (deterministically) for speed

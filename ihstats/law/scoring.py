@@ -36,6 +36,7 @@ from ihstats import _bayes
 from ihstats.law.data import LawData
 from ihstats.law.forms import line_draws, posterior_form
 from ihstats.law.results import planned_run_sigma
+from ihstats.law.spec import OBS
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {
@@ -93,6 +94,12 @@ class Predictive:
             below = self.cdf(mid) < q
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
         return (lo + hi) / 2
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One draw from each component, shape (S, n)."""
+        shape = self.loc.shape
+        z = rng.standard_normal(shape) if self.nu is None else rng.standard_t(self.nu, size=shape)
+        return self.loc + self.scale * z
 
 
 def score_runs(pred: Predictive, y, censored, *, levels=(0.5, 0.9), seed: int = 0) -> pd.DataFrame:
@@ -189,6 +196,24 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
     scale = np.sqrt(sigma ** 2 + data.me_sd[None] ** 2)
     nu = draws("nu") if "nu" in post else None
     return Predictive(loc, scale, nu)
+
+
+def add_predictions(idata, data: LawData, *, seed: int = 0):
+    """Add ArviZ's ``predictions`` group to ``idata`` (in place): per posterior draw, one draw of
+    each run's log UPT (``log_upt``, dims chain, draw, run) from :func:`law_predictive` with a new
+    cell's offset (the runs are cells the fit never saw), and ``predictions_constant_data``: each
+    run's factors (B, C[, N]), its ``observed`` log onset (``log last_step`` when ``censored``: then
+    a lower bound) and the censoring flag. Unclipped: a prediction of the onset itself."""
+    post = idata.posterior
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    pred = law_predictive(idata, data, n_draws=chains * draws, seed=seed)  # every draw, in order
+    y = pred.sample(np.random.default_rng([seed, 1])).reshape(chains, draws, -1)
+    runs = {"run": data.table["run_id"].astype(str).tolist()}
+    _bayes.add_group(idata, "predictions", {OBS: (("chain", "draw", "run"), y)}, coords=runs)
+    const = {k: (("run",), np.exp(v)) for k, v in data.logs.items()}
+    const.update(observed=(("run",), data.y), censored=(("run",), data.censored))
+    _bayes.add_group(idata, "predictions_constant_data", const, coords=runs, sample_dims=False)
+    return idata
 
 
 # ---- baselines -------------------------------------------------------------------------------
