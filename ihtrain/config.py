@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from ihstats.contract import EMERGENCE_THRESHOLD
+from ihstats.contract import EMERGENCE_THRESHOLD, MAX_PROBE_LEN, probe_len_of  # noqa: F401  (re-exported)
 from ihstats.ids import cell_hash, config_hash
 from ihtrain.config_checks import is_plain_name, validate
 from ihtrain.data.registry import default_source, recorded_sections, registered_section
@@ -109,16 +109,6 @@ class TrainConfig:
     log_every: int = 10
     divergence_factor: float = 5.0  # fail the run when the loss stays above factor x its first value; 0: off
     divergence_window: int = 5  # ... at this many logged steps in a row (or at the last one)
-
-
-#: the repeat probe's default half-length cap (Aoyama et al. 2025; used by ihtrain.probes)
-MAX_PROBE_LEN = 50
-
-
-def probe_len_of(metrics_probe_len: int, context: int) -> int:
-    """The repeat probe's half-length n a run is measured with: ``metrics.probe_len``, or
-    ``min(MAX_PROBE_LEN, C // 2)`` when it is 0 (so by default PS is measured differently per C)."""
-    return metrics_probe_len or min(MAX_PROBE_LEN, context // 2)
 
 
 @dataclass
@@ -388,6 +378,7 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "ConfigError", "DataConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "MAX_PROBE_LEN", "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "probe_len_of",
+    "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

@@ -34,8 +34,9 @@ from scipy import optimize, special, stats
 
 from ihstats import _bayes
 from ihstats.law.data import LawData
+from ihstats.law.forms import line_draws, posterior_form
 from ihstats.law.results import planned_run_sigma
-from ihstats.law.spec import COEF, OBS
+from ihstats.law.spec import OBS
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {
@@ -183,10 +184,10 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
     def draws(name):
         return _bayes.posterior_draws(idata, name)[pick][:, None]
 
-    loc = np.broadcast_to(draws("alpha"), (len(pick), len(data.y))).copy()
-    for k, v in data.logs.items():
-        if COEF[k] in post:
-            loc -= draws(COEF[k]) * (v - attrs[f"center_log{k}"])[None]
+    # the posterior's own form and centres; a size term only where the posterior has one
+    logs = {k: v for k, v in data.logs.items() if k != "N" or "c" in post}
+    loc = draws("alpha") + line_draws(posterior_form(idata), draws, logs,
+                                      {k: attrs[f"center_log{k}"] for k in logs})
     if new_cell and "cell_sd" in post:
         loc += draws("cell_sd") * rng.standard_normal(loc.shape)
     # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)

@@ -41,7 +41,10 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.fileio import atomic_write, atomic_write_text
+from ihstats.law.comparison import (MIXTURE, SINGLE, compare_circuits, compare_forms, fit_circuits, fit_forms,
+                                    form_label, heldout_table)
 from ihstats.law.data import LawData, prepare
+from ihstats.law.mixture import mixture_predictive
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import fitted_range
 from ihstats.law.scoring import (LAW, add_predictions, baseline_predictives, law_predictive, score_runs,
@@ -50,6 +53,8 @@ from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
+#: The comparison tables a validation may hold in its meta (each also saved as ``<key>.csv``).
+COMPARISONS = ("loo_forms", "heldout_forms", "loo_circuits", "heldout_circuits")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,13 @@ class ValidationSpec:
         Posterior draws per predictive mixture.
     seed : int
         Seed of the predictive draws and of the randomised PIT.
+    forms : tuple of str
+        Law forms (:mod:`ihstats.law.forms`) to fit beside the law and compare: by PSIS-LOO on the
+        fitted table (``meta["loo_forms"]``) and, held out, by log score (``meta["heldout_forms"]``;
+        each form scored as ``"<form> form"``). Empty: none.
+    circuits : bool
+        Fit the two-circuit mixture (:mod:`ihstats.law.mixture`) and compare it with the
+        single-circuit power law the same two ways (``meta["loo_circuits"]``, ``["heldout_circuits"]``).
     """
 
     law: UPTLawSpec = field(default_factory=UPTLawSpec)
@@ -75,6 +87,8 @@ class ValidationSpec:
     baselines: bool = True
     n_pred_draws: int = 2000
     seed: int = 0
+    forms: tuple = ()
+    circuits: bool = False
 
     def __post_init__(self):
         if not all(0 < p < 1 for p in self.levels):
@@ -139,6 +153,10 @@ class ValidationResults:
         atomic_write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
         if self.idata is not None:
             paths["idata"] = atomic_write(out / "idata.nc", lambda tmp: _bayes.to_netcdf(self.idata, tmp))
+        for key in COMPARISONS:  # the comparison tables, when they were asked for
+            if key in self.meta:
+                paths[key] = out / f"{key}.csv"
+                atomic_write_text(paths[key], pd.DataFrame(self.meta[key]).to_csv(index=False))
         return paths
 
 
@@ -166,9 +184,10 @@ def _region(test: LawData, train_range: dict) -> np.ndarray:
 
 
 def score_fold(spec: ValidationSpec, idata, train: LawData | None, test: LawData,
-               fold: str) -> pd.DataFrame:
-    """Score the law (posterior ``idata``) and, given ``train``, the baselines on ``test``."""
-    preds = {LAW: law_predictive(idata, test, n_draws=spec.n_pred_draws, seed=spec.seed)}
+               fold: str, extra: dict | None = None) -> pd.DataFrame:
+    """Score the law (posterior ``idata``), given ``train`` the baselines, and the predictives of
+    ``extra`` (name -> :class:`~ihstats.law.scoring.Predictive`) on ``test``."""
+    preds = {LAW: law_predictive(idata, test, n_draws=spec.n_pred_draws, seed=spec.seed), **(extra or {})}
     if "cell_sd" in idata.posterior:
         preds[NO_CELL] = law_predictive(idata, test, new_cell=False, n_draws=spec.n_pred_draws,
                                         seed=spec.seed)
@@ -249,6 +268,8 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
                        for k, v in full.logs.items()},
                 n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0,
                 thin_levels=dropped, skipped_folds=skipped)
+    if spec.forms or spec.circuits:  # LOO on the whole table (the folds refit the law alone)
+        meta.update(alternatives(spec, table, None, fit_kw)[1])
     return ValidationResults(pd.concat(frames, ignore_index=True), meta)
 
 
@@ -303,15 +324,45 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
         raise UPTLawError("validate_holdout: pass train_table (to fit) or idata (a saved posterior)")
     t0 = time.perf_counter()
     train = prepare(train_table, spec.law) if train_table is not None else None
+    main = None
     if idata is None:
-        idata = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw).idata
+        main = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw)
+        idata = main.idata
     # the test runs are predicted, not fitted: no cell effect, size term or per-level scatter to
     # identify in them (a sigma_by level with one run, or none formed, is still predicted: from
     # the fitted level's sigma, or a new level's for a value the fit never saw)
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None))
     _disjoint(_fitted_runs(train, idata), test)
-    runs = score_fold(spec, idata, train, test, fold="held-out")
+    extra, compared = alternatives(spec, train_table, main, fit_kw, test=test) if train_table is not None else ({}, {})
+    runs = score_fold(spec, idata, train, test, fold="held-out", extra=extra)
     add_predictions(idata, test, seed=spec.seed)
     meta = _meta(spec, "holdout", source, fit_kw, idata)
-    meta.update(n_folds=1, wall_s=time.perf_counter() - t0)
+    meta.update(n_folds=1, wall_s=time.perf_counter() - t0, **compared)
+    for key, names in (("heldout_forms", [form_label(f) for f in spec.forms]),
+                       ("heldout_circuits", [SINGLE, MIXTURE] if spec.circuits else [])):
+        if names:
+            meta[key] = heldout_table(runs, names).reset_index().to_dict(orient="records")
     return ValidationResults(runs, meta, idata)
+
+
+def alternatives(spec: ValidationSpec, table: pd.DataFrame, main, fit_kw: dict, *,
+                 test: LawData | None = None) -> tuple[dict, dict]:
+    """Fit the forms and the mixture ``spec`` asks for on ``table`` (``main``: the law's own fit,
+    reused); returns their predictives of ``test`` (name -> Predictive; empty without ``test``)
+    and the LOO comparison tables as records (``loo_forms``, ``loo_circuits``)."""
+    preds, compared = {}, {}
+    kw = dict(n_draws=spec.n_pred_draws, seed=spec.seed)
+    if spec.forms:
+        fits = fit_forms(table, spec.law, spec.forms, fits={spec.law.form: main} if main else None, **fit_kw)
+        compared["loo_forms"] = compare_forms(fits).reset_index(names="model").to_dict(orient="records")
+        if test is not None:
+            preds.update({form_label(f): law_predictive(r.idata, test, **kw) for f, r in fits.items()})
+    if spec.circuits:
+        reuse = main if main is not None and main.spec == replace(spec.law, form="power", sigma_by=None,
+                                                                  size_term=False) else None
+        fits = fit_circuits(table, spec.law, single=reuse, **fit_kw)
+        compared["loo_circuits"] = compare_circuits(fits).reset_index(names="model").to_dict(orient="records")
+        if test is not None:
+            preds[SINGLE] = law_predictive(fits[SINGLE].idata, test, **kw)
+            preds[MIXTURE] = mixture_predictive(fits[MIXTURE].idata, test, **kw)
+    return preds, compared

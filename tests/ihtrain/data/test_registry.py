@@ -17,7 +17,7 @@ import pytest
 
 from ihstats import io
 from ihtrain.config import ConfigError, RunConfig, from_dict, resolve
-from ihtrain.config_checks import need
+from ihtrain.errors import need
 from ihtrain.data import build_source, registry
 
 REFERENCE = Path(__file__).resolve().parents[3] / "data" / "reference_runs"
