@@ -1,6 +1,7 @@
 """Fit the frequency x reliability frontier of induction-head formation.
 
-    python analyses/fit_frontier.py [--table CSV | --grid DIR] [--metric ps] [--interaction] [--fast] [--out DIR]
+    python analyses/fit_frontier.py [--table CSV | --grid DIR [DIR ...]] [--metric ps] [--interaction]
+        [--fast] [--out DIR]
 
 ``--table`` takes either one row per run (``frequency, reliability, formed``) or an emergence
 table joined with the knobs (``censored``: formed = not censored). Without it the shipped simulated

@@ -272,12 +272,14 @@ def compare_lines(table: pd.DataFrame, prod: ProductFit, boundary: pd.DataFrame,
     el = prod.elasticity(hdi_prob)
     pct = int(hdi_prob * 100)
     best = table.sort_values("elpd_diff").iloc[0]["model"]
+    apart = max(sep.lr_p_value, sep.lr_p_bootstrap) < 0.05
+    reading = ("the knobs act with different elasticities" if apart else
+               "no evidence that the knobs act apart: only their product is resolved")
     lines = ["", "## Product f r or separate knobs",
              f"Separate knobs (MLE): e_f {sep.e_freq:.2f}, e_r {sep.e_rel:.2f}; one elasticity on f r: "
              f"{el['median']:.2f} [{el['lo']:.2f}, {el['hi']:.2f}] ({pct}% HDI; MLE {el['mle']:.2f} "
-             f"({el['mle_se']:.2f})). Likelihood ratio {sep.lr_stat:.2f}: p = {sep.lr_p_value:.2g} (chi-square, 1 df), "
-             f"{sep.lr_p_bootstrap:.2g} (parametric bootstrap from the product fit) "
-             f"({'the knobs act with different elasticities' if max(sep.lr_p_value, sep.lr_p_bootstrap) < 0.05 else 'no evidence that the knobs act apart: only their product is resolved'}).",
+             f"({el['mle_se']:.2f})). Likelihood ratio {sep.lr_stat:.2f}: p = {sep.lr_p_value:.2g} "
+             f"(chi-square, 1 df), {sep.lr_p_bootstrap:.2g} (parametric bootstrap from the product fit) ({reading}).",
              f"PSIS-LOO: {best} first; the other {abs(float(table['elpd_diff'].max())):.2f} elpd behind "
              f"(se {float(table.loc[table['elpd_diff'].idxmax(), 'elpd_diff_se']):.2f}); elpd separate "
              f"{sep.elpd_loo:.2f}, product {pr.elpd_loo:.2f}; Pareto k > 0.7: {int(sep['pareto_k_gt_0.7'])} / "
@@ -288,7 +290,8 @@ def compare_lines(table: pd.DataFrame, prod: ProductFit, boundary: pd.DataFrame,
              "| budget (updates) | f r | r at top f | f at top r |", "|---|---|---|---|"]
     for b in boundary.itertuples():
         lines.append(f"| {b.budget:,.0f} | {b.product:.3f} [{b.product_lo:.3f}, {b.product_hi:.3f}] | "
-                     f"{b.reliability_at:.3f} (f {b.top_frequency:g}) | {b.frequency_at:.3f} (r {b.top_reliability:g}) |")
+                     f"{b.reliability_at:.3f} (f {b.top_frequency:g}) | "
+                     f"{b.frequency_at:.3f} (r {b.top_reliability:g}) |")
     lines += ["", f"Local elasticities between neighbouring levels ({pct}% Wald intervals; censored cell means, "
               "no law):", "", "| knob | from | to | elasticity |", "|---|---|---|---|"]
     for r in local.itertuples():
