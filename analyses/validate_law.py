@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, claim_folder, default_out
-from ihstats.emergence import emergence_table
+from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
 from ihstats.law.predict import load_posterior
 from ihstats.law.report import write_validation_figure
@@ -88,7 +88,8 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
     grid = load_grid(path, on_error="skip")
     for why in grid.skipped:  # one line per run left out, never a silent loss
         print(f"warning: {why} (run skipped)", file=sys.stderr)
-    table = emergence_table(grid, metric="ps", head="max", on_error="skip")
+    # the in-distribution PS where the logs hold it (issue 52), as fit_upt_law reads by default
+    table = emergence_table(grid, metric=onset_metric(grid.metrics), head="max", on_error="skip")
     if "status" in table.columns:  # a run still training is not censored: it has not ended yet
         live = table["status"].astype(str).isin(["running", "pending", "interrupted"])
         for rid in table.loc[live, "run_id"]:

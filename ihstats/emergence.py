@@ -44,6 +44,12 @@ TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
 FORMED_MIN_PS = 0.3  # max PS at the end of a run that, with an uncensored onset, counts as formed
 FORMED_METHOD = "bayes"  # the detector whose uncensored onset the formed verdict needs (formation)
 PS_METRICS = ("ps", "ps_indist")  # the prefix-matching scores a formed verdict can be read on
+# On planted repeats the in-distribution PS creeps (to about 0.1-0.15) before the induction jump: a
+# layer-1 head attends to the current token's likely successors while no previous-token head exists
+# yet; the loss gain creeps with it (to about 0.3 nats, against 2-3 nats after the jump; docs/RESULTS.md,
+# section 2). Their onset is the rise that reaches the level below (PS: the formed level; the gain: 0.5
+# nats), read by a detector that takes ``reach``; the creep's knee goes to onset_alt.
+CREEP_REACH: dict[str, float] = {"ps_indist": FORMED_MIN_PS, "indist_gain": 0.5}
 
 
 def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -> pd.DataFrame:
@@ -125,13 +131,14 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         raise TypeError(f"data: expected a path, GridData, RunData or DataFrame, got {type(data).__name__}")
     series = curve_series(metrics, metric, head)
     direction = "down" if metric in DECREASING else "up"
+    own = _with_reach(metric, method, kwargs)
     rows = []
     for (rid, layer, hd), c in series.groupby(["run_id", "layer", "head"], sort=False):
         c = c.sort_values("step")
         label = head if head != "each" else f"{layer}.{hd}"
         try:
             r = detect(c["step"].to_numpy(), c["value"].to_numpy(), method, level, direction,
-                       label=f"run {rid} {metric}[{label}]", **kwargs)
+                       label=f"run {rid} {metric}[{label}]", **own)
         except ValueError as e:
             if on_error == "raise":
                 raise
@@ -140,7 +147,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         rows.append({"run_id": rid, "metric": metric, "head": label, **r.row(), "final": float(c["value"].iloc[-1])})
     table = pd.DataFrame(rows, columns=["run_id", "metric", "head", *RESULT_COLUMNS, "final"])
     is_ps = metric in PS_METRICS and head == "max"
-    _warn_if_two_rises(table, metric)
+    _warn_if_two_rises(table, metric, method)
     if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
         table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
         table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
@@ -169,7 +176,8 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
             row[col] = np.nan
             if len(c) >= DETECTORS[method].min_points:
                 try:
-                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}", **kwargs)
+                    r = detect(c.index.to_numpy(), c.to_numpy(), method, level, "up", label=f"run {rid} {name}",
+                               **_with_reach(name, method, kwargs))
                     row[col] = np.nan if r.censored else r.onset
                 except ValueError:
                     pass  # a curve the detector rejects has no onset here
@@ -177,14 +185,25 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
     return pd.DataFrame(rows, columns=["run_id", *others])
 
 
-def _warn_if_two_rises(table: pd.DataFrame, metric: str) -> None:
-    """Say when in-distribution PS curves rise twice: the onset is then the first knee (a creep)."""
+def _with_reach(metric: str, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The detector parameters for ``metric``: ``kwargs`` plus its :data:`CREEP_REACH` level where the
+    detector takes ``reach`` and none was given."""
+    if metric in CREEP_REACH and "reach" in DETECTORS[method].options():
+        return {"reach": CREEP_REACH[metric], **kwargs}
+    return dict(kwargs)
+
+
+def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
+    """Say how in-distribution PS curves that rise twice were read (the creep before the jump)."""
     twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
-    if metric == "ps_indist" and twice.any():
-        warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal; the second rise in onset_alt): "
-                      f"on planted repeats the in-distribution PS can creep up before the induction jump, and "
-                      f"the onset reads the first knee; the crossing of the formed level (--method threshold "
-                      f"--threshold {FORMED_MIN_PS}) reads the jump (docs/RESULTS.md, section 2)", stacklevel=3)
+    if metric not in CREEP_REACH or not twice.any():
+        return
+    how = (f"the onset is the rise that reaches {CREEP_REACH[metric]}, the creep's knee is in onset_alt"
+           if "reach" in DETECTORS[method].options() else
+           f"the {method} detector cannot tell the creep from the jump; the onset may read the creep")
+    warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal): on planted repeats the "
+                  f"in-distribution PS can creep up before the induction jump; {how} (docs/RESULTS.md, section 2)",
+                  stacklevel=3)
 
 
 # ------------------------------------------------------------------------------ formed

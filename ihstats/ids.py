@@ -19,7 +19,12 @@ EXECUTION_ONLY_FIELDS = ("device", "threads", "compile", "checkpoint_every", "ch
                          "divergence_factor", "divergence_window")
 # Fields added after runs were shipped, with the default that reproduces those runs: hashed only
 # when set otherwise, so every earlier run (and its config.json) keeps its run_id.
-LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps"}
+LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps",
+               # the generators' mechanism knobs (issue 53), in both repeat-planting sources
+               **{("data", sect, leaf): default for sect in ("markov", "seminatural")
+                  for leaf, default in (("repeat_distance", "uniform"), ("max_distance", 0),
+                                        ("frequency_exponent", 0.0), ("frequency_ref_context", 64))},
+               ("data", "seminatural", "repeat_start"): 0}
 
 
 def config_hash(d: dict[str, Any]) -> str:

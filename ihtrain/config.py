@@ -56,7 +56,13 @@ class SeminaturalConfig:
     reliability: float = 0.5  # P(B | A B ... A)
     top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
     base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
+    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
+    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
+    max_distance: int = 0  # cap on the copy distance a - j; 0: none
+    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
+    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 
 @dataclass
@@ -75,6 +81,11 @@ class MarkovConfig:
     reliability: float = -1.0
     repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
+    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
+    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
+    max_distance: int = 0  # cap on the copy distance a - j; 0: none
+    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
+    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 
 @dataclass

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.ablation import ablation_arrays, ablation_families, run_ablation_tests
-from ihstats.emergence import curve_series, emergence_table
+from ihstats.emergence import curve_series, emergence_table, onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.spec import FrontierSpec
@@ -128,9 +128,10 @@ def _grid_emergence(inp: Inputs, runs: Path):
             raise ValueError(f"--runs: no readable run directories in {runs}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # skipped curves are counted in the note instead
-            table = emergence_table(grid, metric="ps", head="max", method="bayes", level=HDI,
+            metric = onset_metric(grid.metrics)  # the in-distribution PS where logged (issue 52)
+            table = emergence_table(grid, metric=metric, head="max", method="bayes", level=HDI,
                                     on_error="skip")
-        inp.cache[key] = (grid, curve_series(grid.metrics, "ps", "max"), table)
+        inp.cache[key] = (grid, curve_series(grid.metrics, metric, "max"), table)
     return inp.cache[key]
 
 

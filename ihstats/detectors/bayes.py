@@ -149,6 +149,10 @@ class BayesDetector(Detector):
         ``log``: each point weighs its share of the log-step axis; anything else: equal weights.
     lift : float
         Detection-limit extension of the interval's lower end, in noise sd (``_lift``).
+    reach : float or None
+        The level the onset's rise must carry the curve to (None: any rise). When the curve rises
+        in two stages and the first levels off below ``reach`` (a creep), the onset and its
+        interval are the stage that reaches it, and the creep's onset goes to ``onset_alt``.
 
     After the main rise is found, the checkpoints before its interval, after its end, and the two
     halves of the rise are searched for a rise of their own (at least ``SUB_RISE`` noise sd): the
@@ -163,6 +167,7 @@ class BayesDetector(Detector):
     n_grid: int = 64
     weights: str = "log"
     lift: float = LIFT
+    reach: float | None = None
 
     def fit(self, steps: Any, values: Any, label: str = "curve") -> EmergenceResult:
         s, y = check_curve(steps, values, self.min_points, label)
@@ -176,17 +181,37 @@ class BayesDetector(Detector):
         kw["n_grid"] = max(16, self.n_grid // 2)  # the sub-fits only locate a second rise: a coarser grid
         early = _sub_fit(s, y, s < r.onset_lo, kw)
         if early is not None:
+            if self._creep(s, y, r):
+                return replace(r, multimodal=True, onset_alt=early.onset)
             return replace(early, midpoint=r.midpoint, end=r.end, last_step=r.last_step, rise=early.rise + r.rise,
                            log_bf=r.log_bf, multimodal=True, onset_alt=r.onset, late=False)
         later = _sub_fit(s, y, s > r.end, kw)
         if later is not None:
+            if self._creep(s, y, later):
+                return replace(later, multimodal=True, onset_alt=r.onset)
             return replace(r, multimodal=True, onset_alt=later.onset)
         stages = _two_stages(s, y, r, kw)
         if stages is None:
             return r
         first, second = stages
+        if self._creep(s, y, second):  # the split fell between the creep and the jump
+            return replace(r, onset=second.onset, onset_lo=second.onset_lo, onset_hi=second.onset_hi,
+                           midpoint=second.midpoint, multimodal=True, onset_alt=first.onset)
+        if self.reach is not None and first.onset < r.onset_lo:
+            # the split cut the jump: the first stage is the creep plus the jump's start, and the one
+            # ramp over the whole curve (starting after the first stage) is the jump
+            return replace(r, multimodal=True, onset_alt=first.onset)
         return replace(r, onset=first.onset, onset_lo=first.onset_lo, onset_hi=first.onset_hi, multimodal=True,
                        onset_alt=second.onset)
+
+    def _creep(self, s: np.ndarray, y: np.ndarray, later: EmergenceResult) -> bool:
+        """Whether the curve, just before the ``later`` stage's interval, still sits below ``reach``
+        (the earlier stage was a creep, not the rise to the level) while it ends at or above it."""
+        if self.reach is None:
+            return False
+        level = running_median(y, 5)
+        before = s < later.onset_lo
+        return bool(before.any() and level[before][-1] < self.reach <= level[-1])
 
 
 def _sub_fit(s: np.ndarray, y: np.ndarray, keep: np.ndarray, kw: dict[str, Any]) -> EmergenceResult | None:

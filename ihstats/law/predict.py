@@ -22,7 +22,7 @@ import numpy as np
 
 from ihstats import _bayes
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
-from ihstats.emergence import emergence_table
+from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
@@ -60,8 +60,8 @@ def fit_reference_posterior(runs=None, out_dir=REFERENCE_DIR) -> str:
     (the defaults of ``analyses/fit_upt_law.py``, without its size-term comparison)."""
     path = Path(runs) if runs else Path(__file__).resolve().parents[2] / REFERENCE_RUNS
     runs = runs or REFERENCE_RUNS
-    table = emergence_table(load_grid(path, on_error="skip"), metric="ps", head="max",
-                            on_error="skip")
+    grid = load_grid(path, on_error="skip")
+    table = emergence_table(grid, metric=onset_metric(grid.metrics), head="max", on_error="skip")
     res = UPTLawModel.from_table(table, UPTLawSpec()).fit(draws=1000, tune=1000, chains=4, seed=0)
     return write_reference_posterior(res, out_dir, simulated=False, source=(
         f"real runs {runs} (emergence by ihstats.emergence, bayes; "

@@ -33,6 +33,10 @@ entropy targets (all rows are ``pi``: similarity 1, entropy rate ``H(pi)``) and 
 
 Frequency/reliability imposed on top (``frequency >= 0``): sequences are laid out as for the
 semi-natural data (:mod:`ihtrain.data.repeats`) with fresh tokens drawn from the chain (or ``pi``).
+The mechanism knobs act there too: ``repeat_start`` (repeats from early positions), the copy
+distances (``repeat_distance``, ``max_distance``: :mod:`ihtrain.data.lags`) and a frequency that
+scales with the context, ``f(C) = frequency (C / frequency_ref_context)^frequency_exponent``
+(:func:`ihtrain.data.repeats.frequency_at`; ``C`` is ``train.context``).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ import numpy as np
 from ihtrain.config import MarkovConfig
 from ihtrain.config_checks import need
 from ihtrain.data.registry import DataSource, register
-from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
+from ihtrain.data.lags import check_mechanism, lag_weights
+from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
 
 N_SPECIAL = 2
 TOL_SIM, TOL_H, TOL_TV = 0.02, 0.05, 1e-9
@@ -395,17 +400,19 @@ def empirical_entropy_rate(tokens: np.ndarray, V: int) -> float:
 
 def generate_markov(chain: MarkovChain, n_seqs: int, length: int, frequency: float = -1.0,
                     reliability: float = -1.0, seed: int | np.random.Generator | None = 0,
-                    repeat_start: int = 0) -> tuple[np.ndarray, dict]:
+                    repeat_start: int = 0, lag_weights: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Sequences from ``chain`` (compact ids), with repeats planted when ``frequency >= 0``.
 
-    ``repeat_start``: first position that may be a repeat (0: ``length // 2``, the shipped layout;
-    see :func:`ihtrain.data.repeats.plant_repeats`)."""
+    ``repeat_start``: first position that may be a repeat (0: ``length // 2``, the shipped layout);
+    ``lag_weights``: weights by copy distance (None: uniform); see
+    :func:`ihtrain.data.repeats.plant_repeats`."""
     rng = as_rng(seed)
     if frequency is not None and frequency >= 0:
         check_prob(frequency, "data.markov.frequency")
         check_prob(reliability, "data.markov.reliability")
         return plant_repeats(rng, n_seqs, length, chain.V, frequency, reliability,
-                             chain.sample_first, chain.sample_next, start=repeat_start or None)
+                             chain.sample_first, chain.sample_next, start=repeat_start or None,
+                             lag_weights=lag_weights)
     return chain.sample(rng, n_seqs, length), {}
 
 
@@ -413,10 +420,15 @@ class MarkovSource:
     """``TokenSource`` over a built chain: ids shifted by 2 (``eos = 0``, ``sep = 1`` reserved).
 
     The chain is built from ``(cfg, seed)`` at construction; ``truth`` holds its exact statistics.
-    With ``pool_tokens > 0`` (default 2M) ``sample`` draws rows of a fixed seeded pool."""
+    With ``pool_tokens > 0`` (default 2M) ``sample`` draws rows of a fixed seeded pool. ``context``
+    (``train.context``) is the ``C`` of a frequency that scales with ``C``; without it, the length
+    asked for less one."""
 
-    def __init__(self, cfg: Any, seed: int = 0, pool_tokens: int | None = None, **_: Any):
-        self.cfg, self.seed = cfg, int(seed)
+    def __init__(self, cfg: Any, seed: int = 0, pool_tokens: int | None = None, context: int | None = None,
+                 **_: Any):
+        self.cfg, self.seed, self.context = cfg, int(seed), context
+        self.lag_weights = lag_weights(getattr(cfg, "repeat_distance", "uniform"), getattr(cfg, "max_distance", 0),
+                                       "data.markov")
         imposed = cfg.frequency >= 0
         if imposed:
             check_prob(cfg.frequency, "data.markov.frequency")
@@ -434,21 +446,25 @@ class MarkovSource:
     @property
     def fingerprint(self) -> dict[str, Any]:
         t = {k: v for k, v in self.truth.items() if k != "ignored_targets"}
+        if getattr(self.cfg, "frequency_exponent", 0.0) and self.context:  # only where it is set: old runs'
+            t["frequency_at_context"] = self.frequency(0)  # fingerprints stay as they were
         return {"kind": "markov", "chain_hash": self.chain.digest(), "seed": self.seed,
                 "pool_tokens": self.pool_tokens, **t}
 
+    def frequency(self, length: int) -> float:
+        """The frequency planted in sequences of ``length`` tokens (``f(C)``; see the module docstring)."""
+        cfg = self.cfg
+        return frequency_at(cfg.frequency, getattr(cfg, "frequency_exponent", 0.0), getattr(cfg, "frequency_ref_context", 64),
+                            self.context or length - 1, "data.markov.frequency")
+
     def _make(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
-        return generate_markov(self.chain, n_seqs, length, self.cfg.frequency, self.cfg.reliability, rng,
-                               repeat_start=getattr(self.cfg, "repeat_start", 0))
+        return generate_markov(self.chain, n_seqs, length, self.frequency(length), self.cfg.reliability, rng,
+                               repeat_start=getattr(self.cfg, "repeat_start", 0), lag_weights=self.lag_weights)
 
     def sample(self, rng: np.random.Generator, n_seqs: int, length: int, progress: float = 0.0):
         toks, truth = (self._pool.draw(rng, n_seqs, length) if self._pool is not None
                        else self._make(rng, n_seqs, length))
-        stats = {}
-        if truth:
-            d, c, k = (float(np.sum(truth[n])) for n in ("n_decisions", "n_contexts", "n_copies"))
-            stats = {"realised_frequency": c / d if d else 0.0, "realised_reliability": k / c if c else 0.0}
-        return toks + N_SPECIAL, stats
+        return toks + N_SPECIAL, truth_stats(truth)
 
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         return self._make(np.random.default_rng([self.seed, 0x7A1, length]), n_seqs, length)[0] + N_SPECIAL
@@ -456,7 +472,7 @@ class MarkovSource:
 
 # ---------------------------------------------------------------------------- the registry's entry
 def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> MarkovSource:
-    return MarkovSource(data_cfg.markov, seed=seed)
+    return MarkovSource(data_cfg.markov, seed=seed, context=context)
 
 
 def _check_section(mk: MarkovConfig, cfg: Any) -> None:
@@ -475,6 +491,7 @@ def _check_section(mk: MarkovConfig, cfg: Any) -> None:
     need(mk.n_groups >= 0, "data.markov.n_groups", f"must be >= 0 (0: no groups), got {mk.n_groups}")
     need(0 <= mk.entropy_rate < math.inf, "data.markov.entropy_rate", f"must be >= 0 (0: as built), got {mk.entropy_rate}")
     need(mk.pool_tokens >= 0, "data.markov.pool_tokens", "must be >= 0")
+    check_mechanism(mk, C, "data.markov")
 
 
 def _repeat_start(data_cfg: Any, length: int) -> int:

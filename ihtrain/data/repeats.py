@@ -34,6 +34,19 @@ Column by column, ``p = h .. T-1``:
    chosen earlier position ``j <= p-2``, never ``x[p-1]``, never in ``S`` after a break) with
    probability ``q``, else draws a fresh token never seen in the sequence.
 
+Copy distances (``lag_weights``): the *copy distance* of a copy query ``a`` is ``d = a - j`` for the
+earlier occurrence ``j`` it copies (``d >= 2``: no consecutive duplicates). Plants set it: a plant at
+``p`` from ``j`` makes the copy at ``p + 1`` (and the chain of copies after it) copy at ``d = p - j``.
+By default (``lag_weights=None``) a plant's ``j`` is uniform over ``[0, p-2]`` and a copy's
+occurrence uniform over the earlier ones (mean distance about 0.3 ``T``). With weights ``w[d]`` a
+plant draws ``d`` from ``w`` restricted to ``[2, p]`` (renormalised) and a copy chooses among the
+earlier occurrences with weights ``w[a - j]`` (nearest first when none has weight): a cap ``D``
+is ``w = 1`` on ``[2, D]``, the builtin text's distances are its lag pmf
+(:mod:`ihtrain.data.lags`). A copy then lies within the cap, as its occurrence does. A small cap
+costs frequency: a plant after a break needs a position within reach whose token is neither
+``x[p-1]`` nor a recorded successor, and where none is the position gets a fresh token (at
+``f = r = 0.9``: cap 8 realises ``f`` 0.88-0.89, cap 16 0.895-0.90, cap 32 0.90; logged as always).
+
 With ``P(context at p-1) = f`` the forced share is ``f r``, so ``q = f (1 - r) / (1 - f r)`` makes
 ``P(context at p) = f r + (1 - f r) q = f`` exactly at every column (``q = f`` at ``p = h``, whose
 predecessor is a first-half token and never a context). Counts per column use stochastic rounding
@@ -105,19 +118,20 @@ def draw_fresh(rng: np.random.Generator, propose: Callable[[np.ndarray], np.ndar
 
 def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: int,
                   frequency: float, reliability: float,
-                  first: FirstSampler, next_: NextSampler, start: int | None = None
-                  ) -> tuple[np.ndarray, dict]:
+                  first: FirstSampler, next_: NextSampler, start: int | None = None,
+                  lag_weights: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Generate ``(n_seqs, length)`` tokens in ``[0, n_vocab)`` with planted repeats.
 
     ``first(rng, n)`` draws first tokens; ``next_(rng, prev)`` one successor per entry of ``prev``
     from the fresh-token model (seen tokens are excluded here, by rejection). ``start``: first
-    decision point ``h`` (``None``: ``length // 2``, the shipped layout). Returns ``(tokens,
-    truth)``: per-sequence ``n_decisions``, ``n_contexts``, ``n_copies``, the realised ``frequency``
-    and ``reliability`` (ratios of sums), and ``copy_source`` (n, T) int32: at a copied position
-    ``p`` the position ``j + 1`` it copied (its copy query is ``p - 1``), -1 elsewhere.
+    decision point ``h`` (``None``: ``length // 2``, the shipped layout). ``lag_weights``: weight
+    ``w[d]`` of copy distance ``d`` (0 beyond its end; ``None``: uniform, the shipped rule). Returns
+    ``(tokens, truth)``: per-sequence ``n_decisions``, ``n_contexts``, ``n_copies``, the realised
+    ``frequency`` and ``reliability`` (ratios of sums), and ``copy_source`` (n, T) int32: at a copied
+    position ``p`` the position ``j + 1`` it copied (its copy query is ``p - 1``), -1 elsewhere.
     """
-    f = check_prob(frequency, "frequency")
-    r = check_prob(reliability, "reliability")
+    f, r = check_prob(frequency, "frequency"), check_prob(reliability, "reliability")
+    w = None if lag_weights is None else _check_weights(lag_weights)
     if length < 4:
         raise ValueError(f"length: must be >= 4 for a first and a second half, got {length}")
     h = length // 2 if start is None else int(start)
@@ -154,8 +168,7 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
         cp = crow[copy]
         broken = crow[~copy]
         if cp.size:
-            occ = x[cp, : p - 1] == prev[cp, None]  # (n_cp, p-1): earlier occurrences j < p-1
-            j = np.argmax(occ * rng.random(occ.shape), axis=1)
+            j = _copied_occurrence(rng, x[cp, : p - 1] == prev[cp, None], w)
             col[cp] = x[cp, j + 1]
             copy_source[cp, p] = j + 1
             n_copy[cp] += 1
@@ -166,7 +179,7 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
         plant_mask = _choose(rng, free, k)
         if plant_mask.any():
             rows = free[plant_mask]
-            tok, ok = _draw_plants(rng, x, rows, p, np.isin(rows, broken))
+            tok, ok = _draw_plants(rng, x, rows, p, np.isin(rows, broken), w)
             col[rows[ok]] = tok[ok]
             plant_mask[np.flatnonzero(plant_mask)[~ok]] = False  # nothing to plant: a fresh token
         plant = free[plant_mask]
@@ -185,9 +198,55 @@ def plant_repeats(rng: np.random.Generator, n_seqs: int, length: int, n_vocab: i
                **summarise(n_dec, n_ctx, n_copy), "frequency_target": f, "reliability_target": r, "plant_prob": q}
 
 
+def _check_weights(lag_weights: np.ndarray) -> np.ndarray:
+    w = np.asarray(lag_weights, dtype=np.float64)
+    if w.ndim != 1 or not np.all(np.isfinite(w)) or (w < 0).any() or not w[2:].sum() > 0:
+        raise ValueError("lag_weights: must be a 1-D array of finite weights >= 0 (index = copy distance) "
+                         "with positive weight at some distance >= 2")
+    return w
+
+
+def _lag_weight(w: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``w[d]``, 0 beyond the end of ``w``."""
+    return np.where(d < w.size, w[np.minimum(d, w.size - 1)], 0.0)
+
+
+def _copied_occurrence(rng: np.random.Generator, occ: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """The earlier occurrence ``j`` each copy copies: ``occ`` (n_cp, p-1) marks the occurrences
+    ``j < p-1`` of its query; uniform among them (``w`` None, the shipped draws) or by lag weight."""
+    if w is None:
+        return np.argmax(occ * rng.random(occ.shape), axis=1)
+    return _weighted_occurrence(rng, occ, w)
+
+
+def _weighted_occurrence(rng: np.random.Generator, occ: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per row of ``occ`` (n, a) (earlier occurrences ``j`` of the query at ``a``), one ``j`` drawn with
+    weight ``w[a - j]`` (an exponential race: the largest ``u^(1/w)``); the nearest when none weighs."""
+    a = occ.shape[1]
+    wd = _lag_weight(w, a - np.arange(a))  # (a,) weight of each earlier position
+    live = occ & (wd > 0)[None, :]
+    with np.errstate(divide="ignore"):
+        key = np.where(live, np.log(rng.random(occ.shape)) / np.where(wd > 0, wd, 1.0)[None, :], -np.inf)
+    nearest = np.argmax(occ * np.arange(1, a + 1)[None, :], axis=1)
+    return np.where(live.any(1), np.argmax(key, axis=1), nearest)
+
+
+def _draw_lags(rng: np.random.Generator, w: np.ndarray, p: int, n: int) -> np.ndarray | None:
+    """``n`` earlier positions ``j = p - d``, ``d`` drawn from ``w`` on ``[2, p]``; None when it has no weight."""
+    wd = _lag_weight(w, np.arange(2, p + 1))
+    tot = wd.sum()
+    if not tot > 0:
+        return None
+    cdf = np.cumsum(wd) / tot
+    d = 2 + np.minimum(np.searchsorted(cdf, rng.random(n), side="right"), wd.size - 1)
+    return p - d
+
+
 def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: int,
-                 after_break: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 after_break: np.ndarray, w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Token of a random earlier position ``j <= p-2``: not ``x[p-1]``; not in ``S`` after a break.
+
+    ``j`` is uniform (``w`` None) or at a distance ``p - j`` drawn from the lag weights ``w``.
 
     Returns ``(tokens, ok)``; ``ok`` is False for a row with no such position (possible only a few
     tokens after a short ``start``: e.g. ``a b a`` leaves nothing after a break), which the caller
@@ -201,7 +260,10 @@ def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: i
         if left.size == 0:
             return out, ok_all
         rr = rows[left]
-        j = rng.integers(0, p - 1, size=left.size)
+        j = rng.integers(0, p - 1, size=left.size) if w is None else _draw_lags(rng, w, p, left.size)
+        if j is None:  # no weight within reach: nothing to plant
+            ok_all[left] = False
+            return out, ok_all
         tok = x[rr, j]
         ok = tok != prev[left]
         brk = after_break[left]
@@ -217,19 +279,54 @@ def _draw_plants(rng: np.random.Generator, x: np.ndarray, rows: np.ndarray, p: i
         row, pv = rows[i], prev[i]
         cand = x[row, : p - 1]
         valid = cand != pv
+        wj = np.ones(p - 1) if w is None else _lag_weight(w, p - np.arange(p - 1))
+        valid &= wj > 0
         if after_break[i]:
             succ = x[row, 1:p][x[row, : p - 1] == pv]
             valid &= ~np.isin(cand, succ)
         if not valid.any():
             ok_all[i] = False
             continue
-        out[i] = rng.choice(cand[valid])
+        out[i] = (rng.choice(cand[valid]) if w is None  # the shipped rule's draws, unchanged
+                  else rng.choice(cand[valid], p=wj[valid] / wj[valid].sum()))
     return out, ok_all
 
 
 def summarise(n_dec: np.ndarray, n_ctx: np.ndarray, n_copy: np.ndarray) -> dict[str, float]:
     d, c, k = float(np.sum(n_dec)), float(np.sum(n_ctx)), float(np.sum(n_copy))
     return {"frequency": c / d if d else float("nan"), "reliability": k / c if c else float("nan")}
+
+
+def frequency_at(frequency: float, exponent: float, ref_context: int, context: int, name: str = "frequency") -> float:
+    """The frequency a context length ``context`` gets: ``f(C) = f0 (C / C0)^k`` (``k = 0``: ``f0``).
+
+    Raises ``ValueError`` naming ``name`` when ``f(C)`` leaves ``[0, 1]`` (lower ``f0`` or ``k``)."""
+    if exponent == 0 or frequency < 0:
+        return frequency
+    if not (ref_context > 0 and context > 0):
+        raise ValueError(f"{name}: the density scaling needs a reference context > 0 and C > 0, "
+                         f"got C0 = {ref_context}, C = {context}")
+    f = frequency * (context / ref_context) ** exponent
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"{name}: f(C) = {frequency} x ({context} / {ref_context})^{exponent} = {f:.4f} is not a "
+                         f"probability at C = {context}; lower the frequency or its exponent")
+    return f
+
+
+def truth_stats(truth: dict) -> dict[str, float]:
+    """What a batch's ground truth logs (``realised_*``): frequency and reliability (ratios of sums),
+    copies per predicted token (copies / (n (T - 1))) and the mean copy distance (``a - j``, from the
+    recorded ``copy_source``; 0 without copies). Empty for a batch without planted repeats."""
+    if not truth:
+        return {}
+    d, c, k = (float(np.sum(truth[n])) for n in ("n_decisions", "n_contexts", "n_copies"))
+    out = {"realised_frequency": c / d if d else 0.0, "realised_reliability": k / c if c else 0.0}
+    src = truth.get("copy_source")
+    if src is not None:
+        pos = np.nonzero(src >= 0)
+        out["realised_copies_per_token"] = pos[0].size / max(1, src.shape[0] * (src.shape[1] - 1))
+        out["realised_copy_distance"] = float(np.mean(pos[1] - src[pos])) if pos[0].size else 0.0
+    return out
 
 
 def measure_repeats(tokens: np.ndarray, start: int | None = None, chunk: int = 512) -> dict:

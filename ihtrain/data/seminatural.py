@@ -7,6 +7,9 @@ planted with the two knobs ``frequency = P(A B ... A)`` and ``reliability = P(B 
 tokens that are neither are drawn fresh from the bigram model (never seen earlier in the sequence).
 The precise definitions, how the realised values are measured over the second half, and how the
 generator corrects for the contexts that copies themselves create are in :mod:`ihtrain.data.repeats`.
+The mechanism knobs, as for the Markov data: ``repeat_start`` (repeats from an earlier position
+than ``T // 2``), the copy distances (``repeat_distance``, ``max_distance``: :mod:`ihtrain.data.lags`)
+and ``f(C) = frequency (C / frequency_ref_context)^frequency_exponent`` at ``C = train.context``.
 
 Pure generator: :func:`generate_seminatural` ``(bigram, n_seqs, length, frequency, reliability,
 seed) -> (tokens, truth)``. :class:`SeminaturalSource` is the trainer's ``TokenSource``: it reserves
@@ -26,7 +29,8 @@ import numpy as np
 from ihtrain.config import DataConfig, SeminaturalConfig
 from ihtrain.config_checks import need
 from ihtrain.data.natural import load_stream
-from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats
+from ihtrain.data.lags import check_mechanism, lag_weights
+from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
 from ihtrain.data.registry import DataSource, register
 from ihtrain.data.source import cached_stream_config, resolve_cache_dir
 
@@ -131,19 +135,22 @@ class BigramModel:
 
 
 def generate_seminatural(bigram: BigramModel, n_seqs: int, length: int, frequency: float,
-                         reliability: float, seed: int | np.random.Generator | None = 0
+                         reliability: float, seed: int | np.random.Generator | None = 0,
+                         repeat_start: int = 0, lag_weights: np.ndarray | None = None
                          ) -> tuple[np.ndarray, dict]:
     """Semi-natural sequences (compact ids ``0 .. V-1``) and their ground truth.
 
     Returns ``(tokens (n_seqs, length) int64, truth)``; ``truth`` holds the per-sequence counts
     ``n_decisions``, ``n_contexts``, ``n_copies`` and the realised ``frequency``/``reliability``
     (exactly what :func:`ihtrain.data.repeats.measure_repeats` measures), the targets and the
-    plant probability ``q`` used. Same seed, same tokens.
+    plant probability ``q`` used. Same seed, same tokens. ``repeat_start`` (0: ``length // 2``) and
+    ``lag_weights`` (None: uniform) as in :func:`ihtrain.data.repeats.plant_repeats`.
     """
     if n_seqs < 1:
         raise ValueError(f"n_seqs: must be >= 1, got {n_seqs}")
     return plant_repeats(as_rng(seed), n_seqs, length, bigram.V, frequency, reliability,
-                         bigram.sample_first, bigram.sample_next)
+                         bigram.sample_first, bigram.sample_next, start=repeat_start or None,
+                         lag_weights=lag_weights)
 
 
 class SeminaturalSource:
@@ -152,14 +159,16 @@ class SeminaturalSource:
     Parameters: ``cfg`` a :class:`~ihtrain.config.SeminaturalConfig`; ``seed``; ``cache_dir`` for the
     natural corpus; ``data_cfg`` (optional DataConfig: tokenizer settings of the base corpus);
     ``bigram`` or ``tokens`` to skip loading the corpus (tests); ``pool_tokens`` size of the fixed
-    pool per sequence length (0: generate fresh sequences in every ``sample`` call).
+    pool per sequence length (0: generate fresh sequences in every ``sample`` call); ``context``
+    (``train.context``) the ``C`` of a frequency that scales with it (else the length asked for less one).
     """
 
     def __init__(self, cfg: Any, seed: int = 0, cache_dir: str = "", data_cfg: Any = None,
                  bigram: BigramModel | None = None, tokens: np.ndarray | None = None,
-                 pool_tokens: int | None = None):
-        self.cfg, self.seed = cfg, int(seed)
+                 pool_tokens: int | None = None, context: int | None = None):
+        self.cfg, self.seed, self.context = cfg, int(seed), context
         check_prob(cfg.frequency, "data.seminatural.frequency")
+        self.lag_weights = lag_weights(cfg.repeat_distance, cfg.max_distance, "data.seminatural")
         check_prob(cfg.reliability, "data.seminatural.reliability")
         if cfg.top_v < 4:
             raise ValueError(f"data.seminatural.top_v: must be >= 4, got {cfg.top_v}")
@@ -205,10 +214,18 @@ class SeminaturalSource:
         return {"kind": "seminatural", "frequency": self.cfg.frequency, "reliability": self.cfg.reliability,
                 "top_v": self.cfg.top_v, "top_v_effective": self.bigram.V, "base_source": self.cfg.base_source,
                 "bigram_hash": self.bigram.digest(), "pool_tokens": self.pool_tokens, "seed": self.seed,
-                "base": self._base_fp}
+                "base": self._base_fp,
+                **({"frequency_at_context": self.frequency(0)} if self.cfg.frequency_exponent and self.context else {})}
+
+    def frequency(self, length: int) -> float:
+        """The frequency planted in sequences of ``length`` tokens (``f(C)``; see the module docstring)."""
+        cfg = self.cfg
+        return frequency_at(cfg.frequency, cfg.frequency_exponent, cfg.frequency_ref_context,
+                            self.context or length - 1, "data.seminatural.frequency")
 
     def _make(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
-        return generate_seminatural(self.bigram, n_seqs, length, self.cfg.frequency, self.cfg.reliability, rng)
+        return generate_seminatural(self.bigram, n_seqs, length, self.frequency(length), self.cfg.reliability, rng,
+                                    repeat_start=self.cfg.repeat_start, lag_weights=self.lag_weights)
 
     def sample(self, rng: np.random.Generator, n_seqs: int, length: int, progress: float = 0.0
                ) -> tuple[np.ndarray, dict[str, float]]:
@@ -216,22 +233,17 @@ class SeminaturalSource:
             toks, truth = self._pool.draw(rng, n_seqs, length)
         else:
             toks, truth = self._make(rng, n_seqs, length)
-        return toks + N_SPECIAL, _stats(truth)
+        return toks + N_SPECIAL, truth_stats(truth)
 
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 0x7A1, length])  # disjoint from the pool's streams
         return self._make(rng, n_seqs, length)[0] + N_SPECIAL
 
 
-def _stats(truth: dict) -> dict[str, float]:
-    d, c, k = (float(np.sum(truth[n])) for n in ("n_decisions", "n_contexts", "n_copies"))
-    return {"realised_frequency": c / d if d else 0.0, "realised_reliability": k / c if c else 0.0}
-
-
 # ---------------------------------------------------------------------------- the registry's entry
 def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: int | None = None) -> SeminaturalSource:
     cache_dir = str(resolve_cache_dir(data_cfg.cache_dir))
-    return SeminaturalSource(data_cfg.seminatural, seed=seed, cache_dir=cache_dir, data_cfg=data_cfg)
+    return SeminaturalSource(data_cfg.seminatural, seed=seed, cache_dir=cache_dir, data_cfg=data_cfg, context=context)
 
 
 def _base_stream(data_cfg: Any) -> Any:
@@ -245,7 +257,12 @@ def _check_section(sn: SeminaturalConfig, cfg: Any) -> None:
         need(0.0 <= v <= 1.0, f"data.seminatural.{name}", f"must be a probability in [0, 1], got {v}")
     need(sn.top_v >= 1, "data.seminatural.top_v", f"must be >= 1, got {sn.top_v}")
     need(sn.pool_tokens >= 0, "data.seminatural.pool_tokens", "must be >= 0")
+    C = cfg.train.context
+    need(sn.repeat_start == 0 or 2 <= sn.repeat_start <= C - 2, "data.seminatural.repeat_start",
+         f"must be 0 (C // 2) or in [2, train.context - 2] = [2, {C - 2}], got {sn.repeat_start}")
+    check_mechanism(sn, C, "data.seminatural")
 
 
 register(DataSource("seminatural", _build_source, section="seminatural", config=SeminaturalConfig, vocab_fields=("top_v",),
-                    stream=_base_stream, check=_check_section, repeat_start=lambda data_cfg, length: length // 2))
+                    stream=_base_stream, check=_check_section,
+                    repeat_start=lambda data_cfg, length: data_cfg.seminatural.repeat_start or length // 2))

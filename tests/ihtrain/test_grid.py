@@ -504,6 +504,13 @@ def _run_id_before_issue_26(cfg) -> str:
         del d["data"]["markov"]["repeat_start"]
     if d["train"]["emergence_metric"] == "ps":  # added later (issue 52)
         del d["train"]["emergence_metric"]
+    late = {"repeat_distance": "uniform", "max_distance": 0, "frequency_exponent": 0.0, "frequency_ref_context": 64}
+    for sect in ("markov", "seminatural"):  # the generators' mechanism knobs, added later (issue 53)
+        for k, default in late.items():
+            if d["data"][sect][k] == default:
+                del d["data"][sect][k]
+    if d["data"]["seminatural"]["repeat_start"] == 0:
+        del d["data"]["seminatural"]["repeat_start"]
     return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
 
 

@@ -126,7 +126,7 @@ def test_source_and_determinism():
     x, st = a.sample(np.random.default_rng(0), 16, 65)
     y, _ = b.sample(np.random.default_rng(0), 16, 65)
     assert x.tobytes() == y.tobytes() and x.min() >= 2 and x.max() < a.vocab_size == 302
-    assert set(st) == {"realised_frequency", "realised_reliability"}
+    assert set(st) == {"realised_frequency", "realised_reliability", "realised_copies_per_token", "realised_copy_distance"}
     assert a.fingerprint["chain_hash"] == b.fingerprint["chain_hash"]
     assert a.val_sample(4, 65).tobytes() == b.val_sample(4, 65).tobytes()
     plain = MarkovSource(MarkovConfig(vocab=300, dependency="iid"), seed=0, pool_tokens=0)

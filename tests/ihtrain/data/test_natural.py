@@ -226,7 +226,7 @@ def test_build_source_dispatch(tmp_path, monkeypatch):
     args, kw = calls["SeminaturalSource"]
     assert args == (cfg.seminatural,) and kw["seed"] == 3 and kw["cache_dir"] == str(tmp_path / "c")
     assert isinstance(build_source(dataclasses.replace(cfg, source="markov"), seed=4), Markov)
-    assert calls["MarkovSource"] == ((cfg.markov,), {"seed": 4})
+    assert calls["MarkovSource"] == ((cfg.markov,), {"seed": 4, "context": None})  # context: f(C) (issue 53)
     _write_docs(tmp_path / "corpus")
     bi = dataclasses.replace(_cfg(tmp_path, f"text:{tmp_path}/corpus"),
                              biinduct=dataclasses.replace(cfg.biinduct, mode="forward"))

@@ -83,7 +83,7 @@ def test_source_protocol(stream):
     assert src.vocab_size == 202 and src.ordinary_range == (2, 202) and src.special_tokens["sep"] == 1
     x, st = src.sample(np.random.default_rng(0), 16, 65, 0.0)
     assert x.shape == (16, 65) and x.dtype == np.int64 and x.min() >= 2 and x.max() < 202
-    assert set(st) == {"realised_frequency", "realised_reliability"}
+    assert set(st) == {"realised_frequency", "realised_reliability", "realised_copies_per_token", "realised_copy_distance"}
     y, _ = SeminaturalSource(cfg, seed=0, tokens=stream, pool_tokens=50_000).sample(np.random.default_rng(0), 16, 65)
     assert x.tobytes() == y.tobytes()
     v1, v2 = src.val_sample(8, 65), src.val_sample(8, 65)

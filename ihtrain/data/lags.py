@@ -1,0 +1,139 @@
+"""Copy distances: the lag rule a generator plants repeats with, and the builtin text's lag pmf.
+
+The *copy distance* of a repeated-bigram event is ``d = a - j``: the query ``a`` repeats the bigram
+``(x[j], x[j+1]) = (x[a], x[a+1])`` of the nearest earlier occurrence ``j < a`` (an induction head
+at ``a`` attends ``d - 1`` tokens back, to ``j + 1``). In a training window an event at ``a`` exists
+exactly when the stream's nearest earlier occurrence lies within the window (``d <= a``), so the
+window's distances at ``a`` are the stream's lag pmf conditioned on ``d <= a`` -- the rule
+:func:`ihtrain.data.repeats.plant_repeats` applies with ``lag_weights`` (its plants draw ``d`` from the
+weights on ``[2, p]``).
+
+The builtin pmf (``builtin_lag_pmf.json`` beside this module, about 17 kB) is :func:`lag_pmf` of the
+training split of the builtin corpus with the default tokenizer (BPE 512), ``d`` in ``[2, 1024]``
+(``d = 1``, ``A A A``, cannot be planted: no consecutive duplicates; longer lags fall outside every
+context we train). Regenerate it with ``python -m ihtrain.data.lags`` (the file records the corpus
+and tokenizer it came from; another install gives another corpus, so expect small differences).
+
+Config: ``repeat_distance = "uniform"`` (the shipped rule: any earlier position, no weights) or
+``"builtin-text"`` (the pmf), and ``max_distance`` (0: no cap) caps either; see :func:`lag_weights`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ihtrain.config_checks import need
+from ihtrain.data.repeats import frequency_at
+
+BUILTIN_LAG_FILE = Path(__file__).with_name("builtin_lag_pmf.json")
+MAX_LAG = 1024
+DISTANCES = ("uniform", "builtin-text")
+
+
+def bigram_lags(tokens: np.ndarray) -> np.ndarray:
+    """Copy distance of every repeated bigram of a 1-D stream ``tokens``: for each position ``a`` whose
+    bigram ``(x[a], x[a+1])`` occurred earlier, ``a - j`` for its nearest earlier occurrence ``j``."""
+    x = np.asarray(tokens, dtype=np.int64).ravel()
+    if x.size < 3:
+        return np.zeros(0, dtype=np.int64)
+    big = x[:-1] * (int(x.max()) + 1) + x[1:]  # one id per bigram, indexed by its first position
+    order = np.lexsort((np.arange(big.size), big))  # by bigram, then position
+    same = big[order][1:] == big[order][:-1]
+    return (order[1:] - order[:-1])[same]
+
+
+def lag_pmf(tokens: np.ndarray, max_lag: int = MAX_LAG) -> tuple[np.ndarray, int]:
+    """``(pmf, n_events)``: the distribution of :func:`bigram_lags` on ``d in [2, max_lag]`` as an array
+    indexed by ``d`` (``pmf[0] = pmf[1] = 0``), and how many events it counts."""
+    if max_lag < 2:
+        raise ValueError(f"max_lag: must be >= 2, got {max_lag}")
+    d = bigram_lags(tokens)
+    d = d[(d >= 2) & (d <= max_lag)]
+    if d.size == 0:
+        raise ValueError("tokens: no repeated bigram within the lags [2, max_lag]; a longer stream is needed")
+    counts = np.bincount(d, minlength=max_lag + 1).astype(np.float64)
+    return counts / counts.sum(), int(d.size)
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_lag_pmf() -> np.ndarray:
+    """The shipped builtin-text lag pmf (indexed by distance; see the module docstring)."""
+    try:
+        pmf = np.asarray(json.loads(BUILTIN_LAG_FILE.read_text())["pmf"], dtype=np.float64)
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"{BUILTIN_LAG_FILE}: cannot read the builtin lag pmf ({e}); regenerate it with "
+                         f"python -m ihtrain.data.lags") from None
+    pmf.setflags(write=False)
+    return pmf
+
+
+def lag_weights(repeat_distance: str, max_distance: int, name: str = "data") -> np.ndarray | None:
+    """Weights by copy distance for ``plant_repeats`` (``None``: the shipped uniform rule).
+
+    ``repeat_distance``: ``"uniform"`` or ``"builtin-text"``; ``max_distance > 0`` zeroes every ``d`` above it.
+    ``name`` prefixes the config field in error messages (``data.markov``)."""
+    if repeat_distance not in DISTANCES:
+        raise ValueError(f"{name}.repeat_distance: must be one of {', '.join(DISTANCES)}, got {repeat_distance!r}")
+    if max_distance != 0 and max_distance < 2:
+        raise ValueError(f"{name}.max_distance: must be 0 (no cap) or >= 2 (copies sit 2 or more apart), "
+                         f"got {max_distance}")
+    if repeat_distance == "uniform":
+        if not max_distance:
+            return None
+        w = np.ones(max_distance + 1)
+    else:
+        w = builtin_lag_pmf().copy()
+        if max_distance:
+            w = w[: max_distance + 1]
+    w[:2] = 0.0
+    return w
+
+
+def check_mechanism(sect: Any, context: int, name: str) -> None:
+    """Config checks of the mechanism knobs of a repeat-planting source's section ``sect`` at
+    ``train.context``; raises ``ConfigError`` naming the field (``name``: ``data.markov``)."""
+    need(sect.max_distance == 0 or sect.max_distance >= 2, f"{name}.max_distance",
+         f"must be 0 (no cap) or >= 2 (copies sit 2 or more apart), got {sect.max_distance}")
+    need(sect.frequency_ref_context > 0, f"{name}.frequency_ref_context", f"must be > 0, got {sect.frequency_ref_context}")
+    need(np.isfinite(sect.frequency_exponent), f"{name}.frequency_exponent",
+         f"must be a finite number, got {sect.frequency_exponent}")
+    try:
+        frequency_at(sect.frequency, sect.frequency_exponent, sect.frequency_ref_context, context, f"{name}.frequency")
+    except ValueError as e:
+        need(False, f"{name}.frequency_exponent", str(e))
+
+
+def _main(argv: list[str] | None = None) -> int:
+    # the command's needs only: the natural corpus (tokenizers) is heavy to import for the generators
+    from ihstats.fileio import atomic_write_json
+    from ihtrain.config import DataConfig
+    from ihtrain.data.natural import load_stream
+
+    p = argparse.ArgumentParser(prog="python -m ihtrain.data.lags", description=__doc__.split("\n")[0])
+    p.add_argument("--out", default=str(BUILTIN_LAG_FILE), help=f"where to write it (default {BUILTIN_LAG_FILE})")
+    p.add_argument("--max-lag", type=int, default=MAX_LAG, help=f"longest lag kept (default {MAX_LAG})")
+    args = p.parse_args(argv)
+    cfg = DataConfig(source="builtin")
+    stream = load_stream(cfg, progress=False)
+    pmf, n = lag_pmf(np.asarray(stream.train), args.max_lag)
+    fp: dict[str, Any] = stream.fingerprint
+    atomic_write_json(args.out, {
+        "what": "copy-distance pmf of repeated bigrams in the builtin corpus (ihtrain.data.lags.lag_pmf), "
+                "index = distance d, 0 for d < 2",
+        "source": "builtin", "tokenizer": cfg.tokenizer, "vocab_size": cfg.vocab_size,
+        "corpus_sha256": fp.get("sha256"), "n_train_tokens": int(len(stream.train)), "n_events": n,
+        "max_lag": args.max_lag, "mean": float(np.arange(pmf.size) @ pmf),
+        "pmf": [float(f"{v:.6g}") for v in pmf]})
+    print(f"{args.out}: {n:,} repeated bigrams within lag {args.max_lag} of {len(stream.train):,} tokens; "
+          f"mean lag {np.arange(pmf.size) @ pmf:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
