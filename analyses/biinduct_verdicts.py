@@ -7,7 +7,8 @@ Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` 
 ``ihtrain.ablate --icl`` wrote one) and, with ``--ablation``, the tidy ablation table of all runs
 (conditions labelled ``MODE@sN``). Writes into ``--out`` (default ``results/biinduct/<grid name>``): ``runs.csv`` (one row per run:
 ``ihstats.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
-against natural-only, exact two-sample permutation, its floor, the verdict), ``contrasts.csv``
+against natural-only, exact two-sample permutation, its floor, the measure's chance level and
+whether both groups sit at it (then "not testable by this design"), the design's confound, the verdict), ``contrasts.csv``
 (each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
 """
 
@@ -20,13 +21,15 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.biinduct import NATURAL, claim_tests, run_table
+from ihstats.chance import CHANCE_FACTOR
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.seed_tests import condition_contrasts
 from ihstats.progress import cli_warnings
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
-                    "dup_bwd", "icl_token_index", "kv_gain", "top_share", "n_eff", "ablation_gap", "val_loss")
+                    "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1", "kv_gain", "top_share",
+                    "n_eff", "ablation_gap", "val_loss")
 
 
 def parse_args(argv=None):
@@ -72,13 +75,17 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
           "- each measure: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
           "permutation over runs, one-sided in the predicted direction (for a claim of no increase, one-sided "
           "for an increase, which would refute it); floor 1 / C(n + n_baseline, n_baseline); Holm over a "
-          "claim's measures (p_for_holm, floor_holm)", "",
+          "claim's measures (p_for_holm, floor_holm)",
+          f"- chance: the measure's chance level (ihstats.chance); a group sits at it when its mean is within a "
+          f"factor {CHANCE_FACTOR:g} of it (ln {CHANCE_FACTOR:g} on a log scale) or beyond it; both groups at it: "
+          "not testable by this design", "",
           "## Claims", ""]
-    md += _md_table(claims, ["claim", "measure", "runs", "n", "mean", "mean_baseline", "diff", "p_for",
-                             "p_for_holm", "p_against_holm", "floor_holm", "verdict"])
+    md += _md_table(claims, ["claim", "measure", "runs", "n", "mean", "mean_baseline", "chance", "chance_what", "diff",
+                             "p_for", "p_for_holm", "p_against_holm", "floor_holm", "verdict", "confound"])
     md += ["", "## Runs", ""]
     md += _md_table(runs, [c for c in ("mode", "seed", "formed", "onset", "ps", "ps_nat", "repeat_nat_logprob",
-                                       "copy_bwd_logprob", "dup_bwd", "icl_token_index", "kv_gain", "top_share",
+                                       "copy_bwd_logprob", "dup_bwd", "anti_induction", "anti_copy",
+                                       "icl_token_index", "kv_hits1", "kv_gain", "top_share", "heads_per_layer",
                                        "ablation_gap", "val_loss") if c in runs])
     if len(contr):
         md += ["", "## Each condition against natural-only (two-sided, Holm over the conditions)", ""]

@@ -4,6 +4,7 @@
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
+    python analyses/fit_upt_law.py --form best              # the law form LOO prefers (loo_forms.csv)
     python analyses/fit_upt_law.py --runs runs/series/pythia-70m runs/series/pythia-160m   # scored series
 
 Writes into --out: report.md, report.html, figures/*.png|pdf (+ the data behind them), the fit
@@ -25,10 +26,11 @@ from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, chec
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
+from ihstats.law.comparison import best_form, compare_forms, fit_forms, preference
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
-from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.tables import formed_counts
 from ihstats import progress
@@ -72,6 +74,11 @@ def parse_args(argv=None):
                    help="--onset-method threshold: the absolute level whose crossing is the onset (e.g. 0.3)")
     p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
                    help="noise model (default student_t)")
+    p.add_argument("--form", choices=[*FORMS, "best"], default="power",
+                   help="the law's form (ihstats.law.forms): power (default), critical_batch "
+                        "(UPT = S_min (C/C_c)^-b (1 + B_noise/B)), tokens (log UPT = log T - g log(B C)); best: "
+                        "fit all three, compare them by PSIS-LOO (loo_forms.csv) and keep the one ranked first; "
+                        "the saved posterior records its form and predict answers from it")
     p.add_argument("--size-term", choices=["auto", "on", "off"], default="auto",
                    help="main model with '- c log N'? auto = off, but compare both by LOO when N "
                         "varies (default auto)")
@@ -138,6 +145,33 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
     return cmp, {"shared sigma": shared}
 
 
+def choose_form(args, table, res, fit_kw):
+    """The fit to keep and, with --form best, the PSIS-LOO table of every form (``res`` is the
+    power form's fit; the form ranked first is kept); ``(res, None)`` otherwise."""
+    if args.form != "best":
+        return res, None
+    fits = fit_forms(table, res.spec, fits={"power": res}, **fit_kw)
+    forms = compare_forms(fits)
+    return fits[best_form(forms)], forms
+
+
+def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
+    """The LOO comparison with and without the size term (written to loo_compare.csv) and the
+    note the report shows when it is not run: ``(frame or None, note)``."""
+    spec = res.spec
+    if args.compare == "off" or (args.compare == "auto" and args.fast):
+        return None, ("Skipped (--compare off)." if args.compare == "off" else
+                      "Skipped in --fast (it needs a second fit): rerun without --fast or with --compare on.")
+    if not has_n:
+        return None, "Not identifiable: the table has a single model size N (or no N column)."
+    if spec.form != "power":
+        return None, f"Not defined: the {spec.form} form has no model-size term (the power form has)."
+    key = "with_N" if spec.size_term else "without_N"
+    compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
+    compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+    return compare, ""
+
+
 def main(argv=None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
@@ -154,25 +188,20 @@ def main(argv=None) -> int:
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     try:
-        spec = UPTLawSpec(size_term=args.size_term == "on", **spec_kw)
-        res = UPTLawModel.from_table(table, spec).fit(**fit_kw)
+        spec = UPTLawSpec(size_term=args.size_term == "on", form="power" if args.form == "best" else args.form,
+                          **spec_kw)
+        res, forms = choose_form(args, table, UPTLawModel.from_table(table, spec).fit(**fit_kw), fit_kw)
     except UPTLawError as e:  # checked before any sampling: name the table it came from
         print(f"error: {source}: {e}", file=sys.stderr)
         return 2
+    spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
     res.data.table.to_csv(out / "emergence.csv", index=False)
-
-    compare, note = None, ""
-    if args.compare == "off" or (args.compare == "auto" and args.fast):
-        note = ("Skipped (--compare off)." if args.compare == "off" else
-                "Skipped in --fast (it needs a second fit): rerun without --fast or with "
-                "--compare on.")
-    elif not has_n:
-        note = "Not identifiable: the table has a single model size N (or no N column)."
-    else:
-        key = "with_N" if spec.size_term else "without_N"
-        compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-        compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+    if forms is not None:
+        forms.rename_axis("model").to_csv(out / "loo_forms.csv")
+        print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
+        print(preference(forms, "law forms") + f"; the {spec.form} form is kept")
+    compare, note = size_comparison(args, table, res, has_n, fit_kw, out)
 
     sigma_cmp, shared = sigma_comparison(args, table, spec, res, fit_kw, out)
     sens, sens_note = None, ""
@@ -194,13 +223,14 @@ def main(argv=None) -> int:
           f"; the not-formed runs enter as right-censored at their last step; from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
-    for p in [q for q in summ.index if q != "T"]:  # sigma[level] rows with --sigma-by
+    scale = "T" if "T" in summ.index else "S_min"  # the critical-batch form has S_min, not T
+    for p in [q for q in summ.index if q != scale]:  # sigma[level] rows with --sigma-by
         s = summ.loc[p]
         o = f"{ols.loc[p, 'estimate']:.3f}" if p in ols.index else ""
         print(f"{p:>6} {s['mean']:15.3f} {f'[{s.hdi_lo:.3f}, {s.hdi_hi:.3f}]':>22} {o:>17} "
               f"{s.r_hat:6.3f} {s.ess_bulk:8.0f}")
     # the mean of T is not exp(mean of log T): name it for what it is
-    print(f"T (posterior mean of exp(log T)) = {summ.loc['T', 'mean']:.4g}; r(pred, obs log UPT) = "
+    print(f"{scale} (posterior mean of exp(log {scale})) = {summ.loc[scale, 'mean']:.4g}; r(pred, obs log UPT) = "
           f"{res.r_obs_pred:.3f}")
     if compare is not None:
         print("LOO with/without size term:\n" + compare[["rank", "elpd_loo", "elpd_diff", "dse",

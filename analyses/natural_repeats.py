@@ -1,12 +1,13 @@
 """Repeated bigrams in natural text against context length: the signal an induction head learns from.
 
-    python analyses/natural_repeats.py                    # builtin corpus, BPE 1024, 500 windows per C
-    python analyses/natural_repeats.py --vocab 2048 --windows 4000   # the shipped bxc-cpu-h200 runs' data
+    python analyses/natural_repeats.py                    # builtin-v1 corpus, BPE 1024, 500 windows per C
+    python analyses/natural_repeats.py --vocab 2048 --windows 4000   # bxc-text's tokenizer
 
 A repeated-bigram event is a position t of a training window whose bigram (x[t-1], x[t]) already
 occurred earlier in the same window: the token an induction head would predict there. For each
-context length C the script draws random training windows of the builtin corpus (the stream
-``ihtrain.data.natural.load_stream`` gives a run, cached under $IHLAW_CACHE) and reports events per
+context length C the script draws random training windows of the shipped builtin-v1 corpus (the
+stream ``ihtrain.data.natural.load_stream`` gives a run, cached under $IHLAW_CACHE; the text of the
+CPU runs on ``builtin``, the H200 runs had another build) and reports events per
 window E(C), their density E(C) / C, and the exponent k of E(C) ~ C^k (least squares in log-log).
 
 What a "signal per token" account predicts. Suppose the head forms once the model has seen a fixed
@@ -84,7 +85,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[1:]))
     p.add_argument("--vocab", type=int, nargs="+", default=[1024],
-                   help="BPE vocabulary sizes (builtin corpus; 2048 is the shipped natural-text runs'; "
+                   help="BPE vocabulary sizes (builtin-v1 corpus; 2048 is the natural-text presets'; "
                         "a new size trains its tokenizer once, into the cache) (default 1024)")
     p.add_argument("--contexts", type=int, nargs="+", default=list(CONTEXTS), help="context lengths C")
     p.add_argument("--windows", type=int, default=500, help="random training windows per C (default 500)")
@@ -105,10 +106,10 @@ def main(argv=None) -> int:
         return 2
     frames = []
     for v in args.vocab:
-        stream = load_stream(DataConfig(source="builtin", vocab_size=v), progress=False)
+        stream = load_stream(DataConfig(source="builtin-v1", vocab_size=v), progress=False)
         t = density_table(stream.train, args.contexts, args.windows, args.seed)
         frames.append(t.assign(vocab=v, n_train_tokens=len(stream.train)))
-        print(f"builtin corpus, BPE {v} ({len(stream.train):,} training tokens), {args.windows} windows per C:")
+        print(f"builtin-v1 corpus, BPE {v} ({len(stream.train):,} training tokens), {args.windows} windows per C:")
         print(t[["C", "events", "events_se", "density", "density_se", "local_k"]].round(4).to_string(index=False))
         for lo, hi in ((0, np.inf), tuple(args.k_range)):
             k = events_exponent(t, lo, hi)

@@ -4,13 +4,21 @@
     python analyses/validate_law.py --fit data/reference_runs/bxc-markov \\
         --test data/reference_runs/bxc-markov-holdout
     python analyses/validate_law.py --posterior results/fit/idata.nc --test runs/new --no-baselines
+    python analyses/validate_law.py --fit data/reference_runs/bxc-markov \\
+        --test data/reference_runs/bxc-markov-holdout --compare-forms --circuits
 
 Each grid is a grid directory (emergence is detected first) or an emergence table CSV. Scores
 (coverage of the 50% / 90% predictive intervals, mean log predictive density, median |error| of
 the predicted log UPT, median hi/lo ratio of the intervals in UPT) for the law and the baselines (published exponents,
 tokens form, constant tokens per head, constant updates, OLS ignoring censoring), overall and split
 into interpolation / extrapolation, go to --out (default results/validate_law/<grid>/loco or .../<test grid>/holdout):
-summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf.
+summary.csv, summary_by_region.csv, runs.csv, validation.json, figures/validation.png|pdf; with
+--test also idata.nc, the law's fit (prior and posterior predictive when fitted here) with its
+predictions of the held-out runs as ArviZ's `predictions` group (log UPT per draw and run) and
+`predictions_constant_data` (B, C, the observed log onset, censored).
+--compare-forms and --circuits add the law-form and the mixture-vs-single comparison tables (PSIS-LOO
+on the fitted grid, held-out log score on --test), printed and saved as loo_forms.csv,
+heldout_forms.csv, loo_circuits.csv, heldout_circuits.csv.
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ import pandas as pd
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
+from ihstats.law.comparison import COLUMNS, preference
 from ihstats.law.predict import load_posterior
 from ihstats.law.report import write_validation_figure
-from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.progress import cli_warnings
@@ -58,6 +67,14 @@ def parse_args(argv=None):
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="one seed-level sigma per level of this emergence-table column (e.g. C), "
                         "as analyses/fit_upt_law.py --sigma-by (default: one shared sigma)")
+    p.add_argument("--form", choices=FORMS, default="power",
+                   help="the law's form (ihstats.law.forms; default power)")
+    p.add_argument("--compare-forms", action="store_true",
+                   help="also fit every law form and print their comparison: PSIS-LOO on the fitted "
+                        "grid and, with --test, the held-out log score (elpd difference and its SE)")
+    p.add_argument("--circuits", action="store_true",
+                   help="also fit the two-circuit mixture (ihstats.law.mixture) and compare it with the "
+                        "single-circuit law, the same two ways")
     p.add_argument("--no-baselines", action="store_true", help="score the law only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
     args = p.parse_args(argv)
@@ -72,6 +89,8 @@ def parse_args(argv=None):
         p.error("give --runs GRID --cv cell, or --test GRID_B with --fit GRID_A or --posterior FILE")
     if args.runs and (args.fit or args.test or args.posterior):
         p.error("--runs/--cv and --fit/--test/--posterior are two different modes: pick one")
+    if (args.compare_forms or args.circuits) and args.posterior and not args.fit:
+        p.error("--compare-forms / --circuits fit the alternatives: they need --fit GRID (or --runs), not only --posterior")
     return args
 
 
@@ -101,8 +120,9 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
 def _spec(args, table: pd.DataFrame) -> ValidationSpec:
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
-    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by)
-    return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed)
+    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by, form=args.form)
+    return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed,
+                          forms=FORMS if args.compare_forms else (), circuits=args.circuits)
 
 
 def run(args):
@@ -128,12 +148,27 @@ def print_tables(res) -> None:
     by = res.summary(by=("model", "region"))
     if by["region"].nunique() > 1:
         print("by region:\n" + by[["model", "region"] + cols[1:]].round(3).to_string(index=False))
+    print_comparisons(res.meta)
     for fold, why in res.meta.get("skipped_folds", {}).items():
         print(f"note: fold {fold} not scored: {why} (the law cannot be refitted to predict it)")
     for fold, levels in res.meta.get("thin_levels", {}).items():
         print(f"note: fold {fold}: {res.meta['law_spec']['sigma_by']} level(s) {levels} kept fewer than two "
               f"uncensored runs without it; their training runs were left out of that fold and its runs "
               f"predicted with a new level's scatter")
+
+
+def print_comparisons(meta: dict) -> None:
+    """The law-form and circuit comparison tables a validation holds, each with its verdict line."""
+    heads = {"loo_forms": ("law forms, PSIS-LOO on the fitted grid", "elpd_loo"),
+             "heldout_forms": ("law forms, held-out log score", "elpd"),
+             "loo_circuits": ("two-circuit mixture vs single-circuit law, PSIS-LOO on the fitted grid", "elpd_loo"),
+             "heldout_circuits": ("two-circuit mixture vs single-circuit law, held-out log score", "elpd")}
+    for key, (head, elpd) in heads.items():
+        if key in meta:
+            frame = pd.DataFrame(meta[key]).set_index("model")
+            cols = [c for c in (*COLUMNS, "n_runs", "elpd") if c in frame.columns]
+            print(f"{head}:\n" + frame[list(dict.fromkeys(cols))].round(2).to_string())
+            print(preference(frame, head, elpd=elpd))
 
 
 def main(argv=None) -> int:
@@ -151,7 +186,8 @@ def main(argv=None) -> int:
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)
     print_tables(res)
-    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']} "
+    fit = f", {paths['idata']} (the fit with its predictions)" if "idata" in paths else ""
+    print(f"wrote {paths['summary']}, {paths['runs']}, {paths['record']}, {paths['figure']}{fit} "
           f"({time.perf_counter() - t0:.1f} s)")
     return 0
 

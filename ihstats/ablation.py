@@ -157,7 +157,7 @@ def count_head_sets(n_heads_per_layer, k_per_layer) -> int:
     return math.prod(math.comb(n, k) for n, k in zip(n_heads_per_layer, k_per_layer))
 
 
-def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
+def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0, exclude=None):
     """Random head sets with the same count per layer as ``top_set``, excluding it.
 
     Parameters
@@ -168,6 +168,10 @@ def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
     n_random : int
         Wanted number of random sets ``R``.
     seed : int
+    exclude : sequence of tuple of int, optional
+        Heads no set may hold, one tuple per layer (e.g. a previous-token head that every circuit
+        shares: a random set holding it would drop as much as any top set, whatever the top set is).
+        The top set must avoid them too.
 
     Returns
     -------
@@ -178,20 +182,29 @@ def choose_head_sets(n_heads_per_layer, top_set, n_random: int, seed: int = 0):
     """
     top = tuple(tuple(sorted(h)) for h in top_set)
     ks = [len(h) for h in top]
-    total = count_head_sets(n_heads_per_layer, ks)
+    allowed = allowed_heads(n_heads_per_layer, exclude)
+    if clash := [(l, h) for l, hs in enumerate(top) for h in hs if h not in allowed[l]]:
+        raise ValueError(f"top_set: holds excluded head(s) {clash} (layer, head)")
+    total = count_head_sets([len(a) for a in allowed], ks)
     if total - 1 <= n_random:
-        per_layer = [list(itertools.combinations(range(n), k))
-                     for n, k in zip(n_heads_per_layer, ks)]
+        per_layer = [list(itertools.combinations(a, k)) for a, k in zip(allowed, ks)]
         return [s for s in itertools.product(*per_layer) if s != top], True
     rng = np.random.default_rng(seed)
     seen, out = {top}, []
     while len(out) < n_random:                       # rejection: total >> n_random here
-        s = tuple(tuple(sorted(rng.choice(n, size=k, replace=False).tolist()))
-                  for n, k in zip(n_heads_per_layer, ks))
+        s = tuple(tuple(sorted(rng.choice(a, size=k, replace=False).tolist())) for a, k in zip(allowed, ks))
         if s not in seen:
             seen.add(s)
             out.append(s)
     return out, False
+
+
+def allowed_heads(n_heads_per_layer, exclude=None) -> list[list[int]]:
+    """Per layer, the heads a set may hold: all of them but ``exclude`` (one tuple per layer)."""
+    excl = [()] * len(n_heads_per_layer) if exclude is None else [tuple(h) for h in exclude]
+    if len(excl) != len(n_heads_per_layer):
+        raise ValueError(f"exclude: one tuple per layer needed ({len(n_heads_per_layer)}), got {len(excl)}")
+    return [[h for h in range(n) if h not in set(e)] for n, e in zip(n_heads_per_layer, excl)]
 
 
 # ---- comparing conditions ---------------------------------------------------------------------

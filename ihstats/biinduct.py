@@ -9,7 +9,12 @@ each run's top-minus-random gap. :func:`claim_tests` tests each claim's measures
 (forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
 over runs (:func:`ihstats.seed_tests.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
 0.0045`` one-sided), Holm over a claim's measures, and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
-this design``. Per-curriculum contrasts (and the random-span control) are
+this design``. A measure with a chance level (:class:`ihstats.chance.Floor`: uniform attention,
+uniform log-prob, HITS@1 of copying any shown value, the top share of equal heads) is first
+checked against it: when both groups sit at it (:func:`ihstats.chance.at_floor`), the verdict is
+``not testable by this design`` with the chance level and the observed means, whatever the p.
+Each measure also names the design's confound where one is known (``confound``).
+Per-curriculum contrasts (and the random-span control) are
 :func:`ihstats.seed_tests.condition_contrasts`, Holm over the four, floor stated.
 """
 
@@ -22,8 +27,11 @@ import numpy as np
 import pandas as pd
 
 from ihstats.ablation import PREV_TOKEN_SUFFIX, ablation_arrays
+from ihstats.chance import (CHANCE_FACTOR, Floor, at_floor, copy_probe_floors, copy_probe_len, floor_note,
+                             repeat_probe_floor, top_share_floor)
 from ihstats.concentration import concentration_at_level
 from ihstats.contract import max_over_heads
+from ihstats.fileio import read_json
 from ihstats.io import load_grid
 from ihstats.permutation import correct_pvalues
 from ihstats.seed_tests import two_sample_floor, two_sample_test
@@ -32,7 +40,7 @@ from ihstats.tables import matched
 NATURAL, CONTROL = "none", "random"
 CURRICULA = ("forward", "backward", "balanced")
 #: final per-head signatures read as the max over heads at the run's last evaluation
-MAX_OVER_HEADS = ("ps", "ps_nat", "dup_bwd", "anti_induction", "prev_token")
+MAX_OVER_HEADS = ("ps", "ps_nat", "dup_bwd", "anti_induction", "anti_copy", "prev_token")
 #: final model-level probes
 MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "val_loss")
 
@@ -41,8 +49,9 @@ MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "ic
 class Claim:
     """One measure of a claim: the per-run column, what the paper predicts for Bi-Induct against
     natural-only (``greater``, ``less``, or ``not greater``: no increase, tested one-sided for
-    an increase), which runs are tested, and the claim (``family``) whose measures share one
-    Holm correction."""
+    an increase), which runs are tested, the claim (``family``) whose measures share one
+    Holm correction, the measure's chance level (``floor``; None: it has none, e.g. an onset)
+    and the design's known confound (``confound``, words for the verdict table)."""
 
     family: str
     name: str
@@ -50,23 +59,46 @@ class Claim:
     predicts: str
     biinduct: tuple[str, ...] = CURRICULA
     baseline: str = NATURAL
+    floor: Floor | None = None
+    confound: str = ""
 
 
+ATTENTION_FLOOR = "uniform attention, mean 1/(q + 1) over the probe's queries"
+_BWD = ("backward", "balanced")
+#: the previous-token head sits in random sets too unless the ablation leaves it out
+SHARED_PREV_TOKEN = ("random sets that hold the previous-token head drop as much as any top set "
+                     "(ablate with --exclude-prev-token to leave it out of both)")
+
+PS_FLOOR = "uniform attention, mean 1/(s + 1) over the repeat probe's queries"
 CLAIMS = (
-    Claim("signatures rise", "final max PS", "ps", "greater"),
-    Claim("signatures rise", "final max PS on natural-stream repeats", "ps_nat", "greater"),
-    Claim("earlier emergence", "onset (not formed: the cap)", "onset_or_cap", "less"),
+    Claim("signatures rise", "final max PS", "ps", "greater", floor=Floor("ps_floor", PS_FLOOR)),
+    Claim("signatures rise", "final max PS on natural-stream repeats", "ps_nat", "greater",
+          floor=Floor("ps_nat_floor", PS_FLOOR)),
+    Claim("earlier emergence", "onset (not formed: the cap)", "onset_or_cap", "less",
+          confound="snippets displace base tokens (iso-token), so the injection's cost is in the onset"),
     Claim("earlier emergence", "onset against the random-span control (same injection, nothing to copy)",
           "onset_or_cap", "less", CURRICULA, CONTROL),
-    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not greater"),
-    Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "not greater"),
-    Claim("ablation hurts natural-only most", "top minus mean random drop (the gap)", "ablation_gap", "less"),
+    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not greater",
+          floor=Floor("icl_token_index_floor", "no context use, late = early loss", "log", higher=False),
+          confound="reads where the base stream puts its repeats (a generator that plants copies only late "
+                   "in the context scores it without in-context learning)"),
+    Claim("ICL not better", "key -> value recall HITS@1", "kv_hits1", "not greater",
+          floor=Floor("kv_hits1_floor", "copying any shown value, 1 / pairs")),
+    Claim("ICL not better", "key -> value recall, true minus permuted log-prob", "kv_gain", "not greater",
+          floor=Floor("kv_gain_floor", "no key binding, true = permuted", "log")),
+    Claim("ablation hurts natural-only most", "top minus mean random drop (the gap)", "ablation_gap", "less",
+          floor=Floor("ablation_gap_floor", "top set drops like random sets, gap 0", "log"),
+          confound=SHARED_PREV_TOKEN),
     Claim("natural-only more concentrated", "top-2% share of PS in the induction layer at matched PS",
-          "top_share", "less"),
-    Claim("anti-induction near zero", "duplicate-token score on S SEP rev(S)", "dup_bwd", "not greater",
-          ("backward", "balanced")),
+          "top_share", "less", floor=Floor("top_share_floor", "equal PS on every head, k / heads per layer"),
+          confound="with few heads a layer the share is 1 / (heads carrying PS): a head count"),
+    Claim("anti-induction near zero", "anti-induction attention on S SEP rev(S) (query -> before its source)",
+          "anti_induction", "not greater", _BWD, floor=Floor("anti_induction_floor", ATTENTION_FLOOR)),
+    Claim("anti-induction near zero", "anti-induction copy: logit-attribution share on the reversed continuation",
+          "anti_copy", "not greater", _BWD,
+          floor=Floor("anti_copy_floor", "no preference among the m tokens of S, 1 / m")),
     Claim("anti-induction near zero", "backward-copy log-prob on S SEP rev(S)", "copy_bwd_logprob", "not greater",
-          ("backward", "balanced")),
+          _BWD, floor=Floor("copy_bwd_logprob_floor", "uniform guessing, -ln V", "log")),
 )
 
 
@@ -85,7 +117,25 @@ def _concentration(m: pd.DataFrame, level: float) -> dict[str, float]:
     rows = m[(m["metric"] == "ps") & (m["step"] == step)]
     layer = int(rows.loc[rows["value"].idxmax(), "layer"])
     row = at[at["layer"] == layer].iloc[0]
-    return {"top_share": float(row["top_share"]), "n_eff": float(row["n_eff"]), "matched_step": step}
+    heads = int((rows["layer"] == layer).sum())
+    return {"top_share": float(row["top_share"]), "n_eff": float(row["n_eff"]), "matched_step": step,
+            "heads_per_layer": heads, "top_share_floor": top_share_floor(heads)}
+
+
+def _probe_floors(run_dir: Path) -> dict[str, float]:
+    """The copy-probe measures' chance levels of one run (:func:`ihstats.chance.copy_probe_floors`)
+    from its ``config.json``: context, ``metrics.probe_len`` and the vocabulary size; the
+    anti-induction copy share's ``1 / m``."""
+    cfg = read_json(run_dir / "config.json", "run config", "the run directory is damaged: train it again")
+    try:
+        context, probe_len = int(cfg["config"]["train"]["context"]), int(cfg["config"]["metrics"]["probe_len"])
+        floors = copy_probe_floors(context, probe_len, int(cfg["vocab_size"]))
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{run_dir}/config.json: no {e} (train.context, metrics.probe_len, vocab_size)") from None
+    m, ps_floor = copy_probe_len(context, probe_len), repeat_probe_floor(context, probe_len)
+    return ({f"{k}_floor": v for k, v in floors.items()}
+            | {"anti_copy_floor": 1.0 / m, "ps_floor": ps_floor, "ps_nat_floor": ps_floor,
+               "icl_token_index_floor": 0.0, "ablation_gap_floor": 0.0})
 
 
 def _kv(kv_all: pd.DataFrame | None, run_id: str, run_dir: Path) -> dict[str, float]:
@@ -98,6 +148,9 @@ def _kv(kv_all: pd.DataFrame | None, run_id: str, run_dir: Path) -> dict[str, fl
     else:
         return {}
     return {"kv_hits1": kv.at["true", "hits1"], "kv_logprob": kv.at["true", "mean_logprob"],
+            # older tables lack the pair count: no HITS@1 chance level then
+            "kv_hits1_floor": 1.0 / kv.at["true", "shots_mean"] if "shots_mean" in kv else np.nan,
+            "kv_gain_floor": 0.0,
             "kv_gain": kv.at["true", "mean_logprob"] - kv.at["permuted", "mean_logprob"],
             "kv_gain_absent": kv.at["true", "mean_logprob"] - kv.at["absent", "mean_logprob"]}
 
@@ -131,7 +184,8 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
                "steps": int(s["steps"]),
                "max_ps_peak": float(max_over_heads(m).max())}
         row["onset_or_cap"] = row["onset"] if row["formed"] else float(row["steps"])
-        row |= _final(m) | _concentration(m, level) | _kv(kv_all, rid, Path(run["path"]))
+        row |= (_final(m) | _concentration(m, level) | _kv(kv_all, rid, Path(run["path"]))
+                | _probe_floors(Path(run["path"])))
         if ablation is not None:
             row["ablation_gap"] = _gap(ablation, f"{row['mode']}@s{row['seed']}", metric)
         rows.append(row)
@@ -145,10 +199,15 @@ def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
     return float(d.top.mean() - d.random.mean())
 
 
-def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: float = 0.05) -> str:
+def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: float = 0.05,
+            at_chance: str = "") -> str:
     """Words one measure's test from its Holm-adjusted one-sided p for the predicted direction (for
     ``predicts = "not greater"``: for an increase, the direction that would refute it), for the
-    opposite one, and the design's floor after the same Holm."""
+    opposite one, and the design's floor after the same Holm. ``at_chance``: when both groups sit
+    at the measure's chance level (:func:`ihstats.chance.at_floor`), the note saying so; the
+    verdict is then ``not testable by this design`` whatever the p (two absences compared)."""
+    if at_chance:
+        return f"not testable by this design (at chance: {at_chance})"
     if floor > alpha:
         return "not resolvable by this design"
     if predicts == "not greater":
@@ -158,6 +217,25 @@ def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: 
     if p_for <= alpha:
         return "agrees"
     return "differs" if p_against <= alpha else "not resolvable by this design (no effect detected)"
+
+
+def chance_check(c: Claim, runs: pd.DataFrame, factor: float = CHANCE_FACTOR) -> dict:
+    """Where ``c``'s two groups sit against the measure's chance level: ``chance`` (the mean floor
+    over the runs compared), ``at_chance`` (both groups at it) and ``chance_note`` (the floor, its
+    band and each group's mean). Empty without a floor, or a floor column the runs lack."""
+    if c.floor is None or c.floor.column not in runs:
+        return {}
+    groups = {"Bi-Induct": runs["mode"].isin(c.biinduct), c.baseline: runs["mode"] == c.baseline}
+    means, at = {}, []
+    for name, mask in groups.items():
+        sel = runs.loc[mask, [c.column, c.floor.column]].dropna()
+        if sel.empty:
+            return {}
+        means[name] = float(sel[c.column].mean())
+        at.append(at_floor(sel[c.column], float(sel[c.floor.column].mean()), c.floor.scale, factor, c.floor.higher))
+    chance = float(runs.loc[groups["Bi-Induct"] | groups[c.baseline], c.floor.column].mean())
+    return {"chance": chance, "chance_what": c.floor.what, "at_chance": all(at),
+            "chance_note": floor_note(c.floor, chance, means, factor)}
 
 
 def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
@@ -171,7 +249,8 @@ def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
     return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
             "runs": "+".join(c.biinduct), "baseline": c.baseline, "n": a.size, "n_baseline": b.size, "mean": a.mean(),
             "mean_baseline": b.mean(), "diff": a.mean() - b.mean(), "p_greater": more, "p_less": less,
-            "p_for": p_for, "p_against": p_against, "floor": floor}
+            "p_for": p_for, "p_against": p_against, "floor": floor, "chance": np.nan, "chance_what": "",
+            "at_chance": False, "chance_note": "", "confound": c.confound} | chance_check(c, runs)
 
 
 def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.DataFrame:
@@ -189,9 +268,9 @@ def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.Da
                 adj = correct_pvalues(out.loc[idx][ok][col], alpha, methods=("holm",))
                 out.loc[out.loc[idx][ok].index, f"{col}_holm"] = adj["p_holm"].to_numpy()
     out["floor_holm"] = np.minimum(1.0, out["floor"] * out.groupby("claim")["claim"].transform("size"))
-    out["verdict"] = [verdict(r["p_for_holm"], r["p_against_holm"], r["floor_holm"], r["predicts"], alpha)
-                      for r in out.to_dict("records")]
+    out["verdict"] = [verdict(r["p_for_holm"], r["p_against_holm"], r["floor_holm"], r["predicts"], alpha,
+                              r["chance_note"] if r["at_chance"] else "") for r in out.to_dict("records")]
     return out
 
 
-__all__ = ["CLAIMS", "Claim", "claim_tests", "run_table", "verdict"]
+__all__ = ["CLAIMS", "Claim", "chance_check", "claim_tests", "run_table", "verdict"]

@@ -46,6 +46,9 @@ METRICS: dict[str, bool] = {
     # issue 52: in-distribution measures on held-out training-distribution sequences, at the copies
     # the data itself holds (ihtrain.data.repeats.copy_labels)
     "ps_indist": True, "indist_gain": False,
+    # issue 54: the copy half of Sabry and Belz's anti-induction score (logit attribution to the
+    # reversed continuation on S SEP rev(S)); opt-in, like the other Bi-Induct probes
+    "anti_copy": True,
 }
 #: the metric each onset kind reads (``--onset``): the repeat probe's PS, in-distribution PS at the
 #: data's own copies, and the probe-free in-distribution loss gain (copy vs other positions, nats)
@@ -54,7 +57,7 @@ METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 # Logged only when named in ``metrics.include`` (each costs extra forward passes per evaluation;
 # the Bi-Induct presets name them): the default is every other metric.
 OPT_IN_METRICS: tuple[str, ...] = ("ps_nat", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
-                                   "icl_token_index")
+                                   "icl_token_index", "anti_copy")
 PER_HEAD: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if per_head)
 MODEL_LEVEL: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if not per_head)
 
@@ -197,6 +200,15 @@ def read_crossing(run_dir: str | Path, threshold: float, metric: str = "ps") -> 
 #: default, and the threshold of runs whose config predates the field)
 EMERGENCE_THRESHOLD = 0.3
 
+#: the repeat probe's longest half-length: ``metrics.probe_len = 0`` measures with ``min(this, C // 2)``
+MAX_PROBE_LEN = 50
+
+
+def probe_len_of(metrics_probe_len: int, context: int) -> int:
+    """The repeat probe's half-length n a run is measured with: ``metrics.probe_len``, or
+    ``min(MAX_PROBE_LEN, C // 2)`` when it is 0 (so by default PS is measured differently per C)."""
+    return metrics_probe_len or min(MAX_PROBE_LEN, context // 2)
+
 
 def emergence_threshold(meta: dict[str, Any]) -> float:
     """A run's ``train.emergence_threshold`` from its ``config.json`` dict (:data:`EMERGENCE_THRESHOLD`
@@ -215,7 +227,7 @@ __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
     "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
-    "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
-    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "ps_crossing", "read_crossing",
+    "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

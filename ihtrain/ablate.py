@@ -20,6 +20,10 @@ with ``--metrics`` also ``repeat_nat_logprob`` / ``repeat_nat_acc`` (the repeat 
 natural repeat probe, held-out spans repeated: in distribution for every condition) and
 ``kv_logprob`` / ``kv_hits1`` (key -> value recall, :func:`ihtrain.icl_tasks.kv_recall_batch`).
 
+**Excluding the shared head** (``--exclude-prev-token``): the model's top ``prev_token`` head is
+left out of the top set and of every random set (drawn from the other heads, same count per
+layer), so the test asks whether the top set matters beyond the circuit's shared first step.
+
 **Previous-token set** (``--prev-token-set``): the same rule applied to the ``prev_token`` score
 gives a second top set, ablated against its own same-count random sets; its rows carry the
 condition ``"<condition>:prev_token"`` (a separate family for the Holm correction).
@@ -48,7 +52,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.ablation import DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, choose_head_sets, count_head_sets
+from ihstats.ablation import (DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, allowed_heads, choose_head_sets,
+                              count_head_sets)
 from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
 from ihstats.fileio import atomic_write_text, read_table
 from ihstats.permutation import sign_flip_test
@@ -56,7 +61,7 @@ from ihtrain.checkpoint import load_model
 from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
 from ihtrain.head_ablation import MODES, ablate_heads, head_means
-from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, run_head_scores, top_heads
+from ihtrain.head_sets import HeadSet, as_head_set, format_head_set, prev_token_head, run_head_scores, top_heads
 from ihtrain.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_query, kv_recall_batch,  # noqa: F401
                                tokenize_prompts)
 from ihtrain.model import GPT
@@ -206,18 +211,20 @@ def score_examples(model: GPT, inputs: dict[str, object]) -> dict[str, tuple[lis
 
 def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples: int = 100, seed: int = 0,
                    mode: str = "zero", metrics: Sequence[str] = METRICS, condition: str | None = None,
-                   n_shots: int = 10) -> tuple[pd.DataFrame, dict]:
+                   n_shots: int = 10, exclude: HeadSet | None = None) -> tuple[pd.DataFrame, dict]:
     """Tidy ablation table (``ihstats.ablation`` contract, plus a ``heads`` column) and set info.
 
-    Rows: per metric, one per example x {none, top, each random set}.
+    Rows: per metric, one per example x {none, top, each random set}. ``exclude``: heads no set
+    holds (``--exclude-prev-token``), the random sets drawn from the others.
     """
     model, L, H = run.model, run.model.cfg.n_layer, run.model.cfg.n_head
     top = as_head_set(top, L, H)
     ks = [len(h) for h in top]
-    if count_head_sets([H] * L, ks) < 2:
+    n_free = [len(a) for a in allowed_heads([H] * L, exclude)]
+    if count_head_sets(n_free, ks) < 2:
         raise ValueError(f"--top-k: the top set {format_head_set(top)} is the only set with "
                          f"{ks} heads per layer; no random sets exist (choose fewer heads)")
-    rand, exact = choose_head_sets([H] * L, top, n_random, seed=seed)
+    rand, exact = choose_head_sets([H] * L, top, n_random, seed=seed, exclude=exclude)
     inputs = example_inputs(run, n_examples, seed, metrics, n_shots)
     means = None
     if mode == "mean":  # reference activations: held-out text, never the probe being scored
@@ -235,7 +242,8 @@ def ablation_table(run: LoadedRun, top: HeadSet, n_random: int = 50, n_examples:
                                         "set_id": set_id, "value": v.astype(np.float64), "metric": metric,
                                         "heads": format_head_set(hs)}))
     info = {"top": format_head_set(top), "k_per_layer": ks, "n_random": len(rand), "exact": exact,
-            "n_possible": count_head_sets([H] * L, ks), "mode": mode, "step": run.step}
+            "n_possible": count_head_sets(n_free, ks), "mode": mode, "step": run.step,
+            "excluded": format_head_set(exclude) if exclude is not None else "-"}
     return pd.concat(frames, ignore_index=True), info
 
 
@@ -294,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --per-layer)")
     g.add_argument("--top-frac", type=float, default=None, help="ablate max(1, round(F x heads)) top heads")
     p.add_argument("--per-layer", action="store_true", help="apply --top-k/--top-frac within each layer")
+    p.add_argument("--exclude-prev-token", action="store_true", help="leave the model's top prev_token head out "
+                   "of the top set and of every random set (the circuit's shared head; ihtrain.head_sets)")
     p.add_argument("--prev-token-set", action="store_true", help="also ablate the top set by the prev_token "
                    "score (rows with condition '<condition>:prev_token')")
     p.add_argument("--random-sets", type=int, default=DEFAULT_RANDOM_SETS, help="random head sets with the top "
@@ -358,9 +368,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         scores = run_head_scores(args.run_dir, args.score)
         k = 2 if args.top_k is None and args.top_frac is None else args.top_k
-        top = top_heads(scores, k=k, frac=args.top_frac, per_layer=args.per_layer)
+        exclude = prev_token_head(run_head_scores(args.run_dir, "prev_token")) if args.exclude_prev_token else None
+        top = top_heads(scores, k=k, frac=args.top_frac, per_layer=args.per_layer, exclude=exclude)
         table, info = ablation_table(run, top, args.random_sets, args.examples, args.seed, args.mode,
-                                     metrics, args.condition, args.shots)
+                                     metrics, args.condition, args.shots, exclude)
         if args.prev_token_set:
             prev = top_heads(run_head_scores(args.run_dir, "prev_token"), k=k, frac=args.top_frac,
                              per_layer=args.per_layer)
@@ -375,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     _write(merged, out)
     summary = (table.groupby(["metric", "ablation"])["value"].mean().unstack("ablation")
                .reindex(columns=["none", "top", "random"]))
-    print(f"top set ({args.score}): {info['top']}; {info['n_random']} random sets"
+    print(f"top set ({args.score}): {info['top']}; excluded from every set: {info['excluded']}; "
+          f"{info['n_random']} random sets"
           f"{' (all others: exact)' if info['exact'] else ''} of {info['n_possible']} possible; {args.mode}-ablation")
     print(summary.to_string(float_format=lambda v: f"{v:.4f}"))
     print(f"wrote {out}{f' (kept {kept} rows of its other conditions)' if kept else ''} (analyse with: python "

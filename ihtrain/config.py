@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from ihstats.contract import EMERGENCE_THRESHOLD
+from ihstats.contract import EMERGENCE_THRESHOLD, MAX_PROBE_LEN, probe_len_of  # noqa: F401  (re-exported)
 from ihstats.ids import cell_hash, config_hash
 from ihtrain.config_checks import is_plain_name, validate
 from ihtrain.data.registry import registered_section
@@ -55,7 +55,10 @@ class SeminaturalConfig:
     frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
     reliability: float = 0.5  # P(B | A B ... A)
     top_v: int = 1000  # restrict the natural corpus's bigram model to its top-V tokens
-    base_source: str = "builtin"  # natural corpus the bigram statistics come from
+    # natural corpus the bigram statistics come from; presets name builtin-v1 (the same bytes on every
+    # machine). The default stays "builtin": every config.json holds this field, markov runs' too, so
+    # a new default would rename every run
+    base_source: str = "builtin"
     repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
     pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
     # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
@@ -103,13 +106,14 @@ class BiInductConfig:
 class DataConfig:
     """Where tokens come from.
 
-    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin`` (offline
-    English corpus from installed docstrings and docs), ``text:PATH_OR_GLOB``,
-    ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``, ``markov``, or one a module registers.
-    ``biinduct`` wraps any natural source.
+    ``source`` names a registered source (:mod:`ihtrain.data.registry`): ``builtin-v1`` (offline
+    English corpus shipped in the package, the same bytes on every machine), ``builtin`` (the
+    same kind of text built from the installed docstrings, so it varies by machine: runs made
+    before ``builtin-v1``), ``text:PATH_OR_GLOB``, ``hf:NAME[:CONFIG][:SPLIT]``, ``seminatural``,
+    ``markov``, or one a module registers. ``biinduct`` wraps any natural source.
     """
 
-    source: str = "builtin"
+    source: str = "builtin-v1"
     tokenizer: str = "bpe"  # "bpe" (trained on the corpus, cached) or "pretrained:NAME_OR_PATH"
     vocab_size: int = 512  # BPE vocabulary size (natural sources)
     max_corpus_chars: int = 0  # 0: whole corpus; else truncate (deterministically) for speed
@@ -162,16 +166,6 @@ class TrainConfig:
     log_every: int = 10
     divergence_factor: float = 5.0  # fail the run when the loss stays above factor x its first value; 0: off
     divergence_window: int = 5  # ... at this many logged steps in a row (or at the last one)
-
-
-#: the repeat probe's default half-length cap (Aoyama et al. 2025; used by ihtrain.probes)
-MAX_PROBE_LEN = 50
-
-
-def probe_len_of(metrics_probe_len: int, context: int) -> int:
-    """The repeat probe's half-length n a run is measured with: ``metrics.probe_len``, or
-    ``min(MAX_PROBE_LEN, C // 2)`` when it is 0 (so by default PS is measured differently per C)."""
-    return metrics_probe_len or min(MAX_PROBE_LEN, context // 2)
 
 
 @dataclass
@@ -441,6 +435,7 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "BiInductConfig", "ConfigError", "DataConfig", "MarkovConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "SeminaturalConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "resolve", "set_field", "to_json",
+    "MAX_PROBE_LEN", "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "probe_len_of",
+    "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

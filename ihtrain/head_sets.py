@@ -10,6 +10,10 @@ run's last logged step (default ``ps`` from ``metrics.parquet``), ties to the lo
 - ``--top-frac F``: ``max(1, round_half_up(F * L * H))`` heads over the whole model;
 - ``--top-frac F --per-layer``: ``max(1, round_half_up(F * H))`` per layer: at least one per layer
   (so Sabry and Belz's "top 2% per layer" with 12-24 heads per layer is one head per layer).
+
+``--exclude-prev-token`` (:func:`prev_token_head`) leaves the model's top previous-token head out
+of the top set and of every random set: a circuit's shared first step, it would otherwise make
+any set holding it drop as much as the top set.
 """
 
 from __future__ import annotations
@@ -61,12 +65,19 @@ def format_head_set(heads: HeadSet) -> str:
 
 
 def top_heads(scores: np.ndarray, k: int | None = None, frac: float | None = None,
-              per_layer: bool = False) -> HeadSet:
-    """Highest-scoring heads of an (L, H) score array; rounding rules in the module docstring."""
+              per_layer: bool = False, exclude: HeadSet | None = None) -> HeadSet:
+    """Highest-scoring heads of an (L, H) score array; rounding rules in the module docstring.
+    ``exclude``: heads never chosen (one tuple per layer); the rounding still counts every head."""
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 2:
         raise ValueError(f"scores: expected an (n_layers, n_heads) array, got shape {s.shape}")
     L, H = s.shape
+    excluded = as_head_set(exclude if exclude is not None else [()] * L, L, H)
+    if exclude is not None:
+        s = s.copy()
+        for l, hs in enumerate(excluded):
+            s[l, list(hs)] = -np.inf  # ranked last; the limit below keeps k within the others
+    n_free = [H - len(hs) for hs in excluded]
     if (k is None) == (frac is None):
         raise ValueError("top_heads: give exactly one of k (--top-k) or frac (--top-frac)")
     if frac is not None:
@@ -74,15 +85,21 @@ def top_heads(scores: np.ndarray, k: int | None = None, frac: float | None = Non
             raise ValueError(f"--top-frac: must lie in (0, 1], got {frac}")
         k = max(1, int(np.floor(frac * (H if per_layer else L * H) + 0.5)))
     assert k is not None
-    limit = H if per_layer else L * H
+    limit = min(n_free) if per_layer else sum(n_free)
     if not 1 <= k <= limit:
-        where = f"the {H} heads per layer" if per_layer else f"the {L * H} heads ({L} layers x {H})"
+        where = (f"the {H} heads per layer" if per_layer else f"the {L * H} heads ({L} layers x {H})") + (
+            f" less {L * H - sum(n_free)} excluded" if sum(n_free) < L * H else "")
         raise ValueError(f"--top-k: must be in [1, {limit}] ({where}), got {k}")
     if per_layer:
         # stable sort of -score: ties go to the lower head index
         return tuple(tuple(sorted(np.argsort(-s[l], kind="stable")[:k].tolist())) for l in range(L))
     flat = np.argsort(-s.ravel(), kind="stable")[:k]
     return pairs_to_head_set([divmod(int(i), H) for i in flat], L, H)
+
+
+def prev_token_head(prev_scores: np.ndarray) -> HeadSet:
+    """The model's single highest previous-token head, as a head set (ties to the lower (layer, head))."""
+    return top_heads(prev_scores, k=1)
 
 
 def run_head_scores(run_dir: str | Path, score: str = "ps", step: int | None = None) -> np.ndarray:

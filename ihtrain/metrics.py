@@ -11,8 +11,10 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
   PS reads attention ``s -> s - n + 1`` and the previous-token score ``s -> s - 1``, both for
   ``s in [n, 2n-1]``. LA and AR use ``s in [n, 2n-2]`` whose next token ``x_{s-n+1}`` is the
   ``(s-n+1)``-th of the sequence's ``n`` tokens.
-- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`dup_bwd` and
-  :func:`copy_bwd_logprob` for the anti-induction measures that can be non-zero.
+- see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`anti_copy` for the
+  copy half of the anti-induction score, :func:`dup_bwd` and :func:`copy_bwd_logprob` for the
+  backward-copy measures that need no positional route. Each measure's chance level (what a
+  uniform head or uniform guessing scores) is :mod:`ihstats.chance`'s.
 - in-distribution probes from held-out text (``val_tokens``, (n, T+1)): the natural repeat probe
   :func:`ihtrain.probes.natural_repeat` (:func:`ps_nat`, :func:`repeat_nat_logprob`) and the
   token-index ICL score :func:`icl_token_index`; like ``val_loss`` they need ``val_tokens``.
@@ -253,23 +255,45 @@ def icl_token_index(model: GPT, probes: ProbeSet, acts: Activations) -> float:
 
 
 # ------------------------------------------------------------------------------ logit attribution
-@torch.inference_mode()
-def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
-    """Logit attribution of each head's own output to the correct next token, s in [n, 2n-2]."""
-    n, L = probes.n, model.cfg.n_layer
-    o = acts.repeat[1].head_out[:, :, n:2 * n - 1].float()  # (L, B, S=n-1, H, dh)
+def _attribution_share(model: GPT, o: torch.Tensor, candidates: torch.Tensor, correct: torch.Tensor) -> np.ndarray:
+    """Each head's share of positive logit attribution on the correct token, mean over batch and
+    positions: o (L, B, S, H, dh) per-head outputs, candidates (B, n) the tokens competing (the
+    probe row's own), correct (S,) the index into them of each position's correct next token.
+    By symmetry a head with no preference among the candidates scores 1 / n on average."""
+    L = model.cfg.n_layer
     W_O = torch.stack([model.W_O(l) for l in range(L)]).float()  # (L, H, dh, d)
-    U = model.W_U.float()[probes.repeat[:, :n]]  # (B, n, d): unembedding rows of each sequence's tokens
+    U = model.W_U.float()[candidates]  # (B, n, d): unembedding rows of each row's candidate tokens
     # compose W_O with the n candidate rows first: cheaper than forming z = o W_O (dh < d)
     OU = torch.einsum("lhed,bnd->lbhen", W_O, U)  # (L, B, H, dh, n)
     proj = torch.einsum("lbshe,lbhen->lbshn", o, OU)  # (L, B, S, H, n): z . W_U[x_i]
     pos = torch.relu(proj - proj.mean(dim=-1, keepdim=True))
     total = pos.sum(dim=-1)  # (L, B, S, H)
-    idx = torch.arange(1, n, device=o.device)  # the correct token at s = n + i is x_{i+1}
-    correct = pos[:, :, torch.arange(n - 1, device=o.device), :, idx]  # (S, L, B, H): advanced dims lead
+    right = pos[:, :, torch.arange(o.shape[2], device=o.device), :, correct]  # (S, L, B, H): advanced dims lead
     # no positive attribution at all scores 0; a NaN total (a non-finite model) stays NaN
-    share = torch.where(total == 0, 0.0, correct.permute(1, 2, 0, 3) / total.clamp_min(1e-30))
+    share = torch.where(total == 0, 0.0, right.permute(1, 2, 0, 3) / total.clamp_min(1e-30))
     return share.mean(dim=(1, 2)).cpu().numpy()  # (L, H)
+
+
+@torch.inference_mode()
+def la(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Logit attribution of each head's own output to the correct next token, s in [n, 2n-2]."""
+    n = probes.n
+    o = acts.repeat[1].head_out[:, :, n:2 * n - 1].float()  # (L, B, S=n-1, H, dh)
+    # the correct token at s = n + i is x_{i+1}
+    return _attribution_share(model, o, probes.repeat[:, :n], torch.arange(1, n, device=o.device))
+
+
+@torch.inference_mode()
+def anti_copy(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
+    """Anti-induction copy score on ``S SEP reverse(S)`` (the copy half of Sabry and Belz's
+    anti-induction score): each head's share of positive logit attribution, among the ``m`` tokens
+    of ``S``, on the reversed continuation ``x_{j-1}`` at the query holding ``x_j`` (``q = 2m - j``,
+    ``q in [m+1, 2m-1]``, as :func:`anti_induction`). Chance (no preference): ``1 / m``; a head that
+    copies backward scores near 1."""
+    m, N = probes.n_copy, probes.n_copy_seqs
+    o = acts.copy.head_out[:, N:, m + 1:2 * m].float()  # (L, N, S=m-1, H, dh)
+    # q = m + 1 + i holds x_{m-1-i}; its reversed continuation is x_{m-2-i}
+    return _attribution_share(model, o, probes.copy_bwd[:, :m], torch.arange(m - 2, -1, -1, device=o.device))
 
 
 # ------------------------------------------------------------------------------ model level
@@ -375,7 +399,7 @@ _FUNCTIONS: dict[str, MetricFn] = {
     "ov_copy": ov_copy, "ar_acc": ar_acc, "ar_rank": ar_rank, "val_loss": val_loss,
     "dup_bwd": dup_bwd, "ps_nat": ps_nat, "repeat_nat_logprob": repeat_nat_logprob,
     "copy_fwd_logprob": copy_fwd_logprob, "copy_bwd_logprob": copy_bwd_logprob, "icl_token_index": icl_token_index,
-    "ps_indist": ps_indist, "indist_gain": indist_gain,
+    "ps_indist": ps_indist, "indist_gain": indist_gain, "anti_copy": anti_copy,
 }
 # metrics read from held-out text: computed only when val_tokens are given
 NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain")
@@ -455,6 +479,6 @@ def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> p
 
 __all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "metric_names", "to_rows", "concentration",
            "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
-           "copy_fwd", "anti_induction", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
+           "copy_fwd", "anti_induction", "anti_copy", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
            "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "ps_indist", "indist_gain",
            "NEEDS_VAL"]

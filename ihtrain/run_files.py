@@ -154,9 +154,10 @@ def data_hashes(fingerprint: Any, prefix: str = "") -> dict[str, str]:
 
 def check_resumed_data(run_dir: Path, fingerprint: dict[str, Any]) -> None:
     """A resumed run must train on the data it started on: the content hashes its config.json
-    recorded must equal those of the data built now. The builtin corpus is built from the
-    installed packages' docstrings, so another machine or another package version builds other
-    text (the H200 runs did); continuing on it would splice two corpora into one run silently.
+    recorded must equal those of the data built now. The legacy ``builtin`` corpus is built from
+    the installed packages' docstrings, so another machine or another package version builds other
+    text (the H200 runs did); a shipped corpus (``builtin-v1``) is checked by its file's hash
+    (``corpus_hash``). Continuing on other text would splice two corpora into one run silently.
     A config.json without a fingerprint (or no file) is not checked."""
     try:
         old = read_json(run_dir / "config.json", "run's config").get("data_fingerprint")
@@ -166,9 +167,15 @@ def check_resumed_data(run_dir: Path, fingerprint: dict[str, Any]) -> None:
     diff = [k for k in sorted(set(before) & set(now)) if before[k] != now[k]]
     if diff:
         k = diff[0]
+        section = fingerprint  # the (nested) fingerprint holding the differing hash
+        for part in k.split(".")[:-1]:
+            section = section.get(part, {})
+        # a shipped corpus names its file: the text in it is what changed
+        what = (f"the corpus file {section['file']} changed" if "file" in section else
+                "another corpus, tokenizer or package version")
         raise ConfigError(f"{run_dir / 'config.json'}: this run started on data with {k} {before[k][:12]}..., "
-                          f"this machine builds {now[k][:12]}... (another corpus, tokenizer or package "
-                          f"version); resume it where it started, or delete {run_dir} to train it anew here")
+                          f"this machine builds {now[k][:12]}... ({what}); resume it where it started, "
+                          f"or delete {run_dir} to train it anew here")
 
 
 def check_resumed_log(path: Path, frame: pd.DataFrame | None, first_step: int, through: int) -> None:

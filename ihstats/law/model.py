@@ -4,6 +4,9 @@ Model (one row per run of an emergence table, docs/DESIGN.md columns)::
 
     log UPT_i = log T - a log B_i - b log C_i [- c log N_i] + eps_i
 
+(the power form, the default; ``UPTLawSpec(form=...)`` swaps the line for the critical-batch or
+the tokens form of :mod:`ihstats.law.forms`, everything below unchanged)
+
 fitted on centred log predictors ``x = log B - mean(log B)`` (same for C, N), so the intercept
 ``alpha`` is the expected log UPT at the design's centre and ``log T = alpha + a mean(log B) +
 b mean(log C) [+ c mean(log N)]`` is a derived quantity (reported as ``log_T`` and ``T``).
@@ -67,8 +70,9 @@ from scipy import special
 
 from ihstats import _bayes
 from ihstats.law.data import LawData, prepare
+from ihstats.law.forms import derived, pymc_line
 from ihstats.law.results import UPTLawResults, loglik
-from ihstats.law.spec import COEF, OBS, UPTLawSpec
+from ihstats.law.spec import OBS, UPTLawSpec
 
 
 @dataclass
@@ -104,12 +108,7 @@ class UPTLawModel:
             coords["sigma_level"] = d.sigma_levels
         with pm.Model(coords=coords) as model:
             alpha = pm.Normal("alpha", mu=float(d.y[~d.censored].mean()), sigma=pr["alpha_sd"])
-            mu = alpha
-            for k, x in d.x.items():
-                name = COEF[k]
-                m, s = pr[name]
-                coef = pm.Normal(name, mu=m, sigma=s)
-                mu = mu - coef * pm.Data(f"x_{k}", x, dims="run")
+            mu = alpha + pymc_line(pm, self.spec.form, d.x, d.centres, pr)  # the form's line
             if d.cells is not None:  # non-centred: cell_z ~ N(0, 1) samples well at small cell_sd
                 cell_sd = pm.HalfNormal("cell_sd", sigma=pr["cell_sd"])
                 cell_z = pm.Normal("cell_z", 0.0, 1.0, dims="cell")
@@ -156,13 +155,11 @@ class UPTLawModel:
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,
                                        seed=seed, target_accept=target_accept, cores=cores,
                                        log_likelihood=False, label="the UPT law")
-        post = idata.posterior
-        log_T = post["alpha"] + sum(post[COEF[k]] * c for k, c in self.data.centres.items())
-        idata.posterior["log_T"] = log_T
-        idata.posterior["T"] = np.exp(log_T)
+        for name, value in derived(self.spec.form, idata.posterior, self.data.centres).items():
+            idata.posterior[name] = value
         runs = {"run": self.data.table["run_id"].astype(str).tolist()}
         _bayes.add_group(idata, "log_likelihood",
-                         {OBS: (("chain", "draw", "run"), loglik(self.data, idata))}, coords=runs)
+                         {OBS: (("chain", "draw", "run"), loglik(self.data, idata, self.spec.form))}, coords=runs)
         # All runs, censored ones at log last_step (what the censored likelihood conditions on).
         _bayes.add_group(idata, "observed_data", {OBS: (("run",), self.data.y)}, coords=runs,
                          sample_dims=False)
@@ -171,7 +168,7 @@ class UPTLawModel:
         for k in self.data.logs:
             v = self.data.table[k].to_numpy(dtype=float)
             attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
-        attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood,
+        attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood, form=self.spec.form,
                      cell_effect=int(self.spec.cell_effect), sigma_by=self.spec.sigma_by or "",
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
                      model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))

@@ -24,6 +24,8 @@ from ihstats import _bayes
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
+from ihstats.law.forms import FORM_TEXT, posterior_form
+from ihstats.law.mixture import is_mixture, predict_mixture
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
@@ -183,6 +185,14 @@ def _source_line(args, idata) -> str:
             f"for the paper's")
 
 
+def law_name(idata) -> str:
+    """Which law answers: the two-circuit mixture, or a single law and its form."""
+    if is_mixture(idata):
+        return "two-circuit mixture (ihstats.law.mixture)"
+    form = posterior_form(idata)
+    return f"{form} form: {FORM_TEXT[form]}"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.law.predict", description=__doc__.split("\n")[1])
     p.add_argument("--batch-size", type=float, required=True,
@@ -212,8 +222,9 @@ def main(argv=None) -> int:
             raise UPTLawError("--model-size: this posterior has no size term (fitted without "
                               "'- c log N'), so N would be ignored; drop --model-size or pass a fit "
                               "made with --size-term on")
-        row = predict_from_posterior(idata, args.batch_size, args.context, args.model_size,
-                                     hdi_prob=args.hdi_prob).iloc[0]
+        row = (predict_mixture(idata, args.batch_size, args.context, hdi_prob=args.hdi_prob) if is_mixture(idata)
+               else predict_from_posterior(idata, args.batch_size, args.context, args.model_size,
+                                           hdi_prob=args.hdi_prob)).iloc[0]
         _check_usable(row)
     except (UPTLawError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -239,7 +250,10 @@ def main(argv=None) -> int:
     print(f"B = {args.batch_size:g}, C = {args.context:g}"
           + (f", N = {args.model_size:g}" if args.model_size else ""))
     print(f"predicted UPT (law line, posterior median): {row.upt:,.0f} updates "
-          f"({row.tokens:,.3g} tokens)")
+          f"({row.tokens:,.3g} tokens); {law_name(idata)}")
+    if "p_no_prev_token" in row:
+        print(f"  P(the run forms without a previous-token head, the slow circuit) = {row.p_no_prev_token:.2f}; "
+              f"the intervals below draw the circuit")
     print(f"  {q} HDI of the law line:    [{row.upt_lo:,.0f}, {row.upt_hi:,.0f}] updates")
     print(f"  {q} HDI for a new cell:     [{row.cell_lo:,.0f}, {row.cell_hi:,.0f}] updates "
           f"(adds the cell-to-cell residual, when fitted)")

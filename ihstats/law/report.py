@@ -28,6 +28,7 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN
+from ihstats.law.forms import FORM_TEXT
 from ihstats.law.results import UPTLawResults
 from ihstats.law.scoring import LAW
 from ihstats.law.sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness,
@@ -185,12 +186,16 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
     d = res.data
     spec = res.spec
     pr = spec.resolved_priors
-    law = "log UPT = log T - a log B - b log C" + (" - c log N" if spec.size_term else "")
-    return [f"`{law}` on centred log predictors; likelihood **{spec.likelihood}**; measurement "
+    law = FORM_TEXT[spec.form] + (" - c log N" if spec.size_term else "")
+    line = {"power": f"a ~ Normal{pr['a']}, b ~ Normal{pr['b']}" + (f", c ~ Normal{pr['c']}" if spec.size_term else ""),
+            "tokens": f"g ~ Normal{pr['g']} (a = b = g)",
+            "critical_batch": f"b ~ Normal{pr['b']}, log B_noise ~ Normal(mean log B, {pr['log_B_noise_sd']}); "
+                              f"a is the local B exponent B_noise / (B + B_noise) at the centre B"}[spec.form]
+    return [f"`{law}` ({spec.form} form, ihstats.law.forms) on centred log predictors; likelihood "
+            f"**{spec.likelihood}**; measurement "
             f"error from onset intervals: **{spec.measurement_error}** (added in quadrature to "
             f"the scale); right-censored runs enter through their log survival at `last_step`.",
-            f"Priors (centred log scale): a ~ Normal{pr['a']}, b ~ Normal{pr['b']}"
-            + (f", c ~ Normal{pr['c']}" if spec.size_term else "")
+            f"Priors (centred log scale): {line}"
             + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), "
             + (f"sigma ~ HalfNormal({pr['sigma']})" if not spec.sigma_by else
                f"sigma per level of {spec.sigma_by}: log sigma_k = log_sigma_mu + log_sigma_sd z_k, "

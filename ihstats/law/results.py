@@ -19,6 +19,7 @@ from scipy import stats
 
 from ihstats import _bayes
 from ihstats.law.data import LawData, design_values
+from ihstats.law.forms import FORM_PARAMS, FORM_TEXT, line_draws, posterior_form
 from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError
 
 
@@ -37,32 +38,32 @@ def _scale_nu(data: LawData, idata):
     return scale, nu
 
 
-def mu_draws(data: LawData, idata) -> np.ndarray:
-    """Posterior draws of each run's expected log UPT, shape (S, n_runs)."""
-    mu = _bayes.posterior_draws(idata, "alpha")[:, None]
-    for k, x in data.x.items():
-        mu = mu - _bayes.posterior_draws(idata, COEF[k])[:, None] * x[None]
+def mu_draws(data: LawData, idata, form: str | None = None) -> np.ndarray:
+    """Posterior draws of each run's expected log UPT, shape (S, n_runs); ``form`` overrides the
+    posterior's attribute (the prior's draws carry none)."""
+    mu = _bayes.posterior_draws(idata, "alpha")[:, None] + line_draws(
+        form or posterior_form(idata), lambda name: _bayes.posterior_draws(idata, name)[:, None], data.logs, data.centres)
     if data.cell_idx is not None:
         z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
         mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
     return mu  # (S, n)
 
 
-def replicates(data: LawData, idata, rng: np.random.Generator) -> np.ndarray:
+def replicates(data: LawData, idata, rng: np.random.Generator, form: str | None = None) -> np.ndarray:
     """One replicate of every run's observed log onset per draw of ``idata.posterior`` (any
     object with a ``posterior`` Dataset: the prior's draws too), shape (S, n_runs), clipped at
     each censored run's log last_step as the censored likelihood sees it."""
-    mu = mu_draws(data, idata)
+    mu = mu_draws(data, idata, form)
     scale, nu = _scale_nu(data, idata)
     eps = rng.standard_t(np.broadcast_to(nu, mu.shape)) if nu is not None else rng.standard_normal(mu.shape)
     return np.minimum(mu + scale * eps, data.upper[None])
 
 
-def loglik(data: LawData, idata) -> np.ndarray:
+def loglik(data: LawData, idata, form: str | None = None) -> np.ndarray:
     """Pointwise log-likelihood, shape (chain, draw, run): log density of the observed log onset
     for uncensored runs, log survival ``log P(log UPT > log last_step)`` for censored runs.
     Same likelihood as the PyMC model (checked in tests), computed with scipy."""
-    mu = mu_draws(data, idata)
+    mu = mu_draws(data, idata, form)
     scale, nu = _scale_nu(data, idata)
     dist = stats.t(df=nu, loc=mu, scale=scale) if nu is not None else stats.norm(mu, scale)
     y = np.broadcast_to(data.y[None], mu.shape)
@@ -121,12 +122,10 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     B, C = design_values("B", B), design_values("C", C)
     N = design_values("N", N) if N is not None else np.array([np.nan])
     B, C, N = np.broadcast_arrays(B, C, N)
-    draw = {k: _bayes.posterior_draws(idata, k) for k in ("alpha", "a", "b")}
-    mu = (draw["alpha"][:, None]
-          - draw["a"][:, None] * (np.log(B) - attrs["center_logB"])[None]
-          - draw["b"][:, None] * (np.log(C) - attrs["center_logC"])[None])  # (S, n)
-    if size_term:
-        mu = mu - _bayes.posterior_draws(idata, "c")[:, None] * (np.log(N) - attrs["center_logN"])
+    logs = {"B": np.log(B), "C": np.log(C), **({"N": np.log(N)} if size_term else {})}
+    mu = _bayes.posterior_draws(idata, "alpha")[:, None] + line_draws(  # (S, n), in the posterior's form
+        posterior_form(idata), lambda name: _bayes.posterior_draws(idata, name)[:, None], logs,
+        {k: attrs[f"center_log{k}"] for k in logs})
     rng = np.random.default_rng(seed)
     if "nu" in idata.posterior:
         eps = rng.standard_t(_bayes.posterior_draws(idata, "nu")[:, None], size=mu.shape)
@@ -233,7 +232,7 @@ class UPTLawResults:
 
     @property
     def params(self) -> list[str]:
-        p = ["a", "b", "log_T", "T"] + (["c"] if self.spec.size_term else []) + ["sigma"]
+        p = FORM_PARAMS[self.spec.form] + (["c"] if self.spec.size_term else []) + ["sigma"]
         p += ["cell_sd"] if self.spec.cell_effect else []
         p += ["log_sigma_mu", "log_sigma_sd"] if self.spec.sigma_by else []
         return p + (["nu"] if self.spec.likelihood == "student_t" else [])
@@ -272,7 +271,7 @@ class UPTLawResults:
         for group, draws, s in todo:
             if group in have:
                 continue
-            rep = replicates(self.data, SimpleNamespace(posterior=draws), np.random.default_rng(s))
+            rep = replicates(self.data, SimpleNamespace(posterior=draws), np.random.default_rng(s), self.spec.form)
             c, d = draws.sizes["chain"], draws.sizes["draw"]
             _bayes.add_group(self.idata, group, {OBS: (("chain", "draw", "run"), rep.reshape(c, d, -1))},
                              coords={"chain": draws["chain"].values, "draw": draws["draw"].values, **runs},
@@ -291,7 +290,7 @@ class UPTLawResults:
         """Sampler warnings (divergences, r_hat, ESS); empty when all checks pass."""
         return _bayes.sampler_warnings(self.idata, self.summary(),
                                        target_accept=self.sampler["target_accept"],
-                                       rhat_max=rhat_max, ess_min=ess_min, skip=("T",))
+                                       rhat_max=rhat_max, ess_min=ess_min, skip=("T", "S_min", "B_noise"))
 
     def ols(self, level: float | None = None) -> pd.DataFrame:
         """Frequentist cross-check: OLS of log onset on log B, log C (and log N) over uncensored
@@ -304,8 +303,8 @@ class UPTLawResults:
         range, r, diagnostics, published values, versions) and ``ols.csv``; returns
         ``{"idata", "summary", "fit", "ols"}`` -> path."""
         record = {
-            "model": "log UPT = log T - a log B - b log C" + (" - c log N" if self.spec.size_term
-                                                             else ""),
+            "model": FORM_TEXT[self.spec.form] + (" - c log N" if self.spec.size_term else ""),
+            "form": self.spec.form,
             "spec": asdict(self.spec), "priors": self.spec.resolved_priors,
             "sampler": self.sampler, "timings_s": self.timings,
             "n_runs": int(len(self.data.y)), "n_censored": int(self.data.censored.sum()),

@@ -34,8 +34,9 @@ from scipy import optimize, special, stats
 
 from ihstats import _bayes
 from ihstats.law.data import LawData
+from ihstats.law.forms import line_draws, posterior_form
 from ihstats.law.results import planned_run_sigma
-from ihstats.law.spec import COEF
+from ihstats.law.spec import OBS
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {
@@ -93,6 +94,12 @@ class Predictive:
             below = self.cdf(mid) < q
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
         return (lo + hi) / 2
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One draw from each component, shape (S, n)."""
+        shape = self.loc.shape
+        z = rng.standard_normal(shape) if self.nu is None else rng.standard_t(self.nu, size=shape)
+        return self.loc + self.scale * z
 
 
 def score_runs(pred: Predictive, y, censored, *, levels=(0.5, 0.9), seed: int = 0) -> pd.DataFrame:
@@ -177,10 +184,10 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
     def draws(name):
         return _bayes.posterior_draws(idata, name)[pick][:, None]
 
-    loc = np.broadcast_to(draws("alpha"), (len(pick), len(data.y))).copy()
-    for k, v in data.logs.items():
-        if COEF[k] in post:
-            loc -= draws(COEF[k]) * (v - attrs[f"center_log{k}"])[None]
+    # the posterior's own form and centres; a size term only where the posterior has one
+    logs = {k: v for k, v in data.logs.items() if k != "N" or "c" in post}
+    loc = draws("alpha") + line_draws(posterior_form(idata), draws, logs,
+                                      {k: attrs[f"center_log{k}"] for k in logs})
     if new_cell and "cell_sd" in post:
         loc += draws("cell_sd") * rng.standard_normal(loc.shape)
     # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)
@@ -189,6 +196,24 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
     scale = np.sqrt(sigma ** 2 + data.me_sd[None] ** 2)
     nu = draws("nu") if "nu" in post else None
     return Predictive(loc, scale, nu)
+
+
+def add_predictions(idata, data: LawData, *, seed: int = 0):
+    """Add ArviZ's ``predictions`` group to ``idata`` (in place): per posterior draw, one draw of
+    each run's log UPT (``log_upt``, dims chain, draw, run) from :func:`law_predictive` with a new
+    cell's offset (the runs are cells the fit never saw), and ``predictions_constant_data``: each
+    run's factors (B, C[, N]), its ``observed`` log onset (``log last_step`` when ``censored``: then
+    a lower bound) and the censoring flag. Unclipped: a prediction of the onset itself."""
+    post = idata.posterior
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    pred = law_predictive(idata, data, n_draws=chains * draws, seed=seed)  # every draw, in order
+    y = pred.sample(np.random.default_rng([seed, 1])).reshape(chains, draws, -1)
+    runs = {"run": data.table["run_id"].astype(str).tolist()}
+    _bayes.add_group(idata, "predictions", {OBS: (("chain", "draw", "run"), y)}, coords=runs)
+    const = {k: (("run",), np.exp(v)) for k, v in data.logs.items()}
+    const.update(observed=(("run",), data.y), censored=(("run",), data.censored))
+    _bayes.add_group(idata, "predictions_constant_data", const, coords=runs, sample_dims=False)
+    return idata
 
 
 # ---- baselines -------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ COEF = {"B": "a", "C": "b", "N": "c"}
 PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
 #: Name of the observed log UPT in the model and in the InferenceData groups.
 OBS = "log_upt"
+#: The law's forms (:mod:`ihstats.law.forms`): the default power law and the two compared with it.
+FORMS = ("power", "critical_batch", "tokens")
 
 
 class UPTLawError(ValueError):
@@ -32,6 +34,8 @@ DEFAULT_PRIORS = {
     "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
     "log_sigma_mu": (-1.0, 1.0),  # Normal(mu, sd) of the levels' mean log sigma (sigma_by)
     "log_sigma_sd": 1.0,      # HalfNormal(sd) of the levels' spread in log sigma (sigma_by)
+    "g": (0.5, 0.5),          # Normal(mu, sd): the tokens form's exponent on B C (form="tokens")
+    "log_B_noise_sd": 2.0,    # Normal(mean log B, sd) of log B_noise (form="critical_batch")
 }
 
 
@@ -62,6 +66,8 @@ class UPTLawSpec:
     sigma_by : str or None
         A column of the table (``"C"``, or any named column) whose levels each get their own
         scatter ``sigma[level]``, partially pooled (module docstring); None: one shared sigma.
+    form : {"power", "critical_batch", "tokens"}
+        The law's line (:mod:`ihstats.law.forms`); the rest of the model is the same in each.
     """
 
     size_term: bool = False
@@ -73,8 +79,13 @@ class UPTLawSpec:
     hdi_prob: float = 0.9
     cell_effect: bool = False
     sigma_by: str | None = None
+    form: str = "power"
 
     def __post_init__(self):
+        if self.form not in FORMS:
+            raise UPTLawError(f"form: must be one of {list(FORMS)}, got {self.form!r}")
+        if self.size_term and self.form != "power":
+            raise UPTLawError(f"size_term: the {self.form} form has no model-size term; fit it with the power form")
         if self.sigma_by is not None and not (isinstance(self.sigma_by, str) and self.sigma_by):
             raise UPTLawError(f"sigma_by: a column name of the table (like 'C') or None, got {self.sigma_by!r}")
         if self.likelihood not in ("student_t", "normal"):

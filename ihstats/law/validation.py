@@ -5,7 +5,9 @@ Two ways to ask how often the law's interval holds for a run it did not see:
 - :func:`cross_validate` (leave one cell out): for each cell, refit the law without any of its
   seeds and predict its runs with the posterior predictive for a *new* cell (the cell offset and
   the seed scatter both in the interval);
-- :func:`validate_holdout`: fit on one grid (or take a saved posterior) and predict another.
+- :func:`validate_holdout`: fit on one grid (or take a saved posterior) and predict another; the
+  fit is kept with its predictions of the held-out runs as ArviZ's ``predictions`` group
+  (``idata.nc`` beside the scores).
 
 Each prediction is scored by :func:`ihstats.law.scoring.score_runs` (coverage of the 50% and 90%
 intervals, PIT, log predictive density, error of the median; censored runs by their survival
@@ -29,23 +31,30 @@ constants change with the rows are compiled anew. The per-fold wall time is in
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ihstats import _bayes
+from ihstats.fileio import atomic_write, atomic_write_text
+from ihstats.law.comparison import (MIXTURE, SINGLE, compare_circuits, compare_forms, fit_circuits, fit_forms,
+                                    form_label, heldout_table)
 from ihstats.law.data import LawData, prepare
+from ihstats.law.mixture import mixture_predictive
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import fitted_range
-from ihstats.law.scoring import LAW, baseline_predictives, law_predictive, score_runs, summarize_scores
+from ihstats.law.scoring import (LAW, add_predictions, baseline_predictives, law_predictive, score_runs,
+                                 summarize_scores)
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
+#: The comparison tables a validation may hold in its meta (each also saved as ``<key>.csv``).
+COMPARISONS = ("loo_forms", "heldout_forms", "loo_circuits", "heldout_circuits")
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,13 @@ class ValidationSpec:
         Posterior draws per predictive mixture.
     seed : int
         Seed of the predictive draws and of the randomised PIT.
+    forms : tuple of str
+        Law forms (:mod:`ihstats.law.forms`) to fit beside the law and compare: by PSIS-LOO on the
+        fitted table (``meta["loo_forms"]``) and, held out, by log score (``meta["heldout_forms"]``;
+        each form scored as ``"<form> form"``). Empty: none.
+    circuits : bool
+        Fit the two-circuit mixture (:mod:`ihstats.law.mixture`) and compare it with the
+        single-circuit power law the same two ways (``meta["loo_circuits"]``, ``["heldout_circuits"]``).
     """
 
     law: UPTLawSpec = field(default_factory=UPTLawSpec)
@@ -71,6 +87,8 @@ class ValidationSpec:
     baselines: bool = True
     n_pred_draws: int = 2000
     seed: int = 0
+    forms: tuple = ()
+    circuits: bool = False
 
     def __post_init__(self):
         if not all(0 < p < 1 for p in self.levels):
@@ -92,10 +110,15 @@ class ValidationResults:
     meta : dict
         ``mode`` (``loco`` or ``holdout``), ``source``, spec, sampler settings, wall seconds,
         per-fold seconds, the validated (training) range of B and C.
+    idata : InferenceData or DataTree or None
+        Held-out mode: the law's fit (its prior and posterior predictive when fitted here) with
+        the held-out runs' ``predictions`` (:func:`ihstats.law.scoring.add_predictions`); None
+        for leave-one-cell-out, where every fold has its own posterior.
     """
 
     runs: pd.DataFrame
     meta: dict
+    idata: Any = field(default=None, repr=False)
 
     @property
     def levels(self) -> tuple:
@@ -118,36 +141,27 @@ class ValidationResults:
                 "by_region": self.summary(by=("model", "region")).to_dict(orient="records")}
 
     def save(self, out_dir) -> dict:
-        """Write ``runs.csv``, ``summary.csv``, ``summary_by_region.csv`` and ``validation.json``
-        (each file atomically); returns name -> path. The figure is
+        """Write ``runs.csv``, ``summary.csv``, ``summary_by_region.csv``, ``validation.json`` and,
+        with a fit, ``idata.nc`` (each file atomically); returns name -> path. The figure is
         :func:`ihstats.law.report.write_validation_figure`'s."""
         out = Path(out_dir)
         paths = {"runs": out / "runs.csv", "summary": out / "summary.csv",
                  "by_region": out / "summary_by_region.csv", "record": out / "validation.json"}
-        _write_text(paths["runs"], self.runs.to_csv(index=False))
-        _write_text(paths["summary"], self.summary().to_csv(index=False))
-        _write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
-        _write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
+        atomic_write_text(paths["runs"], self.runs.to_csv(index=False))
+        atomic_write_text(paths["summary"], self.summary().to_csv(index=False))
+        atomic_write_text(paths["by_region"], self.summary(by=("model", "region")).to_csv(index=False))
+        atomic_write_text(paths["record"], json.dumps(self.record(), indent=2, default=_plain) + "\n")
+        if self.idata is not None:
+            paths["idata"] = atomic_write(out / "idata.nc", lambda tmp: _bayes.to_netcdf(self.idata, tmp))
+        for key in COMPARISONS:  # the comparison tables, when they were asked for
+            if key in self.meta:
+                paths[key] = out / f"{key}.csv"
+                atomic_write_text(paths[key], pd.DataFrame(self.meta[key]).to_csv(index=False))
         return paths
 
 
 def _plain(obj):
     return obj.item() if isinstance(obj, np.generic) else str(obj)
-
-
-def _write_text(path: Path, text: str) -> None:
-    # temporary file + rename in the same folder: a reader never sees half a table (ihstats takes
-    # no new imports of ihtrain, whose fileio holds the same idea for the trainer's files)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---- scoring one fold ------------------------------------------------------------------------
@@ -170,9 +184,10 @@ def _region(test: LawData, train_range: dict) -> np.ndarray:
 
 
 def score_fold(spec: ValidationSpec, idata, train: LawData | None, test: LawData,
-               fold: str) -> pd.DataFrame:
-    """Score the law (posterior ``idata``) and, given ``train``, the baselines on ``test``."""
-    preds = {LAW: law_predictive(idata, test, n_draws=spec.n_pred_draws, seed=spec.seed)}
+               fold: str, extra: dict | None = None) -> pd.DataFrame:
+    """Score the law (posterior ``idata``), given ``train`` the baselines, and the predictives of
+    ``extra`` (name -> :class:`~ihstats.law.scoring.Predictive`) on ``test``."""
+    preds = {LAW: law_predictive(idata, test, n_draws=spec.n_pred_draws, seed=spec.seed), **(extra or {})}
     if "cell_sd" in idata.posterior:
         preds[NO_CELL] = law_predictive(idata, test, new_cell=False, n_draws=spec.n_pred_draws,
                                         seed=spec.seed)
@@ -253,6 +268,8 @@ def cross_validate(table: pd.DataFrame, spec: ValidationSpec | None = None, *,
                        for k, v in full.logs.items()},
                 n_folds=len(fold_s), fold_s=fold_s, wall_s=time.perf_counter() - t0,
                 thin_levels=dropped, skipped_folds=skipped)
+    if spec.forms or spec.circuits:  # LOO on the whole table (the folds refit the law alone)
+        meta.update(alternatives(spec, table, None, fit_kw)[1])
     return ValidationResults(pd.concat(frames, ignore_index=True), meta)
 
 
@@ -307,14 +324,45 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
         raise UPTLawError("validate_holdout: pass train_table (to fit) or idata (a saved posterior)")
     t0 = time.perf_counter()
     train = prepare(train_table, spec.law) if train_table is not None else None
+    main = None
     if idata is None:
-        idata = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw).idata
+        main = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw)
+        idata = main.idata
     # the test runs are predicted, not fitted: no cell effect, size term or per-level scatter to
     # identify in them (a sigma_by level with one run, or none formed, is still predicted: from
     # the fitted level's sigma, or a new level's for a value the fit never saw)
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None))
     _disjoint(_fitted_runs(train, idata), test)
-    runs = score_fold(spec, idata, train, test, fold="held-out")
+    extra, compared = alternatives(spec, train_table, main, fit_kw, test=test) if train_table is not None else ({}, {})
+    runs = score_fold(spec, idata, train, test, fold="held-out", extra=extra)
+    add_predictions(idata, test, seed=spec.seed)
     meta = _meta(spec, "holdout", source, fit_kw, idata)
-    meta.update(n_folds=1, wall_s=time.perf_counter() - t0)
-    return ValidationResults(runs, meta)
+    meta.update(n_folds=1, wall_s=time.perf_counter() - t0, **compared)
+    for key, names in (("heldout_forms", [form_label(f) for f in spec.forms]),
+                       ("heldout_circuits", [SINGLE, MIXTURE] if spec.circuits else [])):
+        if names:
+            meta[key] = heldout_table(runs, names).reset_index().to_dict(orient="records")
+    return ValidationResults(runs, meta, idata)
+
+
+def alternatives(spec: ValidationSpec, table: pd.DataFrame, main, fit_kw: dict, *,
+                 test: LawData | None = None) -> tuple[dict, dict]:
+    """Fit the forms and the mixture ``spec`` asks for on ``table`` (``main``: the law's own fit,
+    reused); returns their predictives of ``test`` (name -> Predictive; empty without ``test``)
+    and the LOO comparison tables as records (``loo_forms``, ``loo_circuits``)."""
+    preds, compared = {}, {}
+    kw = dict(n_draws=spec.n_pred_draws, seed=spec.seed)
+    if spec.forms:
+        fits = fit_forms(table, spec.law, spec.forms, fits={spec.law.form: main} if main else None, **fit_kw)
+        compared["loo_forms"] = compare_forms(fits).reset_index(names="model").to_dict(orient="records")
+        if test is not None:
+            preds.update({form_label(f): law_predictive(r.idata, test, **kw) for f, r in fits.items()})
+    if spec.circuits:
+        reuse = main if main is not None and main.spec == replace(spec.law, form="power", sigma_by=None,
+                                                                  size_term=False) else None
+        fits = fit_circuits(table, spec.law, single=reuse, **fit_kw)
+        compared["loo_circuits"] = compare_circuits(fits).reset_index(names="model").to_dict(orient="records")
+        if test is not None:
+            preds[SINGLE] = law_predictive(fits[SINGLE].idata, test, **kw)
+            preds[MIXTURE] = mixture_predictive(fits[MIXTURE].idata, test, **kw)
+    return preds, compared

@@ -29,7 +29,7 @@ def default_config() -> dict[str, Any]:
                             "entropy_rate": 0.0, "frequency": -1.0, "reliability": -1.0},
                  "biinduct": {"mode": "none", "span_len": 20, "mix_start": 0.5, "span_source": "random"}},
         "train": {"batch_size": 16, "context": 128, "lr": 3e-3, "max_steps": 10_000},
-        "metrics": {"n_evals": 200},
+        "metrics": {"n_evals": 200, "probe_len": 0},
     }
 
 

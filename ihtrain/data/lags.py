@@ -11,8 +11,9 @@ weights on ``[2, p]``).
 The builtin pmf (``builtin_lag_pmf.json`` beside this module, about 17 kB) is :func:`lag_pmf` of the
 training split of the builtin corpus with the default tokenizer (BPE 512), ``d`` in ``[2, 1024]``
 (``d = 1``, ``A A A``, cannot be planted: no consecutive duplicates; longer lags fall outside every
-context we train). Regenerate it with ``python -m ihtrain.data.lags`` (the file records the corpus
-and tokenizer it came from; another install gives another corpus, so expect small differences).
+context we train). The file records the corpus and tokenizer it came from: the legacy ``builtin``
+source, whose text here (sha256 ``5913a143...``) is the shipped ``builtin-v1``; regenerate it with
+``python -m ihtrain.data.lags``, which reads ``builtin-v1`` (the same text on every machine).
 
 Config: ``repeat_distance = "uniform"`` (the shipped rule: any earlier position, no weights) or
 ``"builtin-text"`` (the pmf), and ``max_distance`` (0: no cap) caps either; see :func:`lag_weights`.
@@ -119,14 +120,14 @@ def _main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(BUILTIN_LAG_FILE), help=f"where to write it (default {BUILTIN_LAG_FILE})")
     p.add_argument("--max-lag", type=int, default=MAX_LAG, help=f"longest lag kept (default {MAX_LAG})")
     args = p.parse_args(argv)
-    cfg = DataConfig(source="builtin")
+    cfg = DataConfig(source="builtin-v1")
     stream = load_stream(cfg, progress=False)
     pmf, n = lag_pmf(np.asarray(stream.train), args.max_lag)
     fp: dict[str, Any] = stream.fingerprint
     atomic_write_json(args.out, {
         "what": "copy-distance pmf of repeated bigrams in the builtin corpus (ihtrain.data.lags.lag_pmf), "
                 "index = distance d, 0 for d < 2",
-        "source": "builtin", "tokenizer": cfg.tokenizer, "vocab_size": cfg.vocab_size,
+        "source": cfg.source, "tokenizer": cfg.tokenizer, "vocab_size": cfg.vocab_size,
         "corpus_sha256": fp.get("sha256"), "n_train_tokens": int(len(stream.train)), "n_events": n,
         "max_lag": args.max_lag, "mean": float(np.arange(pmf.size) @ pmf),
         "pmf": [float(f"{v:.6g}") for v in pmf]})

@@ -2,9 +2,11 @@
 
 ``data.source`` forms:
 
-- ``builtin`` (default, offline): English built at run time from the docstrings (read with ``ast``,
-  nothing is imported) and installed docs (``.rst``/``.md``, package long descriptions,
-  ``pydoc_data`` topics) of the Python standard library and of the installed packages in
+- ``builtin-v1`` (default, offline): the builtin corpus built once and shipped compressed in the
+  package, byte-identical on every machine (:mod:`ihtrain.data.shipped`).
+- ``builtin`` (offline; the source of runs made before ``builtin-v1``): English built at run time
+  from the docstrings (read with ``ast``, nothing is imported) and installed docs (``.rst``/``.md``,
+  package long descriptions, ``pydoc_data`` topics) of the Python standard library and the packages in
   :data:`BUILTIN_PACKAGES`. Private sub-packages, tests and vendored code are skipped; docstrings
   are deduplicated; documents (one per source file) are shuffled with a fixed seed so the
   validation tail is not one package. The fingerprint lists every source with its version: a
@@ -49,6 +51,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from ihtrain.data.registry import DataSource, register
+from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
@@ -107,12 +110,14 @@ def build_corpus(source: str, max_chars: int = 0, cache_dir: str | Path = "", pr
         raise DataError(f"data.max_corpus_chars: must be >= 0 (0: whole corpus), got {max_chars}")
     if source == "builtin":
         identity, builder = _builtin_identity(max_chars), lambda: _builtin_docs(max_chars, progress)
+    elif source in SHIPPED_CORPORA:
+        identity, builder = shipped_plan(source, max_chars, DOC_SEP)
     elif source.startswith("text:"):
         identity, builder = _text_plan(source, max_chars)
     elif source.startswith("hf:"):
         identity, builder = _hf_plan(source, max_chars, progress)
     else:
-        raise DataError(f"data.source: {source!r} is not a natural source; use builtin, text:PATH_OR_GLOB "
+        raise DataError(f"data.source: {source!r} is not a natural source; use builtin-v1, text:PATH_OR_GLOB "
                         "or hf:NAME[:CONFIG][:SPLIT]")
     kind = identity["kind"]
     path = resolve_cache_dir(cache_dir) / "corpora" / f"{kind}-{_sha(identity)[:20]}.txt"
@@ -505,5 +510,6 @@ def _build_source(data_cfg: Any, seed: int = 0, progress: bool = True, context: 
     return NaturalSource(load_stream(data_cfg, progress=progress))
 
 
-for _name, _usage in (("builtin", "builtin"), ("text:", "text:PATH_OR_GLOB"), ("hf:", "hf:NAME[:CONFIG][:SPLIT]")):
+for _name, _usage in (("builtin", "builtin"), *((n, n) for n in SHIPPED_CORPORA), ("text:", "text:PATH_OR_GLOB"),
+                      ("hf:", "hf:NAME[:CONFIG][:SPLIT]")):
     register(DataSource(_name, _build_source, stream=lambda data_cfg: data_cfg, usage=_usage))  # the stream is the source

@@ -16,13 +16,13 @@ GRID_SPEC_DIR = Path(__file__).parent
 # name -> (one-line description, dotted overrides)
 RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "cpu-tiny": (
-        "2-layer 4-head width-128 GPT (with MLPs) on the builtin docstring corpus, BPE 1024, B=16, "
+        "2-layer 4-head width-128 GPT (with MLPs) on the shipped builtin-v1 corpus, BPE 1024, B=16, "
         "C=256, AdamW 2e-2, warmup-stable-decay; the fastest setting found that grows an induction "
         "head to max PS > 0.5 on a 2-core CPU (~27 min)",
         {
             "name": "cpu-tiny",
             "model.n_layer": 2, "model.n_head": 4, "model.d_model": 128, "model.context": 256,
-            "data.source": "builtin", "data.vocab_size": 1024,
+            "data.source": "builtin-v1", "data.vocab_size": 1024,
             "train.batch_size": 16, "train.context": 256, "train.lr": 2e-2,
             # constant rate until update 4500 (the head forms at ~2,500), then a linear anneal to
             # 2e-3: at a constant 2e-2 max PS hovers at 0.42-0.49, the anneal lifts it past 0.5
@@ -36,7 +36,7 @@ RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "name": "cpu-smoke",
             "model.n_layer": 2, "model.n_head": 2, "model.d_model": 32, "model.context": 64,
-            "data.source": "builtin", "data.vocab_size": 300, "data.max_corpus_chars": 400_000,
+            "data.source": "builtin-v1", "data.vocab_size": 300, "data.max_corpus_chars": 400_000,
             "train.batch_size": 4, "train.context": 32, "train.max_steps": 40, "train.lr": 3e-3,
             "metrics.n_evals": 10, "metrics.probe_seqs": 20, "metrics.val_seqs": 4,
         },
@@ -47,7 +47,7 @@ RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "name": "paper-2l8h",
             "model.n_layer": 2, "model.n_head": 8, "model.d_model": 768, "model.context": 4096,
-            "data.source": "builtin", "data.vocab_size": 8192,
+            "data.source": "builtin-v1", "data.vocab_size": 8192,
             "train.batch_size": 32, "train.context": 1024, "train.lr": 2.5e-4,
             "train.schedule": "cosine", "train.warmup_frac": 0.01, "train.min_lr_frac": 0.0,
             "train.budget": "tokens", "train.max_tokens": 1_000_000_000,
@@ -60,7 +60,7 @@ RUN_PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "name": "biinduct-small",
             "model.n_layer": 12, "model.n_head": 12, "model.d_model": 768, "model.context": 1024,
             "model.tie_embeddings": False,
-            "data.source": "builtin", "data.vocab_size": 8192, "data.biinduct.mode": "balanced",
+            "data.source": "builtin-v1", "data.vocab_size": 8192, "data.biinduct.mode": "balanced",
             "train.batch_size": 64, "train.context": 1024, "train.lr": 1e-3, "train.beta2": 0.999,
             "train.weight_decay": 0.1, "train.warmup_frac": 0.03, "train.schedule": "cosine",
             "train.budget": "tokens", "train.max_tokens": 2_000_000_000,

@@ -27,7 +27,7 @@ def _grid(tmp_path):
     ids = write_fake_grid(tmp_path / "g", runs)
     pd.DataFrame({"run_id": ids, "formed": True, "onset": [m[2] for m in meta], "steps": 3200}).to_csv(
         tmp_path / "g" / "summary.csv", index=False)
-    kv = [{"run_id": rid, "control": c, "hits1": h, "mean_logprob": -1.0 if c == "true" else -4.0}
+    kv = [{"run_id": rid, "control": c, "hits1": h, "mean_logprob": -1.0 if c == "true" else -4.0, "shots_mean": 20.0}
           for rid in ids for c, h in (("true", 0.6), ("permuted", 0.0), ("absent", 0.0))]
     pd.DataFrame(kv).to_csv(tmp_path / "g" / "icl_kv.csv", index=False)
     return tmp_path / "g"
@@ -50,6 +50,8 @@ def test_claims_on_a_fake_grid(tmp_path):
     assert claims.at["onset_or_cap", "p_for_holm"] == pytest.approx(2 / 220)  # Holm over the claim's 2 measures
     assert claims.at["onset_or_cap", "verdict"] == "agrees"
     assert claims.at["kv_gain", "verdict"] == "agrees (no increase detected)"
+    # recall far above its chance level (1 / 20 pairs) in every run: testable, with the chance named
+    assert claims.at["kv_hits1", "chance"] == pytest.approx(0.05) and not claims.at["kv_hits1", "at_chance"]
     contr = pd.read_csv(tmp_path / "o" / "contrasts.csv")
     onset = contr[contr["value"] == "onset_or_cap"].set_index("condition")
     assert onset.at["forward", "p_floor"] == pytest.approx(0.1)  # 3 vs 3, two-sided: descriptive

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -86,3 +87,33 @@ def test_make_names_the_committed_files_it_overwrites(capsys):
     assert not any(n.startswith("upt_law_fast") for n in names)  # another figure's files
     assert "overwriting" in capsys.readouterr().out
     assert announce_overwrite(ROOT / "data", None) == []  # another folder: nothing committed replaced
+
+
+def _source_tree_state() -> str | None:
+    """Changed and untracked (not ignored) files of the checkout, None outside a git checkout."""
+    r = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def test_train_and_grid_write_only_under_runs_and_the_cache(tmp_path):
+    """The trainer and the grid, run with no --out from an empty folder, write their run and grid
+    directories under runs/ there and the corpus, tokenizer and tokens under $IHLAW_CACHE: nothing
+    else in the folder, nothing in the source tree (the shipped corpus is only read)."""
+    cwd, cache = tmp_path / "work", tmp_path / "cache"
+    cwd.mkdir()
+    env = {**os.environ, "IHLAW_CACHE": str(cache), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+           "MPLBACKEND": "Agg"}
+    spec = tmp_path / "g.toml"  # the spec lives outside the folder: only outputs land there
+    spec.write_text('name = "g"\n[base]\npreset = "cpu-smoke"\n[base.train]\nmax_steps = 4\n'
+                    '[base.data]\nmax_corpus_chars = 60000\n[axes]\n"train.batch_size" = [4]\n')
+    before = _source_tree_state()
+    small = ["--set", "train.max_steps=4", "--set", "data.max_corpus_chars=60000", "--set", "metrics.n_evals=2"]
+    commands = [[sys.executable, "-m", "ihtrain.train", "--preset", "cpu-smoke", "--no-progress", *small],
+                [sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--workers", "1", "--no-progress"]]
+    for cmd in commands:
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    tops = {p.relative_to(cwd).parts[:2] for p in cwd.rglob("*") if p.is_file()}
+    assert {t[0] for t in tops} == {"runs"}, tops
+    assert {t[1] for t in tops} == {"single", "g"} and any((cache / "corpora").iterdir())
+    assert _source_tree_state() == before

@@ -13,7 +13,7 @@ def _runs(shift_ps=0.0, n_seeds=3):
         for s in range(n_seeds):
             bi = mode in ("forward", "backward", "balanced")
             rows.append({"mode": mode, "seed": s, "ps": 0.4 + (shift_ps if bi else 0) + 0.01 * s,
-                         "onset_or_cap": 2000.0 + 10 * s, "dup_bwd": 0.05 + 0.001 * s,
+                         "onset_or_cap": 2000.0 + 10 * s, "anti_induction": 0.05 + 0.001 * s,
                          "copy_bwd_logprob": -5.0 - 0.1 * s - (1.0 if mode in ("backward", "balanced") else 0.0)})
     return pd.DataFrame(rows)
 
@@ -41,13 +41,47 @@ def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
     # onsets identical across conditions: nothing earlier
     assert c.at["onset_or_cap", "verdict"].startswith("not resolvable")
     # anti-induction uses backward + balanced only (6 vs 3: one-sided floor 1 / 84)
-    assert c.at["dup_bwd", "n"] == 6 and c.at["dup_bwd", "floor"] == pytest.approx(1 / 84)
-    assert c.at["dup_bwd", "floor_holm"] == pytest.approx(2 / 84)  # Holm with copy_bwd_logprob
-    assert c.at["dup_bwd", "verdict"] == "agrees (no increase detected)"
+    assert c.at["anti_induction", "n"] == 6 and c.at["anti_induction", "floor"] == pytest.approx(1 / 84)
+    assert c.at["anti_induction", "floor_holm"] == pytest.approx(2 / 84)  # Holm with copy_bwd_logprob
+    assert c.at["anti_induction", "verdict"] == "agrees (no increase detected)"
+    assert not c["at_chance"].any()  # no floor columns in these runs: no chance check
     # backward-copy log-prob lower with backward snippets in every run: not an increase
     assert c.at["copy_bwd_logprob", "verdict"] == "agrees (lower)"
     # the random-span control is never pooled with the curricula
     assert all("random" not in r for r in c["runs"])
+
+
+def _at_chance_runs(none_hits: float, backward_logprob: float) -> pd.DataFrame:
+    """Runs whose key -> value HITS@1 (chance 1 / 20 pairs) and backward-copy log-prob (chance
+    -ln 256) are set; natural-only differs from every Bi-Induct run in both, so the permutation
+    p sits at the design's floor."""
+    rows = []
+    for mode in ("none", "forward", "backward", "balanced"):
+        for s in range(3):
+            bwd = mode in ("backward", "balanced")
+            rows.append({"mode": mode, "seed": s, "kv_hits1": (none_hits if mode == "none" else 0.0) + 0.001 * s,
+                         "kv_hits1_floor": 1 / 20, "copy_bwd_logprob": (backward_logprob if bwd else -8.0) - 0.01 * s,
+                         "copy_bwd_logprob_floor": -np.log(256)})
+    return pd.DataFrame(rows)
+
+
+def test_a_verdict_on_a_measure_at_chance_says_not_testable():
+    """Both groups at chance: natural-only's HITS@1 of 0.06 (about 1 / pairs) beats Bi-Induct's 0
+    in every seed, yet the verdict is not "agrees (lower)"; a backward-copy log-prob of -5.0
+    against uniform -5.55 is no backward copy. Off chance the same tests give a verdict."""
+    c = claim_tests(_at_chance_runs(none_hits=0.06, backward_logprob=-5.0)).set_index("column")
+    for col in ("kv_hits1", "copy_bwd_logprob"):
+        assert c.at[col, "at_chance"] and c.at[col, "verdict"].startswith("not testable by this design")
+    assert c.at["kv_hits1", "p_against"] == pytest.approx(1 / 220)  # the test itself is at its floor
+    assert "0.05" in c.at["kv_hits1", "verdict"] and "-5.55" in c.at["copy_bwd_logprob", "verdict"]
+    c = claim_tests(_at_chance_runs(none_hits=0.6, backward_logprob=-0.5)).set_index("column")
+    assert not c["at_chance"].any()
+    assert c.at["kv_hits1", "verdict"] == "agrees (lower)" and c.at["copy_bwd_logprob", "verdict"] == "differs"
+    # the anti-induction copy share is a share among m candidates: chance 1 / m on a ratio scale
+    anti_copy = next(cl for cl in CLAIMS if cl.column == "anti_copy")
+    assert anti_copy.floor.scale == "ratio" and "1 / m" in anti_copy.floor.what
+    assert verdict(0.001, 1.0, 0.0045, "greater", at_chance="floor 0.05") == (
+        "not testable by this design (at chance: floor 0.05)")
 
 
 def test_three_seeds_of_one_curriculum_cannot_resolve_a_two_sided_claim():
@@ -57,5 +91,5 @@ def test_three_seeds_of_one_curriculum_cannot_resolve_a_two_sided_claim():
     assert c.at["ps", "floor"] == pytest.approx(0.25)
     assert c.at["ps", "verdict"] == "not resolvable by this design"
     assert {cl.column for cl in CLAIMS} >= {"ps", "onset_or_cap", "icl_token_index", "kv_gain", "ablation_gap",
-                                           "top_share", "dup_bwd"}
+                                           "top_share", "anti_induction", "copy_bwd_logprob", "kv_hits1"}
     assert not np.isnan(c["p_greater"]).any()

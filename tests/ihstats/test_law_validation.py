@@ -121,6 +121,25 @@ def test_new_cell_intervals_calibrated_and_cell_term_matters(tmp_path):
     assert set(res.runs["region"]) == {"interpolation", "extrapolation"}
     paths = res.save(tmp_path / "v")
     assert write_validation_figure(res, tmp_path / "v").exists() and pd.read_csv(paths["summary"]).shape[0] == len(s)
+    _check_saved_predictions(paths["idata"], test, s.loc[LAW, "cover_90"])
+
+
+def _check_saved_predictions(path, test: pd.DataFrame, cover_90: float):
+    """issue 56: the saved fit, opened with ArviZ, carries the prior, the posterior predictive and
+    the held-out runs' predictions, drawn from the predictive that was scored."""
+    from ihstats import _bayes
+
+    idata = _bayes.from_netcdf(path)
+    assert {"prior", "posterior_predictive", "predictions", "predictions_constant_data"} <= set(_bayes.groups(idata))
+    pred = _bayes.group_dataset(idata, "predictions")["log_upt"]
+    const = _bayes.group_dataset(idata, "predictions_constant_data")
+    assert pred.dims == ("chain", "draw", "run") and pred.shape == (2, 300, len(test))
+    assert list(pred["run"].values) == test["run_id"].astype(str).tolist()
+    assert np.allclose(const["B"].values, test["B"]) and np.allclose(const["C"].values, test["C"])
+    # the uncensored runs fall inside the draws' 5-95% range about as often as the scored 90% intervals hold
+    y, ok = const["observed"].values, ~const["censored"].values.astype(bool)
+    lo, hi = np.quantile(pred.values.reshape(-1, len(test)), [0.05, 0.95], axis=0)
+    assert abs(((lo <= y) & (y <= hi))[ok].mean() - cover_90) < 0.1
 
 
 def test_loco_scores_each_run_once_per_model():

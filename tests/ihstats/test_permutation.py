@@ -41,6 +41,21 @@ def test_random_set_exact_enumeration():
     assert all(len(layer) == 2 for s in sampled for layer in s)
 
 
+def test_random_sets_leave_an_excluded_head_out():
+    """Excluding the shared previous-token head (layer 0, head 2 of 8 + 8): no set holds it; one
+    head per layer leaves 7 x 8 = 56 sets, the top set's 55 others enumerated."""
+    excl = [(2,), ()]
+    sets, exact = choose_head_sets([8, 8], [(0,), (5,)], n_random=100, exclude=excl)
+    assert exact and len(sets) == 55 == count_head_sets([7, 8], [1, 1]) - 1
+    assert all(s[0] != (2,) for s in sets) and ((0,), (5,)) not in sets
+    sampled, exact = choose_head_sets([8, 8], [(0,), (5,)], n_random=20, seed=3, exclude=excl)
+    assert not exact and len(set(sampled)) == 20 and all(s[0] != (2,) for s in sampled)
+    with pytest.raises(ValueError, match="excluded head"):
+        choose_head_sets([8, 8], [(2,), (5,)], n_random=10, exclude=excl)
+    with pytest.raises(ValueError, match="one tuple per layer"):
+        choose_head_sets([8, 8], [(0,), (5,)], n_random=10, exclude=[(2,)])
+
+
 def test_sign_flip_matches_scipy_exact_small_n():
     d = np.random.default_rng(3).normal(0.2, 1, 11)
     for alt in ("greater", "less", "two-sided"):

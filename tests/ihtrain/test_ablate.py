@@ -13,7 +13,7 @@ from ihtrain.ablate import (ICLBatch, LoadedRun, encode_query, example_inputs, i
                             load_trained_run, main, repeat_scores, score_examples)
 from ihtrain.config import ModelConfig, resolve
 from ihtrain.head_ablation import ablate_heads, head_means
-from ihtrain.head_sets import as_head_set, pairs_to_head_set, top_heads
+from ihtrain.head_sets import as_head_set, pairs_to_head_set, prev_token_head, run_head_scores, top_heads
 from ihtrain.icl_tasks import TASKS, build_prompts, format_prompt, get_task
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -161,6 +161,12 @@ def test_top_heads_rules():
         top_heads(s, k=5, per_layer=True)
     with pytest.raises(ValueError, match="--top-frac"):
         top_heads(s, frac=1.5)
+    # the shared previous-token head (L0H1 here) is never chosen; the next best takes its place
+    assert prev_token_head(s) == ((1,), ())
+    assert top_heads(s, k=2, exclude=((1,), ())) == ((), (0, 3))
+    assert top_heads(s, frac=0.02, per_layer=True, exclude=((1,), ())) == ((2,), (0,))
+    with pytest.raises(ValueError, match="less 1 excluded"):
+        top_heads(s, k=4, per_layer=True, exclude=((1,), ()))
 
 
 # ------------------------------------------------------------------------------ ICL prompts
@@ -364,3 +370,13 @@ def test_cli_new_metrics_and_prev_token_set(tiny_run, tmp_path, capsys):
     assert set(table["condition"]) == {"nat", "nat:prev_token"}
     # 2 x 2 heads, one per layer: none, top and 3 random sets per family, 4 examples per metric
     assert len(table) == 2 * 4 * 5 * 4
+    # without the top previous-token head: one head left in its layer, so the top set's layer is
+    # fixed there and only the other layer's 2 heads vary: 1 random set, and none holds that head
+    out2 = tmp_path / "excl.csv"
+    assert main([str(tiny_run), "--top-k", "1", "--per-layer", "--examples", "2", "--metrics", "val",
+                 "--exclude-prev-token", "--out", str(out2)]) == 0
+    prev = prev_token_head(run_head_scores(tiny_run, "prev_token"))
+    shared = next(f"L{l}H{hs[0]}" for l, hs in enumerate(prev) if hs)
+    assert f"excluded from every set: {shared}" in capsys.readouterr().out
+    excl = pd.read_csv(out2)
+    assert excl["set_id"].nunique() == 3 and not excl["heads"].str.contains(shared).any()

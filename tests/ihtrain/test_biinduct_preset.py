@@ -30,3 +30,23 @@ def test_budget_and_anneal_come_after_every_rise():
     decay_start = next(s for s in range(total) if lr_at(s, cfg, total) < peak and s > cfg.train.warmup_steps)
     assert decay_start > LATEST_RATIO * NATURAL_ONSET + 500  # the anneal comes after a later formation
     assert lr_at(total - 1, cfg, total) < 0.2 * peak
+
+
+# issue 54: the scarce-copy design on the builtin text; the natural-only reference onset is the
+# bxc-cpu-h200 d128 run's at the same B 64, C 128 (PS 0.3 at 1,823 updates, 4 heads)
+TEXT_ONSET = 1823
+
+
+def test_biinduct_text_is_scarce_natural_text_with_eight_heads_a_layer():
+    runs = load_grid_preset("biinduct-text").expand()
+    assert len(runs) == 15 and {r.factors["data.biinduct.mode"] for r in runs} == {
+        "none", "forward", "backward", "balanced", "random"}
+    assert {(r.config.model.n_layer, r.config.model.n_head, r.config.data.source) for r in runs} == {
+        (2, 8, "builtin-v1")}
+    assert len({r.config.cap_steps * r.config.train.batch_size * r.config.train.context for r in runs}) == 1
+    cfg = runs[0].config
+    assert "anti_copy" in cfg.metrics.include and "anti_induction" in cfg.metrics.include
+    total, peak = cfg.cap_steps, cfg.train.lr
+    assert total >= 2.5 * TEXT_ONSET
+    decay_start = next(s for s in range(total) if lr_at(s, cfg, total) < peak and s > cfg.train.warmup_steps)
+    assert decay_start > 2 * TEXT_ONSET

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from ihstats.chance import copy_probe_floors, repeat_probe_floor
 from ihtrain.config import ModelConfig
 from ihtrain.metrics import NEEDS_VAL, evaluate
 from ihtrain.model import GPT
@@ -77,10 +78,23 @@ def test_blank_model_scores_chance(probes, val):
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()
-    r = evaluate(model.eval(), probes, val_tokens=val, include=NEW)
+    r = evaluate(model.eval(), probes, val_tokens=val, include=NEW + ["ps", "anti_induction", "anti_copy"])
     for name in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob"):
         assert r[name] == pytest.approx(-np.log(V), abs=1e-5)
     assert r["icl_token_index"] == pytest.approx(0.0, abs=1e-5)
+    # the chance levels the verdicts compare with (ihstats.chance) are what a uniform head measures
+    floors = copy_probe_floors(C, 0, V)
+    for name in ("dup_bwd", "anti_induction"):
+        np.testing.assert_allclose(r[name], floors[name], rtol=1e-5)
+    np.testing.assert_allclose(r["ps"], repeat_probe_floor(C, 0), rtol=1e-5)
+    np.testing.assert_allclose(r["anti_copy"], 0.0)  # no output at all: no attribution
+
+
+def test_anti_copy_sees_the_backward_copier(probes):
+    """Sabry and Belz's anti-induction copy score: the head that attends to x_{j-1} and copies it
+    scores ~1; the duplicate-token head, with no output, 0."""
+    r = evaluate(backward_heads_model(V, C, m=probes.n_copy), probes, include=["anti_induction", "anti_copy"])
+    assert r["anti_copy"][0, 1] > 0.95 and r["anti_copy"][0, 0] == 0.0
 
 
 def test_val_metrics_need_val_tokens(probes):

@@ -1,0 +1,144 @@
+"""Chance levels of the mechanism measures, and the rule that says a measure sits at its own.
+
+A verdict is only as good as its measure: "Bi-Induct does not raise X" says nothing when neither
+group's X is above what a model without the mechanism scores. Each measure has a **floor**, the
+value it reads when the model has no such mechanism:
+
+- an attention score (PS on a probe, duplicate-token, anti-induction): uniform attention over the
+  causal keys, the mean over the scored queries ``q`` (0-based) of ``1 / (q + 1)``
+  (:func:`uniform_attention`);
+- a next-token log-prob: uniform guessing, ``-ln V`` (:func:`uniform_logprob`);
+- HITS@1 of key -> value recall: ``1 / (pairs shown)``, what copying some earlier value scores
+  (the permuted control's level; uniform guessing, ``1 / V``, is lower);
+- a log-prob gain over a control, a late-minus-early loss, a top-minus-random ablation gap: 0;
+- a head's share of positive logit attribution among ``n`` candidate tokens: ``1 / n``;
+- the top share of a layer's PS: ``k / H`` (:func:`top_share_floor`), what equal PS on every
+  head gives. With few heads a layer the share is ``1 / (heads carrying PS)``, a head count.
+
+**At the floor** (:func:`at_floor`): a group of runs sits at a measure's floor when the group's
+mean is less than ``factor`` (default 2) times the floor above it (on the side the mechanism
+moves the measure): for a probability, an attention
+mass or a share, ``mean < factor * floor``; for a log-prob, a log-prob gain or a logit, ``mean <
+floor + ln(factor)`` (the target is less than ``factor`` times as likely as under the floor).
+Below the floor counts as at it (a model that avoids the target is not using the mechanism
+either). A claim's measure is *not testable by this design* when both groups compared sit at the
+floor: the comparison then ranks two absences of the mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ihstats.contract import probe_len_of
+
+#: the default "at the floor" factor: within a factor of 2 of chance (ln 2 on a log scale)
+CHANCE_FACTOR = 2.0
+SCALES = ("ratio", "log")
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A measure's chance level: ``column`` of the run table holding it per run, ``what`` it is
+    (how derived, for the verdict table), and its ``scale`` (``ratio``: a probability, attention
+    mass or share; ``log``: log-prob or logit units)."""
+
+    column: str
+    what: str
+    scale: str = "ratio"
+    higher: bool = True  # the mechanism raises the measure (False: lowers it, e.g. a loss difference)
+
+    def __post_init__(self):
+        if self.scale not in SCALES:
+            raise ValueError(f"Floor {self.column!r}: scale must be one of {SCALES}, got {self.scale!r}")
+
+
+def band_edge(floor: float, scale: str, factor: float = CHANCE_FACTOR, higher: bool = True) -> float:
+    """The far edge of the band "at" ``floor``, on the mechanism's side: ``factor * floor`` (ratio)
+    or ``floor + ln factor`` (log); mirrored (``floor / factor``, ``floor - ln factor``) for a
+    measure the mechanism lowers (``higher=False``)."""
+    if factor <= 1:
+        raise ValueError(f"factor: must be > 1, got {factor}")
+    if scale == "ratio":
+        if floor < 0:
+            raise ValueError(f"floor: a ratio-scale floor must be >= 0, got {floor}")
+        return factor * floor if higher else floor / factor
+    if scale == "log":
+        return floor + math.log(factor) if higher else floor - math.log(factor)
+    raise ValueError(f"scale: must be one of {SCALES}, got {scale!r}")
+
+
+def at_floor(values, floor: float, scale: str, factor: float = CHANCE_FACTOR, higher: bool = True) -> bool:
+    """Whether a group of runs sits at ``floor``: its mean (NaN values dropped) has not passed
+    :func:`band_edge` on the mechanism's side (below it; above it for ``higher=False``). Raises on
+    an empty group or a non-finite floor."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        raise ValueError("values: no finite value to compare with the floor")
+    if not np.isfinite(floor):
+        raise ValueError(f"floor: must be finite, got {floor}")
+    edge = band_edge(floor, scale, factor, higher)
+    return bool(v.mean() < edge if higher else v.mean() > edge)
+
+
+def uniform_attention(queries) -> float:
+    """Mean attention a uniform causal head puts on one given key: mean over the (0-based) query
+    positions of ``1 / (q + 1)``."""
+    q = np.asarray(queries, dtype=float)
+    if not q.size or (q < 0).any():
+        raise ValueError(f"queries: need >= 1 position, all >= 0, got {q.tolist()[:5]}")
+    return float(np.mean(1.0 / (q + 1.0)))
+
+
+def uniform_logprob(vocab_size: int) -> float:
+    """Log-prob of any one token under uniform guessing over ``vocab_size`` tokens."""
+    if vocab_size < 2:
+        raise ValueError(f"vocab_size: must be >= 2, got {vocab_size}")
+    return -math.log(vocab_size)
+
+
+def copy_probe_len(context: int, probe_len: int = 0) -> int:
+    """``m = n_copy`` of the copy probes (``ihtrain.probes.make_probes``): ``min(n, (C - 1) // 2)``
+    with ``n = contract.probe_len_of(probe_len, C)``."""
+    n = probe_len_of(probe_len, context)
+    return min(n, (context - 1) // 2)
+
+
+def copy_probe_floors(context: int, probe_len: int, vocab_size: int) -> dict[str, float]:
+    """Floors of the copy-probe measures of a run (docs/DESIGN.md, "Copy probes"; ``m = n_copy``):
+    ``anti_induction`` (queries ``m+1 .. 2m-1``), ``dup_bwd`` (``m+1 .. 2m``) and ``copy_fwd``
+    (``m+1 .. 2m-1``) under uniform attention; the copy log-probs under uniform guessing."""
+    m = copy_probe_len(context, probe_len)
+    return {"anti_induction": uniform_attention(np.arange(m + 1, 2 * m)),
+            "dup_bwd": uniform_attention(np.arange(m + 1, 2 * m + 1)),
+            "copy_fwd": uniform_attention(np.arange(m + 1, 2 * m)),
+            "copy_fwd_logprob": uniform_logprob(vocab_size), "copy_bwd_logprob": uniform_logprob(vocab_size)}
+
+
+def top_share_floor(n_heads: int, frac: float = 0.02) -> float:
+    """The top share's floor in a layer of ``n_heads``: ``k / H`` with ``k = max(1,
+    round_half_up(frac H))`` (``ihstats.concentration.layer_concentration``'s rule)."""
+    if n_heads < 1:
+        raise ValueError(f"n_heads: must be >= 1, got {n_heads}")
+    return max(1, int(np.floor(frac * n_heads + 0.5))) / n_heads
+
+
+def repeat_probe_floor(context: int, probe_len: int) -> float:
+    """PS's floor on the repeat probe (queries ``n .. 2n-1``) under uniform attention."""
+    n = probe_len_of(probe_len, context)
+    return uniform_attention(np.arange(n, 2 * n))
+
+
+def floor_note(floor: Floor, value: float, means: dict[str, float], factor: float = CHANCE_FACTOR) -> str:
+    """One line for a verdict table: the floor, its band and each group's observed mean."""
+    seen = ", ".join(f"{k} {v:.3g}" for k, v in means.items())
+    side = "below" if floor.higher else "above"
+    return (f"{floor.what} = {value:.3g} (at it: {side} {band_edge(value, floor.scale, factor, floor.higher):.3g}); "
+            f"observed {seen}")
+
+
+__all__ = ["CHANCE_FACTOR", "Floor", "at_floor", "band_edge", "copy_probe_floors", "copy_probe_len",
+           "floor_note", "repeat_probe_floor", "top_share_floor", "uniform_attention", "uniform_logprob"]
