@@ -1,6 +1,7 @@
 """Fit the frequency x reliability frontier of induction-head formation.
 
-    python analyses/fit_frontier.py [--table CSV | --grid DIR] [--metric ps] [--interaction] [--fast] [--out DIR]
+    python analyses/fit_frontier.py [--table CSV | --grid DIR [DIR ...]] [--metric ps] [--interaction]
+        [--fast] [--out DIR]
 
 ``--table`` takes either one row per run (``frequency, reliability, formed``) or an emergence
 table joined with the knobs (``censored``: formed = not censored). Without it the shipped simulated
@@ -18,7 +19,10 @@ and with what shift (``budgets.csv``: formed per run at both). A table with ``on
 ``last_step`` (``--grid`` always) also gets the censored time-to-onset model
 (:mod:`ihstats.onset`, in ``onset/``): both elasticities with intervals, which knob moves the
 onset more at P >= 0.95, or "not resolved" and the seeds / levels / budget that a simulation from
-the fitted posterior says would resolve it (``onset/designs.csv``).
+the fitted posterior says would resolve it (``onset/designs.csv``), and beside it one elasticity
+on the product f r (:mod:`ihstats.onset.product`: likelihood-ratio test and LOO against the two
+knobs, the boundary at the cap and at cap / ``--budget-ratio``, local elasticities along each
+transect; ``onset/product.csv``, ``boundary.csv``, ``local_elasticities.csv``, ``unformed_cells.csv``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ihstats.frontier.report import budget_lines, knob_table, knob_text, write_f
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.onset.design import resolving_designs
 from ihstats.onset.model import OnsetModel
+from ihstats.onset.product import compare_lines, compare_models, fit_product, local_elasticities, transects
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
 from ihstats.plots import plot_frontier
@@ -58,8 +63,9 @@ def parse_args(argv=None):
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--table", "--emergence", dest="table", type=Path, default=None,
                      help=f"run or emergence table (CSV or parquet); default: {EXAMPLE.name}")
-    src.add_argument("--grid", type=Path, default=None,
-                     help="grid directory of logs: read at the cap and at cap / --budget-ratio")
+    src.add_argument("--grid", type=Path, nargs="+", default=None,
+                     help="grid directory of logs: read at the cap and at cap / --budget-ratio; several: "
+                          "each read at its own cap (or --cap), their runs fitted together")
     ap.add_argument("--budget-ratio", type=float, default=3.0,
                     help="--grid: long budget over the short one (default 3: the cap and 1/3 of it)")
     ap.add_argument("--cap", type=float, default=None,
@@ -86,9 +92,9 @@ def parse_args(argv=None):
                     help="output folder (default results/frontier/<name of the grid or table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
-    src = args.grid or args.table or EXAMPLE
-    args.out = args.out or default_out("frontier", src)
-    check_out_dir(args.out, inputs=[src], parser=ap)  # before any work
+    inputs = args.grid or [args.table or EXAMPLE]
+    args.out = args.out or default_out("frontier", inputs[0])
+    check_out_dir(args.out, inputs=inputs, parser=ap)  # before any work
     return args
 
 
@@ -102,13 +108,19 @@ def read_table(path: Path) -> pd.DataFrame:
 
 
 def load_input(args):
-    """``(table, source, comparison, per-run budget table)`` from --grid, --table or the example."""
+    """``(table, source, comparisons, per-run budget table)`` from --grid, --table or the example;
+    several grids are each read at their own cap (or --cap) and their runs stacked, a run of a
+    shorter grid censored at its own cap."""
     if args.grid is not None:
-        try:
-            long, short, cmp = two_budgets(io.load_grid(args.grid), args.budget_ratio, args.cap, args.onset)
-        except (ValueError, OSError) as e:
-            raise SystemExit(f"error: --grid {args.grid}: {e}") from None
-        return long, f"{args.grid} (logs read at {cmp.long:,.0f} updates)", cmp, per_run(long, short)
+        longs, cmps, runs = [], [], []
+        for grid in args.grid:
+            try:
+                long, short, cmp = two_budgets(io.load_grid(grid), args.budget_ratio, args.cap, args.onset)
+            except (ValueError, OSError) as e:
+                raise SystemExit(f"error: --grid {grid}: {e}") from None
+            longs.append(long), cmps.append(cmp), runs.append(per_run(long, short))
+        source = "; ".join(f"{g} (logs read at {c.long:,.0f} updates)" for g, c in zip(args.grid, cmps))
+        return pd.concat(longs, ignore_index=True), source, cmps, pd.concat(runs, ignore_index=True)
     if args.table is None:
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
         return (read_table(EXAMPLE), f"{EXAMPLE} (shipped simulated example; pass --table for real runs)",
@@ -132,7 +144,26 @@ def onset_lines(table, args, out: Path) -> tuple[list[str], object]:
         progress.step(f"simulating {args.design_sims} experiments per candidate design (onset model)")
         designs = resolving_designs(res, n_sims=args.design_sims, seed=args.seed)
     res.save(out / "onset", {"designs": designs} if designs is not None else None)
-    return onset_report_lines(res, designs, args.hdi_prob), res
+    return onset_report_lines(res, designs, args.hdi_prob) + product_lines(model, res, args, out), res
+
+
+def product_lines(model, res, args, out: Path) -> list[str]:
+    """One elasticity on f r beside the separate knobs (likelihood ratio, LOO), the boundary at
+    the cap and at cap / --budget-ratio, local elasticities along each transect
+    (:mod:`ihstats.onset.product`); written to ``onset/product.csv``, ``onset/boundary.csv``,
+    ``onset/local_elasticities.csv``, ``onset/unformed_cells.csv``."""
+    prod = fit_product(model, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
+    table = compare_models(model, res, prod, n_boot=2 * args.design_sims - 1, seed=args.seed)
+    cap = float(model.runs["time"].max())
+    boundary = prod.boundary([cap, cap / args.budget_ratio], args.hdi_prob)
+    local = local_elasticities(model.runs, args.hdi_prob)
+    on_transects = pd.concat([sub for _, sub in transects(model.runs)])
+    cells = on_transects.groupby(["frequency", "reliability"])["formed"].any()
+    unformed = prod.median_onset(list(cells.index[~cells.to_numpy()]), args.hdi_prob)
+    for name, frame in (("product", table), ("boundary", boundary), ("local_elasticities", local),
+                        ("unformed_cells", unformed)):
+        frame.to_csv(out / "onset" / f"{name}.csv", index=False)
+    return compare_lines(table, prod, boundary, local, args.hdi_prob, unformed)
 
 
 def main(argv=None) -> int:
@@ -153,7 +184,7 @@ def main(argv=None) -> int:
     res.save(out)
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
     plot_frontier(res, out / "frontier", hdi_prob=args.hdi_prob)
-    extra = budget_lines(cmp) if cmp is not None else []
+    extra = [line for c in (cmp or []) for line in budget_lines(c)]
     if budgets is not None:
         budgets.to_csv(out / "budgets.csv", index=False)
     section, onset = onset_lines(table, args, out)

@@ -48,7 +48,8 @@ PS_METRICS = ("ps", "ps_indist")  # the prefix-matching scores a formed verdict 
 # layer-1 head attends to the current token's likely successors while no previous-token head exists
 # yet; the loss gain creeps with it (to about 0.3 nats, against 2-3 nats after the jump; docs/RESULTS.md,
 # section 2). Their onset is the rise that reaches the level below (PS: the formed level; the gain: 0.5
-# nats), read by a detector that takes ``reach``; the creep's knee goes to onset_alt.
+# nats), read by a detector that takes ``reach`` (the Bayesian one reads the curve floored at half the
+# level, and of two stages the one that reaches it; a creep's knee goes to onset_alt).
 CREEP_REACH: dict[str, float] = {"ps_indist": FORMED_MIN_PS, "indist_gain": 0.5}
 
 

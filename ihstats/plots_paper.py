@@ -258,9 +258,10 @@ def plot_frontier_onsets(runs: pd.DataFrame, short: float, long: float, *, tag: 
 
 # ================================================================== Markov factors
 def plot_markov_factors(cells: pd.DataFrame) -> Any:
-    """Final max PS (colour, mean over seeds) and the runs formed out of the cell's runs, per
-    condition x marginal, one panel per frequency/reliability regime. ``cells``: ``regime,
-    condition, marginal, max_ps, n_formed, n_runs``."""
+    """Final max PS (colour, mean over seeds), the runs formed out of the cell's runs and the
+    chain's entropy rate (bits/token, mean over the seeds' chains), per condition x marginal, one
+    panel per frequency/reliability regime. ``cells``: ``regime, condition, marginal, max_ps,
+    n_formed, n_runs, entropy_rate``."""
     regimes = sorted(cells["regime"].unique())
     fig, axes = plt.subplots(1, len(regimes), figsize=(4.2 * len(regimes), 3.2), squeeze=False,
                              layout="constrained")
@@ -271,17 +272,19 @@ def plot_markov_factors(cells: pd.DataFrame) -> Any:
                                                  values="n_formed")
         runs = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
                                                     values="n_runs")
+        H = cells[cells["regime"] == reg].pivot(index="condition", columns="marginal",
+                                                 values="entropy_rate").to_numpy(float)
         m = ax.imshow(g.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
         for (i, j), v in np.ndenumerate(n.to_numpy(float)):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.0f}/{runs.to_numpy(float)[i, j]:.0f} formed", ha="center",
-                        va="center", fontsize=7,
+                ax.text(j, i, f"{v:.0f}/{runs.to_numpy(float)[i, j]:.0f} formed\nH {H[i, j]:.2f} bits",
+                        ha="center", va="center", fontsize=7,
                         color="k" if g.to_numpy(float)[i, j] > 0.5 else "w")
         ax.set_xticks(range(g.shape[1]), g.columns)
         ax.set_yticks(range(g.shape[0]), g.index)
         ax.set_title(f"frequency/reliability regime: {reg}", fontsize=8)
     fig.colorbar(m, ax=axes[0].tolist(), label="max PS (final)")
-    fig.suptitle("Markov factors: dependency x categoriality x marginal", fontsize=9)
+    fig.suptitle("Markov factors: dependency x categoriality x marginal (H: entropy rate, bits/token)", fontsize=9)
     return fig
 
 

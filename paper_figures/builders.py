@@ -285,12 +285,12 @@ MARKOV_KNOBS = ("marginal", "dependency", "categoriality", "regime")
 def analysis_markov_factors(inp: Inputs) -> FigureData:
     grid = _shipped(inp, "markov")
     t = _knob_columns(pd.read_csv(grid / "summary.csv"), MARKOV_KNOBS)
-    frame = t[["run_id", *MARKOV_KNOBS, "formed", "onset", "max_ps", "steps"]].copy()
+    frame = t[["run_id", *MARKOV_KNOBS, "formed", "onset", "max_ps", "steps", "data_entropy_rate"]].copy()
     frame["condition"] = np.where(frame["dependency"] == "iid", "iid",
                                   "markov/" + frame["categoriality"].astype(str))
     cells = (frame.groupby(["regime", "condition", "marginal"])
              .agg(n_runs=("formed", "size"), n_formed=("formed", "sum"),
-                  max_ps=("max_ps", "mean")).reset_index())
+                  max_ps=("max_ps", "mean"), entropy_rate=("data_entropy_rate", "mean")).reset_index())
     iid, mk = (frame.loc[frame["dependency"] == d, "formed"] for d in ("iid", "markov"))
     note = (f"formed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; "
             f"formed = an uncensored Bayesian onset and final max PS >= 0.3 (the grid summary's verdict)")

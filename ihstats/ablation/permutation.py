@@ -192,3 +192,38 @@ def sign_flip_power(effect_size: float, n_examples: int, alpha: float = 0.05, n_
     d = rng.normal(effect_size, 1.0, (n_examples, n_sim))      # each column one data set
     res = sign_flip_test(d, n_resamples, "greater", rng)
     return float(np.mean([r.pvalue <= alpha for r in res]))
+
+
+# ---- formed counts in matched strata -----------------------------------------------------------
+
+
+def stratified_exact_test(strata, alternative: str = "two-sided") -> float:
+    """Exact conditional test that group A forms as often as group B within matched strata.
+
+    ``strata``: ``[(formed_a, runs_a, formed_b, runs_b), ...]``, one per stratum (e.g. two cells
+    matched in entropy rate). Under the null the runs' labels are exchangeable within each stratum,
+    so A's formed count there is hypergeometric given the stratum's margins; the statistic is A's
+    total, whose null law is the convolution of those (the exact Mantel-Haenszel / Zelen test). The
+    p-value is ``P(T <= t)`` for ``"less"`` (A forms less), ``P(T >= t)`` for ``"greater"``, and the
+    sum of the null probabilities not above ``P(T = t)`` for ``"two-sided"`` (Fisher's rule: one
+    stratum gives ``scipy.stats.fisher_exact``'s p-value).
+    """
+    from scipy.stats import hypergeom
+
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative: must be one of {ALTERNATIVES}, got {alternative!r}")
+    pmf, observed, lo = np.array([1.0]), 0, 0
+    for i, (ka, na, kb, nb) in enumerate(strata):
+        if not (0 <= ka <= na and 0 <= kb <= nb and na + nb > 0):
+            raise ValueError(f"strata[{i}]: need 0 <= formed <= runs in both groups, got {(ka, na, kb, nb)}")
+        K = ka + kb
+        support = np.arange(max(0, K - nb), min(K, na) + 1)
+        pmf = np.convolve(pmf, hypergeom.pmf(support, na + nb, K, na))
+        lo += int(support[0])
+        observed += int(ka)
+    t = observed - lo
+    if alternative == "less":
+        return float(min(1.0, pmf[:t + 1].sum()))
+    if alternative == "greater":
+        return float(min(1.0, pmf[t:].sum()))
+    return float(min(1.0, pmf[pmf <= pmf[t] * (1 + 1e-7)].sum()))

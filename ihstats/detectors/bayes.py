@@ -150,9 +150,10 @@ class BayesDetector(Detector):
     lift : float
         Detection-limit extension of the interval's lower end, in noise sd (``_lift``).
     reach : float or None
-        The level the onset's rise must carry the curve to (None: any rise). When the curve rises
-        in two stages and the first levels off below ``reach`` (a creep), the onset and its
-        interval are the stage that reaches it, and the creep's onset goes to ``onset_alt``.
+        The level the onset's rise must carry the curve to (None: any rise). The curve is read
+        floored at ``reach / 2`` (a creep below it is no part of the rise), and when it still rises
+        in two stages and the first levels off below ``reach``, the onset and its interval are the
+        stage that reaches it, the creep's onset going to ``onset_alt``.
 
     After the main rise is found, the checkpoints before its interval, after its end, and the two
     halves of the rise are searched for a rise of their own (at least ``SUB_RISE`` noise sd): the
@@ -171,6 +172,8 @@ class BayesDetector(Detector):
 
     def fit(self, steps: Any, values: Any, label: str = "curve") -> EmergenceResult:
         s, y = check_curve(steps, values, self.min_points, label)
+        if self.reach is not None:  # a creep below half the level is no part of the rise to it
+            y = np.maximum(y, self.reach / 2)
         kw = dict(level=self.level, min_rise=self.min_rise, min_log_bf=self.min_log_bf, n_grid=self.n_grid,
                   weights=self.weights, lift=self.lift)
         r = _bayes_fit(s, y, **kw)
@@ -181,37 +184,33 @@ class BayesDetector(Detector):
         kw["n_grid"] = max(16, self.n_grid // 2)  # the sub-fits only locate a second rise: a coarser grid
         early = _sub_fit(s, y, s < r.onset_lo, kw)
         if early is not None:
-            if self._creep(s, y, r):
+            if self._creep(s, y, early):
                 return replace(r, multimodal=True, onset_alt=early.onset)
             return replace(early, midpoint=r.midpoint, end=r.end, last_step=r.last_step, rise=early.rise + r.rise,
                            log_bf=r.log_bf, multimodal=True, onset_alt=r.onset, late=False)
         later = _sub_fit(s, y, s > r.end, kw)
         if later is not None:
-            if self._creep(s, y, later):
+            if self._creep(s, y, r):
                 return replace(later, multimodal=True, onset_alt=r.onset)
             return replace(r, multimodal=True, onset_alt=later.onset)
         stages = _two_stages(s, y, r, kw)
         if stages is None:
             return r
         first, second = stages
-        if self._creep(s, y, second):  # the split fell between the creep and the jump
+        if self._creep(s, y, first):  # the split fell between the creep and the jump
             return replace(r, onset=second.onset, onset_lo=second.onset_lo, onset_hi=second.onset_hi,
                            midpoint=second.midpoint, multimodal=True, onset_alt=first.onset)
-        if self.reach is not None and first.onset < r.onset_lo:
-            # the split cut the jump: the first stage is the creep plus the jump's start, and the one
-            # ramp over the whole curve (starting after the first stage) is the jump
-            return replace(r, multimodal=True, onset_alt=first.onset)
         return replace(r, onset=first.onset, onset_lo=first.onset_lo, onset_hi=first.onset_hi, multimodal=True,
                        onset_alt=second.onset)
 
-    def _creep(self, s: np.ndarray, y: np.ndarray, later: EmergenceResult) -> bool:
-        """Whether the curve, just before the ``later`` stage's interval, still sits below ``reach``
-        (the earlier stage was a creep, not the rise to the level) while it ends at or above it."""
+    def _creep(self, s: np.ndarray, y: np.ndarray, earlier: EmergenceResult) -> bool:
+        """Whether the ``earlier`` stage levelled off below ``reach`` (the curve's running median at
+        its end) while the curve ends at or above it: that stage was a creep, not the rise."""
         if self.reach is None:
             return False
         level = running_median(y, 5)
-        before = s < later.onset_lo
-        return bool(before.any() and level[before][-1] < self.reach <= level[-1])
+        at_end = float(np.interp(earlier.end, s, level))
+        return at_end < self.reach <= level[-1]
 
 
 def _sub_fit(s: np.ndarray, y: np.ndarray, keep: np.ndarray, kw: dict[str, Any]) -> EmergenceResult | None:

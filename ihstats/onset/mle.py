@@ -16,13 +16,15 @@ from scipy.stats import norm
 
 @dataclass
 class CensoredMLE:
-    """Maximum-likelihood fit: ``params`` = (a, e_freq, e_rel, log sigma), ``cov`` their
-    covariance (inverse numerical Hessian x n_obs / (n_obs - 4), see :func:`fit_mle`), ``se``
-    standard errors, ``converged``."""
+    """Maximum-likelihood fit: ``params`` = (a, e_freq, e_rel, log sigma) (one elasticity per
+    column of ``X``: (a, e, log sigma) for the product model), ``cov`` their covariance (inverse
+    numerical Hessian x n_obs / (n_obs - n_params), see :func:`fit_mle`), ``se`` standard errors,
+    ``converged``, ``loglik`` the maximised log-likelihood (likelihood-ratio tests)."""
 
     params: np.ndarray
     cov: np.ndarray
     converged: bool
+    loglik: float = float("nan")
 
     @property
     def se(self) -> np.ndarray:
@@ -36,11 +38,18 @@ class CensoredMLE:
         return float(np.mean(np.abs(e[:, 0]) > np.abs(e[:, 1])))
 
 
+def pointwise_loglik(theta, X, y, cen) -> np.ndarray:
+    """Each run's log-likelihood at ``theta`` = (a, e..., log sigma): the log density of a formed
+    run's log onset, the log survival of a censored one (log time: natural-log updates)."""
+    k = X.shape[1]
+    mu = theta[0] + X @ theta[1:1 + k]
+    log_sigma = theta[1 + k]
+    z = (y - mu) / np.exp(log_sigma)
+    return np.where(cen, norm.logsf(z), norm.logpdf(z) - log_sigma)
+
+
 def _negloglik(theta, X, y, cen):
-    mu = theta[0] + X @ theta[1:3]
-    sigma = np.exp(theta[3])
-    z = (y - mu) / sigma
-    return -(np.sum(norm.logpdf(z[~cen]) - theta[3]) + np.sum(norm.logsf(z[cen])))
+    return -float(np.sum(pointwise_loglik(theta, X, y, cen)))
 
 
 def _hessian(fun, x, h: float = 1e-4) -> np.ndarray:
@@ -59,8 +68,9 @@ def fit_mle(X: np.ndarray, log_time: np.ndarray, censored: np.ndarray) -> Censor
 
     Parameters
     ----------
-    X : ndarray, shape (n_runs, 2)
-        Centred log frequency and log reliability.
+    X : ndarray, shape (n_runs, k)
+        Centred log knobs: log frequency and log reliability (k = 2), or their sum, the log of
+        the product f r (k = 1, :mod:`ihstats.onset.product`).
     log_time : ndarray, shape (n_runs,)
         Log onset of formed runs, log censoring point of the others.
     censored : ndarray of bool, shape (n_runs,)
@@ -70,21 +80,23 @@ def fit_mle(X: np.ndarray, log_time: np.ndarray, censored: np.ndarray) -> Censor
     CensoredMLE
     """
     y, cen = np.asarray(log_time, float), np.asarray(censored, bool)
+    X = np.asarray(X, float).reshape(len(y), -1)
     obs = y[~cen]
-    x0 = np.array([obs.mean() if obs.size else y.mean(), 0.0, 0.0, np.log(max(obs.std(), 0.1))])
+    n_par = X.shape[1] + 2
+    x0 = np.array([obs.mean() if obs.size else y.mean(), *np.zeros(X.shape[1]), np.log(max(obs.std(), 0.1))])
     fun = lambda t: _negloglik(t, X, y, cen)  # noqa: E731
     res = minimize(fun, x0, method="BFGS")
     H = _hessian(fun, res.x)
     n_obs = int((~cen).sum())
     try:
-        # small-sample correction n_obs / (n_obs - 4), as OLS's n / (n - p) but counting onsets
+        # small-sample correction n_obs / (n_obs - n_params), as OLS's n / (n - p) but counting onsets
         # (a censored run carries less): measured 90% Wald coverage of the elasticities on 7 cells,
         # 46% censored, 150 datasets: 0.84 without it, 0.88-0.90 with it (3 seeds); 0.91 (8 seeds);
         # on a 5 x 5 grid, one seed, ~6 onsets in 25 runs (freqrel-markov's law), 277 datasets:
         # 0.74 / 0.78 without it, 0.91 / 0.90 with it
-        cov = np.linalg.inv(H) * (n_obs / (n_obs - 4) if n_obs > 4 else np.nan)
+        cov = np.linalg.inv(H) * (n_obs / (n_obs - n_par) if n_obs > n_par else np.nan)
         if not np.all(np.diag(cov) > 0):
             raise np.linalg.LinAlgError
     except np.linalg.LinAlgError:  # flat likelihood (e.g. everything censored at a level)
-        cov = np.full((4, 4), np.nan)
-    return CensoredMLE(res.x, cov, bool(res.success))
+        cov = np.full((n_par, n_par), np.nan)
+    return CensoredMLE(res.x, cov, bool(res.success), -float(res.fun))

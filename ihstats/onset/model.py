@@ -63,15 +63,18 @@ class OnsetModel:
     def censored(self) -> np.ndarray:
         return ~self.runs["formed"].to_numpy(bool)
 
-    def pymc_model(self):
+    def pymc_model(self, X: np.ndarray | None = None, terms: tuple[str, ...] = KNOBS):
+        """The PyMC model on the centred log knobs ``X`` (default: both, one elasticity each;
+        :mod:`ihstats.onset.product` passes their sum, one elasticity on log f r)."""
         import pymc as pm
 
+        X = self.X if X is None else X
         y, cen = self.runs["log_time"].to_numpy(), self.censored
-        with pm.Model(coords={"knob": list(KNOBS)}) as m:
+        with pm.Model(coords={"knob": list(terms)}) as m:
             a = pm.Normal("intercept", float(y.mean()), self.spec.intercept_sd)
             e = pm.Normal("elasticity", 0.0, self.spec.elasticity_sd, dims="knob")
             sigma = pm.HalfNormal("sigma", self.spec.sigma_sd)
-            mu = a + pm.math.dot(self.X, e)
+            mu = a + pm.math.dot(X, e)
             pm.Normal("log_onset", mu=mu[~cen], sigma=sigma, observed=y[~cen])
             if cen.any():  # not formed by last_step: log P(log onset > log last_step)
                 pm.Potential("censored", pm.logccdf(pm.Normal.dist(mu[cen], sigma), y[cen]).sum())

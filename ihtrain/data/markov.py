@@ -398,15 +398,6 @@ def _solve_groups(pi, group, K, pa, pb, s_w, s_a, H_target, eps_min, eps_max, ep
     return make(best.x)
 
 
-def mutual_information(tokens: np.ndarray, V: int) -> float:
-    """Plug-in mutual information (bits) between neighbouring tokens of ``tokens`` (n, T)."""
-    a, b = tokens[:, :-1].ravel(), tokens[:, 1:].ravel()
-    joint = np.bincount(a * V + b, minlength=V * V).reshape(V, V) / a.size
-    pa, pb = joint.sum(1), joint.sum(0)
-    nz = joint > 0
-    return float(np.sum(joint[nz] * np.log2(joint[nz] / np.outer(pa, pb)[nz])))
-
-
 def generate_markov(chain: MarkovChain, n_seqs: int, length: int, frequency: float = -1.0,
                     reliability: float = -1.0, seed: int | np.random.Generator | None = 0,
                     repeat_start: int = 0, lag_weights: np.ndarray | None = None) -> tuple[np.ndarray, dict]:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
-from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_parquet
+from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_json, read_parquet
 from ihtrain.grid.expand import GridSpec, PlannedRun
 from ihtrain.run.locks import GridLock
 from ihtrain.run.files import done_run_problem
@@ -80,14 +80,17 @@ def _no_results() -> dict[str, Any]:
     return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
             "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
             **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan"),
-            **other_onsets(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"]), "ps", float("nan"))}
+            **other_onsets(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"]), "ps", float("nan")),
+            "data_entropy_rate": float("nan")}
 
 
 def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, Any]:
     """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
     final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
     interval, final max PS, how many heads share the work, the top head, the best previous-token
-    score below it, the run's circuit (:func:`ihstats.emergence.circuit`) and the training wall time."""
+    score below it, the run's circuit (:func:`ihstats.emergence.circuit`), the training wall time and
+    ``data_entropy_rate``: the generator's exact entropy rate (bits/token, without planted repeats)
+    where its source states one in config.json's data fingerprint (Markov tokens; else NaN)."""
     out = _no_results()
     rdir = grid_dir / run.run_id
     remedy = f"delete {rdir} and rerun the same command to train the run again"
@@ -100,6 +103,9 @@ def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, 
         if f["censored"]:
             out.update(onset=float("nan"), onset_lo=float("nan"))
         out.update(other_onsets(m, metric, out["onset"]))
+    if (rdir / "config.json").is_file():
+        fingerprint = read_json(rdir / "config.json", "run's config", remedy).get("data_fingerprint") or {}
+        out["data_entropy_rate"] = float(fingerprint.get("entropy_rate", float("nan")))
     if (rdir / "train.parquet").is_file():
         tr = read_parquet(rdir / "train.parquet", ["wall_s"], "training log", remedy)
         out["wall_s"] = float(tr["wall_s"].max()) if len(tr) else float("nan")

@@ -56,15 +56,22 @@ def test_bad_table_exits_with_reason(tmp_path, edit, message):
 
 @pytest.mark.slow
 def test_grid_reads_two_budgets_and_fits_onsets(tmp_path):
-    """--grid on fake logs (a rate law on two transects): both budgets, the onset model, designs."""
+    """--grid on fake logs (a rate law on two transects), its seeds in two grid directories: both
+    budgets of each, the onset model, designs, the product model beside it."""
     sys.path.insert(0, str(ROOT / "tests" / "ihstats"))
     from helpers_frontier import write_onset_grid
 
-    write_onset_grid(tmp_path / "g")
-    r = _run("--grid", tmp_path / "g", "--fast", "--design-sims", 10, "--out", tmp_path / "o")
+    write_onset_grid(tmp_path / "g0", seeds=(0,))
+    write_onset_grid(tmp_path / "g1", seeds=(1,))
+    r = _run("--grid", tmp_path / "g0", tmp_path / "g1", "--fast", "--design-sims", 10, "--out", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     md = (tmp_path / "o" / "summary.md").read_text()
-    assert "## Two budgets" in md and "| 3,000 |" in md and "| 9,000 |" in md
+    assert md.count("## Two budgets") == 2 and "| 3,000 |" in md and "| 9,000 |" in md
+    assert "## Product f r or separate knobs" in md and "Likelihood ratio" in md
+    prod = pd.read_csv(tmp_path / "o" / "onset" / "product.csv").set_index("model")
+    assert prod.at["separate", "loglik"] >= prod.at["product", "loglik"] and prod.at["product", "e_freq"] < 0
+    assert set(pd.read_csv(tmp_path / "o" / "onset" / "local_elasticities.csv")["knob"]) == {"frequency", "reliability"}
+    assert len(pd.read_csv(tmp_path / "o" / "onset" / "boundary.csv")) == 2
     assert "## Time to onset" in md and "| e_freq |" in md and "Which knob moves the onset more" in md
     budgets = pd.read_csv(tmp_path / "o" / "budgets.csv")
     assert budgets["formed_long"].sum() > budgets["formed_short"].sum()

@@ -32,7 +32,7 @@ def test_a_rate_moves_the_boundary_and_is_flagged():
     assert cmp.formed[0] < cmp.formed[1]
     shift = cmp.shift()
     assert shift["frequency"] < 1 and shift["reliability"] < 1   # the longer budget reaches lower knobs
-    assert cmp.verdict().startswith("the boundary moves with the budget, so it is a rate")
+    assert cmp.verdict().startswith("the boundary moves with the budget: each budget draws its own line")
     assert list(cmp.table()["n_formed"]) == list(cmp.formed)
 
 

@@ -41,9 +41,11 @@ def test_auto_reads_the_in_distribution_ps_where_logged(logs):
 def test_the_other_onsets_stand_beside_the_in_distribution_one(logs):
     t = emergence_table(logs, "ps_indist").set_index("run_id")
     for rid, ps_on, in_on in (("a", 4000, 1500), ("b", 4500, 2500)):
-        assert t.loc[rid, "onset"] == pytest.approx(in_on, rel=0.2)
+        # in distribution the rise is read from where it leaves half its reach level (a floor against
+        # the creep): on these ramps (0.02 + 0.7 or + 2.0 over up to 1.5 in log step) at most 1.35x later
+        assert 0.9 * in_on <= t.loc[rid, "onset"] <= 1.35 * in_on
         assert t.loc[rid, "onset_ps"] == pytest.approx(ps_on, rel=0.2)  # the repeat probe, later here
-        assert t.loc[rid, "onset_gain"] == pytest.approx(in_on, rel=0.2)
+        assert 0.9 * in_on <= t.loc[rid, "onset_gain"] <= 1.35 * in_on
         assert t.loc[rid, "gain_ratio"] == pytest.approx(1.0, rel=0.3)
         assert bool(t.loc[rid, "formed"])
     assert "onset_gain" not in emergence_table(logs[logs["metric"] == "ps"], "ps").columns  # old logs: as before
@@ -71,24 +73,27 @@ def test_the_cli_reads_the_kind_and_the_threshold(tmp_path, capsys):
         main([str(grid), "-o", str(out), "--threshold", "-1"])
 
 
-def test_the_shipped_re_measure_reads_the_jump_not_the_creep_and_its_crossings_match_the_budget():
-    """bxc-law-indist (issue 52): at C 128 the in-distribution PS creeps before the jump; the onset is
-    the rise that reaches the formed level (the creep's knee in onset_alt), and the crossing of the
-    formed level is the budget's own crossing."""
+def test_the_shipped_law_grid_reads_the_jump_not_the_creep_and_its_crossings_match_the_budget():
+    """bxc-law (issue 52): at C 128 the in-distribution PS creeps before the jump; the onset is the
+    rise that reaches the formed level, and the crossing of the formed level is the budget's own."""
     import json
     from pathlib import Path
 
-    grid = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "bxc-law-indist"
-    with pytest.warns(UserWarning, match="the onset is the rise that reaches 0.3"):
-        bayes = emergence_table(grid, "ps_indist").set_index("run_id")
+    grid = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "bxc-law"
+    bayes = emergence_table(grid, "ps_indist").set_index("run_id")
     cross = emergence_table(grid, "ps_indist", method="threshold", threshold=0.3).set_index("run_id")
-    for rid in cross.index:
+    crossed = cross[~cross["censored"].astype(bool)]
+    assert len(crossed) == 16
+    for rid in crossed.index:
         recorded = json.loads((grid / rid / "status.json").read_text())["crossing"]
-        assert cross.loc[rid, "onset_lo"] <= recorded <= cross.loc[rid, "onset_hi"] + 1
-    c128 = bayes[bayes["C"] == 128]
-    ratio = c128["onset"] / cross.loc[c128.index, "onset"]
-    assert ((ratio > 0.75) & (ratio < 1.0)).all()  # the knee of the jump, just before its crossing
-    assert (c128["onset_alt"] < 0.6 * cross.loc[c128.index, "onset"]).all()  # the creep's knee, kept
+        # the budget stops on the first evaluation at 0.3; the detector's crossing is smoothed, so
+        # a single evaluation that touches 0.3 and falls back (one B 16 run) crosses a little later
+        assert recorded <= crossed.loc[rid, "onset_hi"] + 1 and recorded >= 0.9 * crossed.loc[rid, "onset_lo"]
+    ratio = bayes.loc[crossed.index, "onset"] / crossed["onset"]
+    assert ((ratio > 0.8) & (ratio < 1.1)).all()  # the knee of the jump, near its crossing
+    c128 = bayes[(bayes["C"] == 128) & (bayes["B"] == 32)].index
+    plain = emergence_table(grid, "ps_indist", reach=None).set_index("run_id").loc[c128]
+    assert (plain["onset"] < 0.6 * cross.loc[c128, "onset"]).all()  # without reach: the creep
 
 
 def _creep_then_jump(seed: int, jump: float = 2600.0, creep_top: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
@@ -113,13 +118,12 @@ def test_reach_reads_the_jump_of_a_curve_that_creeps_first():
         read_creep += plain.onset < 500  # without reach the first knee (the creep) is the onset
         assert not r.censored and 0.7 * 2600 <= r.onset <= crossing
         assert r.onset_lo <= 2600 <= 1.05 * r.onset_hi  # the interval holds the jump's start
-        if plain.multimodal:
-            assert r.multimodal and r.onset_alt < 500  # the creep's knee, kept beside
     assert read_creep >= 3
 
 
 def test_reach_keeps_a_first_stage_that_reaches_the_level():
-    """Two real stages (one head to 0.5, a second to 0.85): the first already reaches the level."""
+    """Two real stages (one head to 0.5, a second to 0.85): the first already reaches the level, so
+    its onset stays the onset (moved only by the floor at half the level)."""
     from ihstats.detectors import detect
 
     rng = np.random.default_rng(0)
@@ -127,4 +131,4 @@ def test_reach_keeps_a_first_stage_that_reaches_the_level():
     stage = lambda at, h: h / (1 + np.exp(-(np.log(s) - np.log(at)) / 0.05))  # noqa: E731
     y = 0.02 + stage(800, 0.48) + stage(4000, 0.35) + rng.normal(0, 0.01, s.size)
     plain, reached = detect(s, y, "bayes"), detect(s, y, "bayes", reach=0.3)
-    assert reached.onset == plain.onset and reached.onset < 1000
+    assert reached.onset < 1000 and abs(np.log(reached.onset / plain.onset)) < 0.2

@@ -234,3 +234,24 @@ def test_default_random_sets_can_reject_three_conditions_after_holm(tmp_path):
                                 "--n-boot", "50"]) == 0
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "smallest attainable p" in summary and f"{3 / (DEFAULT_RANDOM_SETS + 1):.3g} Holm" in summary
+
+
+def test_stratified_exact_test_is_fisher_in_one_stratum_and_exact_across_strata():
+    from ihstats.ablation.permutation import stratified_exact_test
+
+    for ka, na, kb, nb in [(1, 3, 3, 3), (1, 9, 9, 9), (2, 5, 4, 7), (0, 3, 0, 3)]:
+        for alt in ("two-sided", "less", "greater"):
+            ref = stats.fisher_exact([[ka, na - ka], [kb, nb - kb]], alternative=alt)[1]
+            assert stratified_exact_test([(ka, na, kb, nb)], alt) == pytest.approx(ref, rel=1e-9)
+    # two matched pairs, A 1/3 vs B 3/3 and 0/3 vs 3/3: P(A forms at most 1) = 4/20 * 1/20
+    assert stratified_exact_test([(1, 3, 3, 3), (0, 3, 3, 3)], "less") == pytest.approx(0.2 * 0.05)
+    # stratifying matters: pooled, the same runs look alike when each stratum's rate differs
+    strata = [(3, 3, 3, 3), (0, 3, 0, 3), (3, 3, 0, 3)]
+    assert stratified_exact_test(strata) < stats.fisher_exact([[6, 3], [3, 6]])[1]
+    # valid under the null: P(p <= 0.05) <= 0.05 for three strata with different rates
+    rng = np.random.default_rng(0)
+    ps = [stratified_exact_test([(rng.binomial(3, q), 3, rng.binomial(3, q), 3) for q in (0.2, 0.5, 0.9)])
+          for _ in range(400)]
+    assert np.mean(np.array(ps) <= 0.05) <= 0.05
+    with pytest.raises(ValueError, match="strata\\[0\\]"):
+        stratified_exact_test([(4, 3, 0, 3)])

@@ -1,0 +1,171 @@
+"""Markov factor verdicts at matched entropy rate: categoriality and marginal contrasts on cells whose
+chains carry the same bits per token.
+
+    python analyses/markov_entropy.py [GRID ...] [--tolerance 0.25] [--out DIR]
+
+Default grids: ``data/reference_runs/markov`` and, where it exists, ``runs/markov-entropy`` (the
+entropy-matched companion: ``python -m ihtrain.grid --preset markov-entropy``). Each run's factors
+come from its ``config.json`` (marginal, dependency, groups, frequency / reliability), its verdict
+and the chain's exact entropy rate from the grid's ``summary.csv`` (``formed``,
+``data_entropy_rate``: regenerate an older summary by rerunning the grid command, which trains
+nothing when every run is done).
+
+Cells: one per (regime, dependency, categoriality, marginal) with the mean entropy rate over its
+seeds' chains. Contrasts, per regime, on Markov cells only: high categoriality against none and
+low, low against none (same marginal); Zipf against the other marginals and Gaussian against the
+others (same categoriality). A contrast pairs each cell of the tested level with the cells of the
+other levels whose entropy rate lies within ``--tolerance`` bits (each used once); its test is the
+exact stratified test of formed counts (:func:`ihstats.ablation.permutation.stratified_exact_test`,
+two-sided; one stratum = Fisher's exact test). A contrast with no matched pair says so: it is
+confounded with entropy in these grids. Writes ``cells.csv``, ``contrasts.csv`` and ``summary.md``
+into ``--out`` (default ``results/markov_entropy/<first grid's name>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.fileio import UnreadableFile, read_json, read_table
+from ihstats.io import config_factors
+from ihstats.ablation.permutation import stratified_exact_test
+from ihstats.progress import cli_warnings
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_GRIDS = (ROOT / "data" / "reference_runs" / "markov", ROOT / "runs" / "markov-entropy")
+CELL = ["regime", "dependency", "categoriality", "marginal"]
+# (name, factor, tested level, other levels: None = every other level, held equal)
+CONTRASTS = (("high categoriality vs none or low", "categoriality", "high", ("none", "low"), "marginal"),
+             ("high categoriality vs none", "categoriality", "high", ("none",), "marginal"),
+             ("high categoriality vs low", "categoriality", "high", ("low",), "marginal"),
+             ("low categoriality vs none", "categoriality", "low", ("none",), "marginal"),
+             ("Zipf vs the other marginals", "marginal", "zipf", None, "categoriality"),
+             ("Gaussian vs the other marginals", "marginal", "gaussian", None, "categoriality"))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n", 2)[2])
+    ap.add_argument("grids", type=Path, nargs="*", help="grid directories (default: the shipped markov grid "
+                                                           "and runs/markov-entropy where it exists)")
+    ap.add_argument("--tolerance", type=float, default=0.25,
+                    help="entropy rates within this many bits count as matched (default 0.25: the spread "
+                         "of one cell's seeds' chains reaches 0.24 bits)")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default results/markov_entropy/<grid>)")
+    args = ap.parse_args(argv)
+    args.grids = args.grids or [g for g in DEFAULT_GRIDS if g.is_dir()]
+    check_args(ap, args, {"tolerance": Range(0)})
+    args.out = args.out or default_out("markov_entropy", args.grids[0])
+    check_out_dir(args.out, inputs=args.grids, parser=ap)
+    return args
+
+
+def _categoriality(row) -> str:
+    if not row.get("n_groups"):
+        return "none"
+    return {0.1: "low", 0.4: "high"}.get(round(float(row["within_similarity"]), 3),
+                                         f"within {row['within_similarity']:g}")
+
+
+def read_runs(grid: Path) -> pd.DataFrame:
+    """One row per run of ``grid``: its factors (from config.json), formed, onset, entropy rate."""
+    summary = read_table(grid / "summary.csv", "grid summary", "rerun the grid command that made it")
+    if "data_entropy_rate" not in summary:
+        raise ValueError(f"{grid / 'summary.csv'}: no data_entropy_rate column (written before issue 54); "
+                         "rerun the grid command (it trains nothing when every run is done) to rewrite it")
+    rows = []
+    for r in summary.itertuples():
+        f = config_factors(read_json(grid / r.run_id / "config.json", "run's config"))
+        rows.append({"grid": grid.name, "run_id": r.run_id, "seed": f["seed"], "marginal": f.get("marginal"),
+                     "dependency": f.get("dependency"), "categoriality": _categoriality(f),
+                     "regime": f"f {f['frequency']:g} r {f['reliability']:g}", "formed": bool(r.formed),
+                     "onset": r.onset, "entropy_rate": r.data_entropy_rate})
+    return pd.DataFrame(rows)
+
+
+def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: runs, formed, entropy rate (mean, min, max over the seeds' chains), onsets."""
+    g = runs.groupby(["grid", *CELL], sort=True)
+    out = g.agg(n_runs=("formed", "size"), n_formed=("formed", "sum"), entropy_rate=("entropy_rate", "mean"),
+                entropy_min=("entropy_rate", "min"), entropy_max=("entropy_rate", "max")).reset_index()
+    onsets = g["onset"].apply(lambda s: ", ".join(f"{v:,.0f}" for v in sorted(s.dropna())) or "-")
+    return out.assign(onsets=onsets.to_numpy())
+
+
+def matched_strata(cells: pd.DataFrame, factor: str, level: str, others, held: str, tol: float) -> list:
+    """Per tested cell, the cells of the other levels (same regime, dependency and ``held``
+    factor) within ``tol`` bits, each used once: ``[(tested row, [other rows]), ...]``."""
+    mk = cells[cells["dependency"] == "markov"]
+    used, strata = set(), []
+    for i, a in mk[mk[factor] == level].iterrows():
+        pool = mk[(mk["regime"] == a["regime"]) & (mk[held] == a[held]) & (mk[factor] != level)
+                  & (mk[factor].isin(others) if others else True)
+                  & ((mk["entropy_rate"] - a["entropy_rate"]).abs() <= tol) & ~mk.index.isin(used)]
+        if len(pool):
+            used.update(pool.index)
+            strata.append((a, [b for _, b in pool.iterrows()]))
+    return strata
+
+
+def contrasts(cells: pd.DataFrame, tol: float) -> pd.DataFrame:
+    rows = []
+    for name, factor, level, others, held in CONTRASTS:
+        for regime in sorted(cells["regime"].unique()):
+            strata = matched_strata(cells[cells["regime"] == regime], factor, level, others, held, tol)
+            counts = [(int(a.n_formed), int(a.n_runs), sum(int(b.n_formed) for b in bs), sum(int(b.n_runs) for b in bs))
+                      for a, bs in strata]
+            pairs = "; ".join(f"{a[held]}: {a[factor]} {a.n_formed}/{a.n_runs} ({a.entropy_rate:.2f} bits) vs "
+                              + ", ".join(f"{b[factor]} {b.n_formed}/{b.n_runs} ({b.entropy_rate:.2f})" for b in bs)
+                              for a, bs in strata)
+            rows.append({"contrast": name, "regime": regime, "n_strata": len(strata),
+                         "formed_tested": sum(c[0] for c in counts), "runs_tested": sum(c[1] for c in counts),
+                         "formed_other": sum(c[2] for c in counts), "runs_other": sum(c[3] for c in counts),
+                         "p_value": stratified_exact_test(counts) if counts else np.nan,
+                         "pairs": pairs or "no entropy-matched pair: confounded with entropy here"})
+    return pd.DataFrame(rows)
+
+
+def write_summary(path: Path, cells: pd.DataFrame, contr: pd.DataFrame, grids, tol: float) -> None:
+    md = ["# Markov factors at matched entropy rate", "",
+          f"- grids: {', '.join(map(str, grids))}; entropy rates matched within {tol:g} bits/token",
+          "- test: exact stratified test of formed counts over matched pairs, two-sided "
+          "(one stratum: Fisher's exact test)", "", "## Cells", "",
+          "| grid | regime | dependency | categoriality | marginal | formed | entropy rate (bits) | onsets |",
+          "|---|---|---|---|---|---|---|---|"]
+    md += [f"| {r.grid} | {r.regime} | {r.dependency} | {r.categoriality} | {r.marginal} | {r.n_formed}/{r.n_runs} | "
+           f"{r.entropy_rate:.2f} ({r.entropy_min:.2f}-{r.entropy_max:.2f}) | {r.onsets} |" for r in cells.itertuples()]
+    md += ["", "## Contrasts", "", "| contrast | regime | tested formed | others formed | p | matched cells |",
+           "|---|---|---|---|---|---|"]
+    md += [f"| {r.contrast} | {r.regime} | {r.formed_tested}/{r.runs_tested} | {r.formed_other}/{r.runs_other} | "
+           f"{'-' if np.isnan(r.p_value) else f'{r.p_value:.3g}'} | {r.pairs} |" for r in contr.itertuples()]
+    path.write_text("\n".join(md) + "\n")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        runs = pd.concat([read_runs(g) for g in args.grids], ignore_index=True)
+    except (UnreadableFile, ValueError, OSError, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    cells = cell_table(runs)
+    contr = contrasts(cells, args.tolerance)
+    claim_folder(args.out)  # made and marked as the package's before the first write
+    cells.to_csv(args.out / "cells.csv", index=False)
+    contr.to_csv(args.out / "contrasts.csv", index=False)
+    write_summary(args.out / "summary.md", cells, contr, args.grids, args.tolerance)
+    print(contr[["contrast", "regime", "formed_tested", "runs_tested", "formed_other", "runs_other",
+                 "p_value"]].to_string(index=False))
+    print(f"wrote {args.out}/ (cells.csv, contrasts.csv, summary.md)")
+    return 0
+
+
+if __name__ == "__main__":
+    with cli_warnings():  # each warning once, on one line
+        raise SystemExit(main())
