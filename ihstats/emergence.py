@@ -245,7 +245,8 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
                  & (metrics["layer"] < top["layer"])]["value"]
     out["prev_token"] = float(pt.max()) if len(pt) else np.nan
     if len(curve) >= DETECTORS[FORMED_METHOD].min_points:
-        r = get_detector(FORMED_METHOD, level=level).fit(curve.index.to_numpy(), curve.to_numpy())
+        params = _with_reach(metric, FORMED_METHOD, {})  # the onset the emergence table reads
+        r = get_detector(FORMED_METHOD, level=level, **params).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
     if not out["formed"]:  # PS may have crossed and fallen back: no head, so no circuit label

@@ -31,7 +31,8 @@ def plot_emergence_curves(frame: pd.DataFrame, *, tag: str = "") -> Any:
     """Max-PS curves of every run on log steps, one panel per C, colour by B, with onsets.
 
     ``frame``: one row per (run, step): ``run_id, step, max_ps, B, C`` and the run's ``onset,
-    onset_lo, onset_hi, censored, last_step`` (``cell_id, seed`` tell seed replicates apart).
+    onset_lo, onset_hi, censored, last_step`` (``cell_id, seed`` tell seed replicates apart;
+    ``metric`` names the PS, ``ps`` when absent).
     """
     f = frame[frame["step"] > 0]
     # seed replicates of one cell share its colour: tell them apart by line style
@@ -57,7 +58,8 @@ def plot_emergence_curves(frame: pd.DataFrame, *, tag: str = "") -> Any:
             elif pd.notna(r["onset"]):  # censored: no emergence by last_step
                 ax.plot([r["last_step"]], [g["max_ps"].iloc[-1]], ">", ms=6, mfc=color, mec="k")
         ax.set(xscale="log", title=f"C = {c}", xlabel="step (updates)")
-    axes[0][0].set_ylabel("max PS over heads")
+    metric = f["metric"].iloc[0] if "metric" in f else "ps"  # which PS the curves are
+    axes[0][0].set_ylabel({"ps_indist": "max in-distribution PS over heads"}.get(metric, "max PS over heads"))
     bs = sorted(f["B"].unique())
     cb = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes[0].tolist(), label="B")
     cb.set_ticks(bs, labels=[f"{b:g}" for b in bs])

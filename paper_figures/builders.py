@@ -145,11 +145,13 @@ def analysis_emergence_curves(inp: Inputs, shipped: str = NATURAL) -> FigureData
         raise ValueError("--runs: the runs' config.json lack train.batch_size/train.context (B, C)")
     cols = ["run_id", "onset", "onset_lo", "onset_hi", "censored", "last_step", "method"]
     frame = (curves.rename(columns={"value": "max_ps"})[["run_id", "step", "max_ps"]]
-             .merge(factors, on="run_id").merge(table[cols], on="run_id", how="left"))
+             .merge(factors, on="run_id").merge(table[cols], on="run_id", how="left")
+             .assign(metric=table["metric"].iloc[0] if len(table) else "ps"))
     n_skip = grid.runs["run_id"].nunique() - table["run_id"].nunique()
     note = f"{n_skip} run(s) without an onset (detector rejected the curve)" if n_skip else ""
     return FigureData(frame.sort_values(["C", "B", "run_id", "step"]).reset_index(drop=True),
-                      f"{rel_path(runs)} (real logs; onsets by ihstats.emergence, bayes)", False,
+                      f"{rel_path(runs)} (real logs; onsets by ihstats.emergence, bayes, on "
+                      f"{table['metric'].iloc[0] if len(table) else 'ps'})", False,
                       note=note)
 
 
