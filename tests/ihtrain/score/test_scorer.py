@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from ihstats import io
-from ihstats.contract import PER_HEAD
+from ihstats.contract import OPT_IN_METRICS, PER_HEAD
 from ihstats.emergence import emergence_table, main as emergence_main
 from ihstats.schema import check_run_dir
 from ihstats.series import read_series
@@ -32,7 +32,8 @@ def test_a_series_of_each_family_follows_the_contract(family_series, tmp_path):
     run = io.load_run(out)
     m = run.metrics
     assert sorted(m["step"].unique()) == [10, 100, 1000]
-    assert set(PER_HEAD) - {"ps_nat", "ps_indist"} <= set(m["metric"])  # those two need held-out tokens
+    # opt-in metrics are logged only when asked for; ps_indist needs held-out tokens
+    assert set(PER_HEAD) - set(OPT_IN_METRICS) - {"ps_indist"} <= set(m["metric"])
     ps = m[m["metric"] == "ps"]
     assert len(ps) == 3 * 2 * 4 and ps["value"].between(0, 1).all()
     assert run.status == "done" and run.factors["family"] == family and run.factors["N"] == rec["n_params_non_embedding"]
