@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats import io, progress
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
+from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.glm import SEPARATION_WORDS
@@ -53,7 +53,7 @@ from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
-RANGES = {"hdi_prob": PROBABILITY_OPEN, "draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
+RANGES = {"hdi_prob": PROBABILITY_OPEN, **SAMPLER_RANGES}
 
 
 def parse_args(argv=None):
@@ -82,12 +82,7 @@ def parse_args(argv=None):
     ap.add_argument("--interaction", action="store_true",
                     help="add the log-frequency x log-reliability interaction")
     ap.add_argument("--hdi-prob", type=float, default=0.9, help="width of the band (default 0.9)")
-    ap.add_argument("--draws", type=int, default=1000, help="posterior draws per chain")
-    ap.add_argument("--tune", type=int, default=1000, help="tuning steps per chain")
-    ap.add_argument("--chains", type=int, default=4, help="chains (run one after another)")
-    ap.add_argument("--seed", type=int, default=0, help="sampler seed")
-    ap.add_argument("--fast", action="store_true",
-                    help="quick look: 2 chains x 300 draws (300 tuning)")
+    add_sampler_flags(ap)
     ap.add_argument("--out", type=Path, default=None,
                     help="output folder (default results/frontier/<name of the grid or table>)")
     args = ap.parse_args(argv)
@@ -169,8 +164,8 @@ def product_lines(model, res, args, out: Path) -> list[str]:
 def main(argv=None) -> int:
     args = parse_args(argv)
     table, source, cmp, budgets = load_input(args)
-    if args.fast:
-        args.draws, args.tune, args.chains, args.design_sims = 300, 300, 2, min(args.design_sims, 30)
+    if apply_fast(args).fast:
+        args.design_sims = min(args.design_sims, 30)
     t0 = time.perf_counter()
     try:
         model = FrontierModel.from_table(table, FrontierSpec(

@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
+from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder,
                                 default_out)
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
@@ -37,8 +37,7 @@ from ihstats import progress
 from ihstats.progress import cli_warnings
 
 DEFAULT_RUNS = "runs/bxc-law"
-RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT,
-          "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
+RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
 
 
 def parse_args(argv=None):
@@ -55,13 +54,7 @@ def parse_args(argv=None):
     p.add_argument("--out", default=None,
                    help="output directory (default: results/upt_law/<name of the grid or table>; "
                         "never the input's own folder)")
-    p.add_argument("--fast", action="store_true",
-                   help="2 chains x 300 draws (300 tune), for tests and a first look")
-    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=4, help="chains, run one after another (default 4)")
-    p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
-    p.add_argument("--target-accept", type=float, default=0.9, help="NUTS target (default 0.9)")
+    add_sampler_flags(p, target_accept=True)
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
     p.add_argument("--onset", choices=("auto", "ps", "indist", "loss"), default="auto",
                    help="--runs: which onset to fit: ps (the repeat probe), indist (PS at the data's own copies), "
@@ -175,8 +168,7 @@ def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
 def main(argv=None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
-    if args.fast:
-        args.draws, args.tune, args.chains = 300, 300, 2
+    apply_fast(args)
     out = Path(args.out)
     table, source = load_table(args)
 

@@ -8,15 +8,8 @@ Arms are the grid's cell labels up to ``-c<C>`` (``fixed-c64`` -> ``fixed``); ``
 cell enter another arm as well (default ``density=fixed-c64``: the preset's density arm starts from
 the fixed arm's C 64 cell, whose data are the same). Onsets: :mod:`ihstats.emergence` on the
 in-distribution PS (``ps_indist``, the law's default onset), censored at the last step where a run
-did not form. The fit, one model over all arms (the same form as :mod:`ihstats.law` with B fixed):
-
-    log UPT_i = alpha_arm - b_arm (log C_i - log C_ref) + e_i,
-    e_i ~ Student-t(nu, 0, sqrt(sigma^2 + me_i^2))   (or Normal, --likelihood normal)
-
-with ``me_i`` the onset's own interval width (``(log hi - log lo) / 3.29``, a 90% interval),
-priors ``b ~ N(0, 1)``, ``alpha ~ N(mean log UPT, 2)``, ``sigma ~ HalfNormal(1)``,
-``nu ~ Gamma(2, 0.1)``; censored runs contribute their survival at ``log last_step``. Positive b:
-fewer updates at longer C. Printed: the mechanism table (per arm and C: copies per token, copies
+did not form. The fit, one model over all arms with its own line per arm (B fixed), is
+:mod:`ihstats.law.arms`. Positive b: fewer updates at longer C. Printed: the mechanism table (per arm and C: copies per token, copies
 per sequence and mean copy distance, measured from the cell's training sequences by
 :func:`ihtrain.copystats.source_table`, independently of the generator), the onsets per seed,
 and b per arm with its HDI plus each arm's difference from the fixed arm. The density account
@@ -36,17 +29,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
+from ihstats.cli_checks import COUNT, SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.fileio import UnreadableFile, read_json, read_table
 from ihstats.io import load_grids
-from ihstats.law.model import student_t_logsf
+from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.progress import cli_warnings
 
-REFERENCE = "fixed"
-RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT, "hdi_prob": PROBABILITY_OPEN,
-          "seqs": COUNT}
-Z90 = 3.29  # width of a 90% normal interval in sds
+RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
 
 def arm_of(label: str) -> str:
@@ -67,48 +57,6 @@ def hdi(x: np.ndarray, prob: float) -> tuple[float, float]:
     w = s[k - 1:] - s[: s.size - k + 1]
     i = int(np.argmin(w))
     return float(s[i]), float(s[i + k - 1])
-
-
-def fit_arms(table: pd.DataFrame, *, likelihood: str = "student_t", draws: int = 1000, tune: int = 1000,
-             chains: int = 4, seed: int = 0, target_accept: float = 0.9):
-    """Posterior draws of ``b`` per arm (dict arm -> (n_draws,) array) and the sampler's divergences.
-
-    ``table``: columns ``arm, C, onset, onset_lo, onset_hi, censored, last_step`` (one row per run
-    and arm)."""
-    import pymc as pm  # seconds to import: only the fit needs it
-    import pytensor.tensor as pt
-
-    arms = sorted(table["arm"].unique(), key=lambda a: (a != REFERENCE, a))
-    idx = table["arm"].map({a: i for i, a in enumerate(arms)}).to_numpy()
-    cens = table["censored"].astype(bool).to_numpy()
-    y = np.log(np.where(cens, table["last_step"], table["onset"]).astype(float))
-    lo, hi = (pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in ("onset_lo", "onset_hi"))
-    with np.errstate(divide="ignore", invalid="ignore"):  # runs without an interval: no measurement error
-        me = np.where(~cens & (lo > 0) & (hi > lo), (np.log(hi) - np.log(lo)) / Z90, 0.0)
-    logC = np.log(table["C"].to_numpy(dtype=float))
-    x = logC - np.log(np.exp(logC).mean())
-    obs, cen = np.flatnonzero(~cens), np.flatnonzero(cens)
-    with pm.Model(coords={"arm": arms}):
-        alpha = pm.Normal("alpha", mu=float(y[obs].mean()), sigma=2.0, dims="arm")
-        b = pm.Normal("b", mu=0.0, sigma=1.0, dims="arm")
-        sigma = pm.HalfNormal("sigma", sigma=1.0)
-        mu = alpha[idx] - b[idx] * x
-        scale = pt.sqrt(sigma**2 + me**2)
-        z_cen = (y[cen] - mu[cen]) / scale[cen]
-        if likelihood == "student_t":
-            nu = pm.Gamma("nu", alpha=2.0, beta=0.1)
-            pm.StudentT("log_upt", nu=nu, mu=mu[obs], sigma=scale[obs], observed=y[obs])
-            if cen.size:
-                pm.Potential("log_upt_censored", student_t_logsf(z_cen, nu))
-        else:
-            pm.Normal("log_upt", mu=mu[obs], sigma=scale[obs], observed=y[obs])
-            if cen.size:
-                pm.Potential("log_upt_censored", pm.logccdf(pm.Normal.dist(), z_cen))
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
-                          target_accept=target_accept, progressbar=False, compute_convergence_checks=False)
-    post = idata.posterior["b"]
-    div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
-    return {a: post.sel(arm=a).to_numpy().ravel() for a in arms}, div
 
 
 def b_table(draws: dict[str, np.ndarray], prob: float) -> pd.DataFrame:
@@ -176,11 +124,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--share", action="append", default=None, metavar="ARM=CELL[,CELL]",
                    help="a cell that enters another arm too (default: density=fixed-c64)")
     p.add_argument("--out", default=None, help="output directory (default results/law_mechanism/<input name>)")
-    p.add_argument("--fast", action="store_true", help="2 chains x 300 draws (300 tune)")
-    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
-    p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    add_sampler_flags(p)
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
     p.add_argument("--likelihood", choices=("student_t", "normal"), default="student_t", help="noise (default student_t)")
     p.add_argument("--seqs", type=int, default=256, help="training sequences per cell for the copy statistics (default 256)")
@@ -188,9 +132,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     check_args(p, args, RANGES)
     src = args.grid or args.emergence
     args.out = check_out_dir(args.out or default_out("law_mechanism", src), inputs=[src], parser=p)
-    if args.fast:
-        args.draws, args.tune, args.chains = 300, 300, 2
-    return args
+    return apply_fast(args)
 
 
 def _read_onsets(path: str, shares: dict[str, list[str]]) -> pd.DataFrame:

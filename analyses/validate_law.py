@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir, claim_folder, default_out
+from ihstats.cli_checks import SAMPLER_RANGES, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
 from ihstats.law.comparison import COLUMNS, preference
@@ -55,11 +55,7 @@ def parse_args(argv=None):
                                        "fitting --fit; baselines need --fit as well")
     p.add_argument("--test", help="held-out grid directory or emergence CSV to predict")
     p.add_argument("--out", default=None, help="output folder (default results/validate_law/<grid>/loco with --cv, results/validate_law/<test grid>/holdout with --test)")
-    p.add_argument("--fast", action="store_true", help="2 chains x 300 draws (300 tune) per fit")
-    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=2, help="chains per fit (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="sampler and scoring seed (default 0)")
+    add_sampler_flags(p, chains=2, seed_help="sampler and scoring seed")  # 2 chains: one fit per fold
     p.add_argument("--likelihood", choices=["student_t", "normal"], default="student_t",
                    help="the law's noise model (default student_t, as analyses/fit_upt_law.py)")
     p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
@@ -78,7 +74,7 @@ def parse_args(argv=None):
     p.add_argument("--no-baselines", action="store_true", help="score the law only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
     args = p.parse_args(argv)
-    check_args(p, args, {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT})
+    check_args(p, args, SAMPLER_RANGES)
     if args.out is not None:  # never over what it reads (a grid's summary.csv, a posterior)
         check_out_dir(args.out, inputs=[x for x in (args.runs, args.fit, args.test, args.posterior) if x], parser=p)
     if args.cv and not args.runs:
@@ -174,8 +170,7 @@ def print_comparisons(meta: dict) -> None:
 def main(argv=None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
-    if args.fast:
-        args.draws, args.tune, args.chains = 300, 300, 2
+    apply_fast(args)
     try:
         name, res = run(args)
     except UPTLawError as e:

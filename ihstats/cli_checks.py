@@ -83,6 +83,35 @@ NONNEG_INT = Range(0, integer=True)  # seeds, tuning steps
 PROBABILITY_OPEN = Range(0, 1, lo_open=True, hi_open=True)  # hdi_prob, alpha, target_accept, level
 
 
+# The sampler flags every fitting script takes, declared once (issue 51): the same names, defaults
+# and help in fit_upt_law, fit_frontier, validate_law and law_mechanism.
+SAMPLER_RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
+FAST = {"draws": 300, "tune": 300, "chains": 2}  # --fast: a first look, not for reporting
+
+
+def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = 4, seed_help: str = "sampler seed",
+                      target_accept: bool = False) -> None:
+    """``--fast``, ``--draws``, ``--tune``, ``--chains``, ``--seed`` (and ``--target-accept``) in a
+    "sampler" group; check them with :data:`SAMPLER_RANGES` and apply ``--fast`` with :func:`apply_fast`."""
+    g = parser.add_argument_group("sampler")
+    g.add_argument("--fast", action="store_true",
+                   help=f"{FAST['chains']} chains x {FAST['draws']} draws ({FAST['tune']} tune): a first look")
+    g.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
+    g.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    g.add_argument("--chains", type=int, default=chains, help=f"chains, run one after another (default {chains})")
+    g.add_argument("--seed", type=int, default=0, help=f"{seed_help} (default 0)")
+    if target_accept:
+        g.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
+
+
+def apply_fast(args: argparse.Namespace) -> argparse.Namespace:
+    """With ``--fast``, the :data:`FAST` draws, tuning steps and chains replace the given ones."""
+    if getattr(args, "fast", False):
+        for name, value in FAST.items():
+            setattr(args, name, value)
+    return args
+
+
 def range_error(name: str, value: object, rng: Range) -> str | None:
     """The message for ``value`` outside ``rng`` (``None`` when it is inside)."""
     return None if rng.contains(value) else f"{name}: must be {rng.describe()}, got {value!r}"

@@ -487,3 +487,24 @@ def test_the_atomic_write_check_sees_a_hand_made_one(tmp_path):
     f = tmp_path / "probe.py"
     f.write_text("import os, tempfile\nfd, tmp = tempfile.mkstemp()\nos.replace(tmp, 'x')\n")
     assert hand_made_atomic_writes(f) == ["probe.py:2 tempfile.mkstemp", "probe.py:3 os.replace"]
+
+
+#: the sampler flags every fitting script takes; declared once, by ihstats.cli_checks.add_sampler_flags
+SAMPLER_FLAGS = {"--draws", "--tune", "--chains", "--target-accept"}
+
+
+def hand_made_sampler_flags(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    where = path.relative_to(ROOT) if ROOT in path.parents else path.name
+    return [f"{where}:{n.lineno} {n.args[0].value}" for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument"
+            and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in SAMPLER_FLAGS]
+
+
+def test_sampler_flags_are_declared_by_one_helper():
+    """Every user-facing script that samples takes the same --draws/--tune/--chains/--fast with the
+    same help (issue 51): only ihstats/cli_checks.py declares them (benchmarks/ set their own
+    smaller budgets per measurement, so they are not held to it)."""
+    home = ROOT / "ihstats" / "cli_checks.py"
+    assert [w for p in _sources() if p != home for w in hand_made_sampler_flags(p)] == []
+    assert hand_made_sampler_flags(home)  # the check sees the real declaration
