@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -93,6 +94,20 @@ def lag_weights(repeat_distance: str, max_distance: int, name: str = "data") -> 
             w = w[: max_distance + 1]
     w[:2] = 0.0
     return w
+
+
+@dataclass
+class RepeatKnobs:
+    """The repeat-layout fields the Markov and semi-natural sections share (one declaration; each
+    source's config extends it). Defaults: the shipped generator."""
+
+    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
+    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
+    # the mechanism knobs (issue 53): copy distances and density vs C
+    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
+    max_distance: int = 0  # cap on the copy distance a - j; 0: none
+    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
+    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 
 def check_mechanism(sect: Any, context: int, name: str) -> None:

@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ihtrain.data.lags import check_mechanism, lag_weights
+from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource
 from ihtrain.errors import need
@@ -56,7 +56,7 @@ from ihtrain.errors import need
 
 # ---------------------------------------------------------------------------- the config section (data.markov)
 @dataclass
-class MarkovConfig:
+class MarkovConfig(RepeatKnobs):
     """Synthetic i.i.d. or first-order Markov tokens with controlled statistics."""
 
     vocab: int = 1000
@@ -69,13 +69,6 @@ class MarkovConfig:
     entropy_rate: float = 0.0  # bits per token; 0: whatever the construction gives
     frequency: float = -1.0  # < 0: do not impose; else P(A B ... A) as for semi-natural data
     reliability: float = -1.0
-    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
-    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
-    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
-    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
-    max_distance: int = 0  # cap on the copy distance a - j; 0: none
-    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
-    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 N_SPECIAL = 2
 TOL_SIM, TOL_H, TOL_TV = 0.02, 0.05, 1e-9

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ihtrain.data.natural import load_stream
-from ihtrain.data.lags import check_mechanism, lag_weights
+from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource, resolve_cache_dir
 from ihtrain.errors import need
@@ -35,7 +35,7 @@ from ihtrain.errors import need
 
 # ---------------------------------------------------------------------------- the config section (data.seminatural)
 @dataclass
-class SeminaturalConfig:
+class SeminaturalConfig(RepeatKnobs):
     """Bigram-model sequences with planted ``A B ... A -> B`` repeats (Aoyama et al. 2025)."""
 
     frequency: float = 0.5  # P(A B ... A): previous token was seen earlier with a successor
@@ -45,13 +45,6 @@ class SeminaturalConfig:
     # machine). The default stays "builtin": every config.json holds this field, markov runs' too, so
     # a new default would rename every run
     base_source: str = "builtin"
-    repeat_start: int = 0  # first position that may repeat; 0: C // 2 (a repeat-free first half)
-    pool_tokens: int = 2_000_000  # pre-generated token pool sampled from; 0: fresh sequences each call
-    # the mechanism knobs (issue 53; defaults: the shipped generator): copy distances and density vs C
-    repeat_distance: Literal["uniform", "builtin-text"] = "uniform"  # builtin-text: the builtin corpus's lag pmf
-    max_distance: int = 0  # cap on the copy distance a - j; 0: none
-    frequency_exponent: float = 0.0  # k in f(C) = frequency x (C / frequency_ref_context)^k
-    frequency_ref_context: int = 64  # C0: the context at which f(C) = frequency
 
 N_SPECIAL = 2  # eos = 0, sep = 1 are reserved; ordinary tokens are 2 .. V + 1
 
