@@ -137,7 +137,11 @@ def recorded_spec(grid_dir: Path, given: GridSpec | None) -> GridSpec:
                           f"read it as its own grid")
     if old.get("seeds"):
         spec.set_seeds(old["seeds"], f"{path}: seeds")
-    spec.override_base((old.get("base") or {}).get("overrides") or {}, f"{path}: base.overrides")
+    # base.overrides records the spec's own [base] fields beside the --set ones; only the latter are
+    # applied again (a spec's base may set an axis field to keep the base config valid, as bxc-law does)
+    recorded = (old.get("base") or {}).get("overrides") or {}
+    own = spec.base_overrides
+    spec.override_base({k: v for k, v in recorded.items() if k not in own or own[k] != v}, f"{path}: base.overrides")
     return spec
 
 
