@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.ablation.data import ablation_arrays, ablation_families
+from ihstats.ablation.data import ablation_families, prepare as ablation_data
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.permutation import sign_flip_power
 from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.report import write_ablation_report
@@ -134,7 +135,7 @@ def main(argv=None) -> int:
     rows = []
     metrics = tests["metric"] if "metric" in tests else [None] * len(tests)
     for cond, metric in zip(tests["condition"], metrics):
-        d = ablation_arrays(table, cond, metric, not args.loss)
+        d = ablation_data(table, AblationSpec(cond, metric, not args.loss))
         rows += [{"condition": cond, "metric": metric, "ablation": "top", "set_id": "top",
                   "drop": d.top.mean()}]
         rows += [{"condition": cond, "metric": metric, "ablation": "random", "set_id": s,

@@ -38,7 +38,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.data import AblationData, ablation_arrays, check_table
+from ihstats.ablation.data import AblationData, check_table, prepare
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.permutation import (
     PermutationResult, correct_pvalues, random_set_test, random_sets_needed, sign_flip_test, smallest_attainable_p,
 )
@@ -152,7 +153,7 @@ def run_ablation_tests(table: pd.DataFrame, n_resamples: int = 9999, n_boot: int
             sub = table if metric is None else table[table["metric"] == metric]
             if not (sub["condition"] == cond).any():
                 continue
-            d = ablation_arrays(table, cond, metric, higher_is_better)
+            d = prepare(table, AblationSpec(cond, metric, higher_is_better))
             arrays[cond, metric] = d
             rs = random_set_test(d.top.mean(), d.random.mean(1), n_possible=n_possible)
             sf = sign_flip_test(np.column_stack([d.top, gap_per_example(d)]), n_resamples,

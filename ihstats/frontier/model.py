@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.data import prepare_frontier_data
+from ihstats.frontier.data import FrontierData, prepare
 from ihstats.frontier.glm import check_separation, fit_glm
 from ihstats.frontier.results import FrontierResults
 from ihstats.frontier.spec import FrontierSpec, KNOBS
@@ -37,7 +37,7 @@ class FrontierModel:
     """A built frontier model: cells, standardisation and the PyMC model."""
 
     spec: FrontierSpec
-    cells: pd.DataFrame
+    data: FrontierData
     scale: dict = field(init=False)
     X: np.ndarray = field(init=False)
     terms: list = field(init=False)
@@ -45,11 +45,15 @@ class FrontierModel:
 
     @classmethod
     def from_table(cls, table: pd.DataFrame, spec: FrontierSpec | None = None) -> FrontierModel:
-        """Validate ``table``, aggregate it into cells and build the model."""
+        """Validate ``table`` (:func:`ihstats.frontier.data.prepare`: aggregated into cells) and
+        build the model."""
         spec = spec or FrontierSpec()
-        if spec.prior_sd <= 0 or spec.intercept_sd <= 0:
-            raise ValueError("prior_sd, intercept_sd: must be > 0")
-        return cls(spec, prepare_frontier_data(table, spec.covariates, spec.metric))
+        return cls(spec, prepare(table, spec))
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        """One row per grid cell (``n_runs``, ``n_formed`` and the factors)."""
+        return self.data.table
 
     def __post_init__(self):
         c, w = self.cells, self.cells["n_runs"].to_numpy(float)
@@ -57,9 +61,7 @@ class FrontierModel:
         for name in list(KNOBS) + list(self.spec.covariates):
             v = c[name].to_numpy(float)
             if name in KNOBS or self.spec.log_covariates:
-                if np.any(v <= 0):
-                    raise ValueError(f"{name}: log_covariates=True needs positive values")
-                v = np.log(v)
+                v = np.log(v)  # positive: checked by prepare
             mu = np.average(v, weights=w)                      # moments over runs, not cells
             sd = np.sqrt(np.average((v - mu) ** 2, weights=w))
             self.scale[name] = (float(mu), float(sd))

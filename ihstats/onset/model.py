@@ -32,7 +32,7 @@ import pandas as pd
 
 from ihstats import _bayes
 from ihstats.knobs import KNOBS
-from ihstats.onset.data import prepare_onset_data
+from ihstats.onset.data import OnsetData, prepare
 from ihstats.onset.mle import fit_mle
 from ihstats.onset.results import OnsetResults
 from ihstats.onset.spec import OnsetSpec
@@ -43,17 +43,20 @@ class OnsetModel:
     """A built onset model: runs, centred log knobs, censoring."""
 
     spec: OnsetSpec
-    runs: pd.DataFrame
+    data: OnsetData
     center: dict = field(init=False)
     X: np.ndarray = field(init=False)  # (n_runs, 2) centred log f, log r
 
     @classmethod
     def from_table(cls, table: pd.DataFrame, spec: OnsetSpec | None = None) -> OnsetModel:
-        """Validate ``table`` (:func:`ihstats.onset.data.prepare_onset_data`) and build the model."""
+        """Validate ``table`` (:func:`ihstats.onset.data.prepare`) and build the model."""
         spec = spec or OnsetSpec()
-        if min(spec.elasticity_sd, spec.sigma_sd, spec.intercept_sd) <= 0:
-            raise ValueError("elasticity_sd, sigma_sd, intercept_sd: must be > 0")
-        return cls(spec, prepare_onset_data(table))
+        return cls(spec, prepare(table, spec))
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """One row per run: the knobs, ``formed``, ``time`` and ``log_time``."""
+        return self.data.table
 
     def __post_init__(self):
         self.center = {k: float(np.log(self.runs[k]).mean()) for k in KNOBS}

@@ -236,7 +236,7 @@ def local_elasticities(runs: pd.DataFrame, hdi_prob: float = 0.9) -> pd.DataFram
     at least that steep); its runs, and those of unformed levels between formed ones, are left out
     of the fit. With one run per level the scatter is not identified: the intervals are NaN.
 
-    ``runs``: as :func:`ihstats.onset.data.prepare_onset_data` returns them."""
+    ``runs``: as :func:`ihstats.onset.data.prepare` returns them (its ``table``)."""
     z = norm.ppf(0.5 + hdi_prob / 2)
     alpha = (1 - hdi_prob) / 2
     rows = []
