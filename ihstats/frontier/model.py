@@ -8,7 +8,7 @@ form per posterior draw on a grid of frequencies and summarised as a median curv
 Pipeline (STYLE.md rule 5; the same pattern as :mod:`ihstats.law`)::
 
     model = FrontierModel.from_table(table, FrontierSpec())  # checks + cell counts + separation
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> FrontierResults
+    res = model.fit(draws=1000, tune=1000, chains=4, seed=0)   # -> FrontierResults
     res.summary(); res.diagnostics(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm
     res.save("out/")                                        # -> {"idata": Path, ...}
 
@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.frontier.data import FrontierData, prepare
 from ihstats.frontier.glm import check_separation, fit_glm
 from ihstats.frontier.results import FrontierResults
@@ -89,8 +90,8 @@ class FrontierModel:
                         observed=self.cells["n_formed"].to_numpy(), dims="cell")
         return m
 
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> FrontierResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> FrontierResults:
         """Sample the posterior (NUTS) and fit the GLM cross-check."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,

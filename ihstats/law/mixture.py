@@ -43,6 +43,7 @@ from scipy import special, stats
 
 from ihstats import _bayes
 from ihstats.contract import CIRCUITS
+from ihstats.fit_protocol import SAMPLER
 from ihstats.law.data import LawData, design_values, prepare
 from ihstats.law.model import student_t_logsf
 from ihstats.law.results import fitted_range
@@ -135,8 +136,8 @@ class CircuitMixtureModel:
         return model
 
     # long: the fit's bookkeeping (derived groups, attributes, prior) is one sequence read top to bottom
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> MixtureResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> MixtureResults:
         """Sample with NUTS; the pointwise marginal log-likelihood is added for LOO."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains, seed=seed,

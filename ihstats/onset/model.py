@@ -15,7 +15,7 @@ the median onset equals the budget (:meth:`OnsetResults.iso_onset`).
 Pipeline (STYLE.md rule 5; as :mod:`ihstats.frontier.model`)::
 
     model = OnsetModel.from_table(table, OnsetSpec())   # checks, log knobs, censoring
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> OnsetResults
+    res = model.fit(draws=1000, tune=1000, chains=4, seed=0)   # -> OnsetResults
     res.summary(); res.elasticities(); res.verdict(); res.mle; res.save("out/")
     ihstats.onset.design.resolving_designs(res)    # seeds / levels that would resolve the knob
 
@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.knobs import KNOBS
 from ihstats.onset.data import OnsetData, prepare
 from ihstats.onset.mle import fit_mle
@@ -83,8 +84,8 @@ class OnsetModel:
                 pm.Potential("censored", pm.logccdf(pm.Normal.dist(mu[cen], sigma), y[cen]).sum())
         return m
 
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> OnsetResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> OnsetResults:
         """Sample the posterior (NUTS) and fit the maximum-likelihood cross-check."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,

@@ -184,7 +184,7 @@ def test_separated_grid_is_flagged_and_finite(tmp_path):
 @pytest.mark.slow
 def test_interaction_model_recovers_additive_truth():
     tab, truth = simulate_frontier(n_seeds=20, seed=12)
-    res = FrontierModel.from_table(tab, FrontierSpec(interaction=True)).fit(draws=500, tune=500, seed=2)
+    res = FrontierModel.from_table(tab, FrontierSpec(interaction=True)).fit(draws=500, tune=500, chains=2, seed=2)
     s = res.summary().set_index("term")
     # truth is additive in the logs: the interaction sits near 0 (3 sd, not a 90% HDI: 1 in 10)
     assert abs(s.at["frequency:reliability", "mean"]) < 3 * s.at["frequency:reliability", "sd"]
@@ -199,7 +199,7 @@ def test_band_calibration_over_datasets():
     covs = []
     for s in range(20, 26):
         tab, truth = simulate_frontier(n_seeds=20, seed=s)
-        res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, seed=0)
+        res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, chains=2, seed=0)
         covs.append(contour_coverage(res.frontier(), truth))
     assert np.mean(covs) >= 0.8
 
