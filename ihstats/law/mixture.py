@@ -46,7 +46,7 @@ from ihstats.contract import CIRCUITS
 from ihstats.fit_protocol import SAMPLER
 from ihstats.law.data import LawData, design_values, prepare
 from ihstats.law.model import student_t_logsf
-from ihstats.law.results import fitted_range
+from ihstats.law.results import LawPosterior, fitted_range
 from ihstats.law.scoring import Predictive
 from ihstats.law.spec import OBS, UPTLawError, UPTLawSpec
 
@@ -266,21 +266,9 @@ def predict_mixture(idata, B, C, *, hdi_prob: float = 0.9, seed: int = 0) -> pd.
 
 
 @dataclass
-class MixtureResults:
-    """A fitted two-circuit mixture: ``summary``, ``loo``, ``diagnostics``, ``predict``, ``save``."""
-
-    model: CircuitMixtureModel
-    idata: object
-    timings: dict
-    sampler: dict
-
-    @property
-    def spec(self) -> UPTLawSpec:
-        return self.model.spec
-
-    @property
-    def data(self) -> LawData:
-        return self.model.data
+class MixtureResults(LawPosterior):
+    """A fitted two-circuit mixture: ``summary``, ``loo``, ``diagnostics``, ``predict``, ``save``
+    (its fields: :class:`ihstats.law.results.LawPosterior`, ``model`` a :class:`CircuitMixtureModel`)."""
 
     @property
     def params(self) -> list[str]:
