@@ -29,6 +29,7 @@ Bad input to a fit raises its group's error, declared in the group's ``spec`` as
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -88,3 +89,15 @@ class FitResults(Protocol):
 
     def save(self, out_dir) -> dict[str, Path]:
         """Write the fit's folder; returns name -> path."""
+
+
+def save_and_warn(res: FitResults, out_dir, *, label: str = "", **save_kw) -> dict[str, Path]:
+    """What every script does with a fit's results, through the protocol only: ``res.save(out_dir,
+    **save_kw)``, then each line of ``res.diagnostics()`` on stderr (``warning: <label>: ...``);
+    returns the paths ``save`` wrote."""
+    if not isinstance(res, FitResults):
+        raise TypeError(f"res: a fit's results (summary, diagnostics, save), got {type(res).__name__}")
+    paths = res.save(out_dir, **save_kw)
+    for line in res.diagnostics():
+        print(f"warning: {label + ': ' if label else ''}{line}", file=sys.stderr)
+    return paths
