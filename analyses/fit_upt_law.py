@@ -1,6 +1,6 @@
 """Fit the UPT law ``log UPT = log T - a log B - b log C (- c log N)`` and write a posterior report.
 
-    python analyses/fit_upt_law.py                         # runs/bxc-law (the default grid)
+    python analyses/fit_upt_law.py                         # runs/bxc-cross (the default grid)
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
@@ -37,7 +37,7 @@ from ihstats.tables import formed_counts
 from ihstats import progress
 from ihstats.progress import cli_warnings
 
-DEFAULT_RUNS = "runs/bxc-law"
+DEFAULT_RUNS = "runs/bxc-cross"
 RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
 
 

@@ -2,12 +2,13 @@
 
     python analyses/law_mechanism.py --grid runs/law-mechanism         # after python -m ihtrain.grid --preset law-mechanism
     python analyses/law_mechanism.py --grid runs/law-mechanism --fast  # 2 chains x 300 draws, a first look
+    python analyses/law_mechanism.py --grid data/reference_runs/law-mechanism-d32 --share density=fixed-c64
     python analyses/law_mechanism.py --emergence onsets.csv --fast     # a table with arm, C, onset columns
 
 Arms are the grid's cell labels up to ``-c<C>`` (``fixed-c64`` -> ``fixed``); ``--share`` lets a
-cell enter another arm as well (default ``density=fixed-c64``: the preset's density arm starts from
-the fixed arm's C 64 cell, whose data are the same). Onsets: :mod:`ihstats.emergence` on the
-in-distribution PS (``ps_indist``, the law's default onset), censored at the last step where a run
+cell enter another arm as well (default ``density=fixed-c32``: the preset's density arm starts from
+the fixed arm's C 32 cell, whose data are the same; ``density=fixed-c64`` for law-mechanism-d32).
+Onsets: :mod:`ihstats.emergence` on the in-distribution PS (``ps_indist``, the law's default onset), censored at the last step where a run
 did not form. The fit, one model over all arms with its own line per arm (B fixed), is
 :mod:`ihstats.law.arms`. Positive b: fewer updates at longer C. Printed: the mechanism table (per arm and C: copies per token, copies
 per sequence and mean copy distance, measured from the cell's training sequences by
@@ -122,7 +123,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     src.add_argument("--emergence", help="an onsets table instead: columns arm (or cell), C, seed, onset, onset_lo, "
                                          "onset_hi, censored, last_step (no mechanism table)")
     p.add_argument("--share", action="append", default=None, metavar="ARM=CELL[,CELL]",
-                   help="a cell that enters another arm too (default: density=fixed-c64)")
+                   help="a cell that enters another arm too (default: density=fixed-c32)")
     p.add_argument("--out", default=None, help="output directory (default results/law_mechanism/<input name>)")
     add_sampler_flags(p)
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
@@ -152,7 +153,7 @@ def _read_onsets(path: str, shares: dict[str, list[str]]) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    shares = parse_shares(args.share if args.share is not None else ["density=fixed-c64"])
+    shares = parse_shares(args.share if args.share is not None else ["density=fixed-c32"])
     table = onsets_from_grid(Path(args.grid), shares) if args.grid else _read_onsets(args.emergence, shares)
     if table["arm"].isna().any():
         raise SystemExit("error: runs without a cell label in the grid's manifest: is this a law-mechanism grid?")

@@ -33,7 +33,8 @@ import pandas as pd
 from ihstats import io
 from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, default_out,
                                 record_written)
-from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, max_over_heads, ps_crossing
+from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, emergence_threshold, max_over_heads,
+                              ps_crossing)
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
 from ihstats.progress import cli_warnings
@@ -119,7 +120,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         for why in data.skipped:
             warnings.warn(f"{why} (run skipped)", stacklevel=2)
     if isinstance(data, io.RunData):
-        runs = pd.DataFrame([{"run_id": data.run_id, "status": data.status, **data.factors}])
+        runs = pd.DataFrame([{"run_id": data.run_id, "status": data.status, **data.factors,
+                              "formed_level": emergence_threshold(data.meta)}])
         metrics = data.metrics
     elif isinstance(data, io.GridData):
         runs, metrics = data.runs.drop(columns=["path"], errors="ignore"), data.metrics
@@ -132,11 +134,12 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         raise TypeError(f"data: expected a path, GridData, RunData or DataFrame, got {type(data).__name__}")
     series = curve_series(metrics, metric, head)
     direction = "down" if metric in DECREASING else "up"
-    own = _with_reach(metric, method, kwargs)
+    formed_at = _formed_levels(runs)
     rows = []
     for (rid, layer, hd), c in series.groupby(["run_id", "layer", "head"], sort=False):
         c = c.sort_values("step")
         label = head if head != "each" else f"{layer}.{hd}"
+        own = _with_reach(metric, method, kwargs, formed_at.get(rid, FORMED_MIN_PS))
         try:
             r = detect(c["step"].to_numpy(), c["value"].to_numpy(), method, level, direction,
                        label=f"run {rid} {metric}[{label}]", **own)
@@ -155,7 +158,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     if is_ps and method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
         table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= FORMED_MIN_PS)
     if is_ps:
-        circuits = [{"run_id": rid, **circuit(m, metric=metric)} for rid, m in metrics.groupby("run_id", sort=False)]
+        circuits = [{"run_id": rid, **circuit(m, max(FORMED_MIN_PS, formed_at.get(rid, FORMED_MIN_PS)), metric)}
+                    for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
         if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
             table.loc[~table["formed"].astype(bool), "circuit"] = ""
@@ -186,12 +190,23 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
     return pd.DataFrame(rows, columns=["run_id", *others])
 
 
-def _with_reach(metric: str, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _with_reach(metric: str, method: str, kwargs: dict[str, Any], formed_level: float = FORMED_MIN_PS) -> dict[str, Any]:
     """The detector parameters for ``metric``: ``kwargs`` plus its :data:`CREEP_REACH` level where the
-    detector takes ``reach`` and none was given."""
+    detector takes ``reach`` and none was given. A run whose own formed level (``train.emergence_threshold``)
+    is higher is read at that level on PS: where the creep itself reaches 0.3 (short, dense copies),
+    such a run's stopping rule and onset both wait for the rise to its level."""
     if metric in CREEP_REACH and "reach" in DETECTORS[method].options():
-        return {"reach": CREEP_REACH[metric], **kwargs}
+        reach = max(CREEP_REACH[metric], formed_level) if metric in PS_METRICS else CREEP_REACH[metric]
+        return {"reach": reach, **kwargs}
     return dict(kwargs)
+
+
+def _formed_levels(runs: pd.DataFrame) -> dict[str, float]:
+    """Each run's formed level (its ``train.emergence_threshold``) where the runs table records one."""
+    if "formed_level" not in runs:
+        return {}
+    levels = pd.to_numeric(runs["formed_level"], errors="coerce")
+    return {rid: float(v) for rid, v in zip(runs["run_id"], levels) if np.isfinite(v)}
 
 
 def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
@@ -245,7 +260,7 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
                  & (metrics["layer"] < top["layer"])]["value"]
     out["prev_token"] = float(pt.max()) if len(pt) else np.nan
     if len(curve) >= DETECTORS[FORMED_METHOD].min_points:
-        params = _with_reach(metric, FORMED_METHOD, {})  # the onset the emergence table reads
+        params = _with_reach(metric, FORMED_METHOD, {}, min_ps)  # the onset the emergence table reads
         r = get_detector(FORMED_METHOD, level=level, **params).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
     out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)

@@ -303,7 +303,8 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
             problems.append(f"{e} (run skipped)")
             continue
         problems += r.problems
-        runs.append({"run_id": r.run_id, "status": r.status, "path": str(d), **r.factors})
+        runs.append({"run_id": r.run_id, "status": r.status, "path": str(d), **r.factors,
+                     "formed_level": emergence_threshold(r.meta)})
         metrics.append(r.metrics)
         if r.train is not None:
             train.append(r.train)

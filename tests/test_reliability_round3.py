@@ -394,6 +394,19 @@ def test_grid_status_reads_the_directorys_own_grid_json(tmp_path):
     assert r.returncode == 0 and "grid child" in r.stdout and "2 pending" in r.stdout, r.stderr
 
 
+def test_grid_status_reads_a_grid_whose_base_sets_an_axis_field(tmp_path):
+    # bxc-law's [base] sets train.batch_size (to keep the base config valid) and its cell axis sweeps
+    # it: grid.json records both, and --status must not read the base's copy as a --set override
+    from ihtrain.grid.cli import load, write_grid_json
+    spec = load(preset="bxc-law", overrides={"train.max_steps": 9})
+    write_grid_json(spec, spec.expand(), tmp_path / "g")
+    r = _cli("ihtrain.grid", "--status", "--out", str(tmp_path / "g"))
+    assert r.returncode == 0, r.stderr
+    assert "18 pending" in r.stdout
+    r = _cli("ihtrain.grid", "--status", "--out", "data/reference_runs/bxc-law")
+    assert r.returncode == 0 and "18 done" in r.stdout, r.stderr
+
+
 # ------------------------------------------------------------------ class 6: messages say what happened and what to do
 def test_a_bom_is_read_and_a_syntax_error_is_named_as_such(tmp_path):
     from ihtrain.config import ConfigError, load_toml

@@ -1,6 +1,6 @@
 """``python -m ihtrain.grid``: a grid spec -> many training runs in one grid directory.
 
-    python -m ihtrain.grid                          # the default preset, bxc-law
+    python -m ihtrain.grid                          # the default preset, bxc-cross
     python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
     python -m ihtrain.grid --spec my_grid.toml --dry-run
     python -m ihtrain.grid --seeds 3                # every cell of the default grid at seeds 0, 1, 2
@@ -48,7 +48,7 @@ from ihtrain.presets import GRID_SPEC_DIR
 from ihtrain.grid.run_cost import budget_of, describe_budget, human
 from ihtrain.run.files import changed_settings
 
-DEFAULT_PRESET = "bxc-law"
+DEFAULT_PRESET = "bxc-cross"
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
@@ -137,7 +137,11 @@ def recorded_spec(grid_dir: Path, given: GridSpec | None) -> GridSpec:
                           f"read it as its own grid")
     if old.get("seeds"):
         spec.set_seeds(old["seeds"], f"{path}: seeds")
-    spec.override_base((old.get("base") or {}).get("overrides") or {}, f"{path}: base.overrides")
+    # base.overrides records the spec's own [base] fields beside the --set ones; only the latter are
+    # applied again (a spec's base may set an axis field to keep the base config valid, as bxc-law does)
+    recorded = (old.get("base") or {}).get("overrides") or {}
+    own = spec.base_overrides
+    spec.override_base({k: v for k, v in recorded.items() if k not in own or own[k] != v}, f"{path}: base.overrides")
     return spec
 
 

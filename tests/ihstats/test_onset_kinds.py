@@ -132,3 +132,20 @@ def test_reach_keeps_a_first_stage_that_reaches_the_level():
     y = 0.02 + stage(800, 0.48) + stage(4000, 0.35) + rng.normal(0, 0.01, s.size)
     plain, reached = detect(s, y, "bayes"), detect(s, y, "bayes", reach=0.3)
     assert reached.onset < 1000 and abs(np.log(reached.onset / plain.onset)) < 0.2
+
+
+def test_a_run_with_a_higher_formed_level_is_read_at_its_own_level():
+    """A creep that reaches 0.38 (short, dense copies at width 64) then a jump: a run whose formed level
+    (train.emergence_threshold) is 0.5 has its onset, formed verdict, circuit and the trainer's
+    formation read at the jump; the same curve at the default level 0.3 reads the creep."""
+    from ihstats.emergence import formation
+
+    s, y = _creep_then_jump(3, jump=2600.0, creep_top=0.38)
+    metrics = pd.DataFrame({"run_id": "r", "step": s.astype(int), "metric": "ps_indist", "layer": 1, "head": 0,
+                            "value": y})
+    jump_at = emergence_table(metrics.assign(formed_level=0.5), "ps_indist").iloc[0]
+    creep_at = emergence_table(metrics.assign(formed_level=0.3), "ps_indist").iloc[0]
+    assert 0.7 * 2600 <= jump_at["onset"] <= 1.1 * 2600 and jump_at["formed"]
+    assert creep_at["onset"] < 0.6 * 2600  # the creep crosses 0.3 near update 1,000
+    assert abs(formation(metrics, min_ps=0.5, metric="ps_indist")["onset"] - jump_at["onset"]) < 1
+    assert formation(metrics, min_ps=0.3, metric="ps_indist")["onset"] < 0.6 * 2600
