@@ -26,17 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.ablation.data import ablation_arrays, ablation_families
+from ihstats.ablation.data import ablation_families, prepare as ablation_data
 from ihstats.ablation.permutation import sign_flip_power
 from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.report import write_ablation_report
-from ihstats.ablation.results import run_ablation_tests
-from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP
+from ihstats.ablation.results import AblationResults, run_ablation_tests
+from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP, AblationSpec
 from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
                                 default_out)
-from ihstats.plots import save_figure
-from ihstats.plots_paper import plot_ablation_drops
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fit_protocol import save_and_warn
 from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +133,7 @@ def main(argv=None) -> int:
     rows = []
     metrics = tests["metric"] if "metric" in tests else [None] * len(tests)
     for cond, metric in zip(tests["condition"], metrics):
-        d = ablation_arrays(table, cond, metric, not args.loss)
+        d = ablation_data(table, AblationSpec(cond, metric, not args.loss))
         rows += [{"condition": cond, "metric": metric, "ablation": "top", "set_id": "top",
                   "drop": d.top.mean()}]
         rows += [{"condition": cond, "metric": metric, "ablation": "random", "set_id": s,
@@ -142,20 +141,16 @@ def main(argv=None) -> int:
     drops = pd.DataFrame(rows)
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
-    tests.to_csv(out / "tests.csv", index=False)
-    comps.to_csv(out / "comparisons.csv", index=False)
+    save_and_warn(AblationResults(tests, comps, pooled), out, label="ablation")
     drops.to_csv(out / "drops.csv", index=False)
-    save_figure(plot_ablation_drops(drops, tests, title="",
-                                    xlabel="mean drop (ablated - unablated)" if args.loss else
-                                    "mean drop (unablated - ablated)"), out / "drops", close=True)
     n_min = int(tests["n_examples"].min())
     power = sign_flip_power(args.power_effect, n_min, args.alpha, n_sim=200,
                             n_resamples=999, seed=args.seed)
     write_ablation_report(out / "summary.md", tests, comps, source=source, loss=args.loss,
                           n_resamples=args.n_resamples, n_boot=args.n_boot, alpha=args.alpha,
-                          power_effect=args.power_effect, n_min=n_min, power=power, pooled=pooled)
+                          power_effect=args.power_effect, n_min=n_min, power=power, pooled=pooled,
+                          drops=drops)
     if len(pooled):
-        pooled.to_csv(out / "pooled.csv", index=False)
         print("seeds as the unit (pooled.csv):")
         print(pooled[[c for c in ("family", "condition", "metric", "n_seeds", "top_drop", "random_drop",
                                   "p_pooled", "p_pooled_holm", "p_floor_holm") if c in pooled]].to_string(index=False))

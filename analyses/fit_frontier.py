@@ -46,8 +46,8 @@ from ihstats.onset.model import OnsetModel
 from ihstats.onset.product import compare_lines, compare_models, fit_product, local_elasticities, transects
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
-from ihstats.plots import plot_frontier
 from ihstats.fileio import UnreadableFile
+from ihstats.fit_protocol import save_and_warn
 from ihstats.fileio import read_table as read_checked_table
 from ihstats.progress import cli_warnings
 
@@ -138,7 +138,8 @@ def onset_lines(table, args, out: Path) -> tuple[list[str], object]:
     if "not resolved" in res.verdict():
         progress.step(f"simulating {args.design_sims} experiments per candidate design (onset model)")
         designs = resolving_designs(res, n_sims=args.design_sims, seed=args.seed)
-    res.save(out / "onset", {"designs": designs} if designs is not None else None)
+    save_and_warn(res, out / "onset", label="the onset model",
+                  tables={"designs": designs} if designs is not None else None)
     return onset_report_lines(res, designs, args.hdi_prob) + product_lines(model, res, args, out), res
 
 
@@ -176,9 +177,8 @@ def main(argv=None) -> int:
     res = model.fit(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
-    res.save(out)
+    save_and_warn(res, out, label="the frontier")
     res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
-    plot_frontier(res, out / "frontier", hdi_prob=args.hdi_prob)
     extra = [line for c in (cmp or []) for line in budget_lines(c)]
     if budgets is not None:
         budgets.to_csv(out / "budgets.csv", index=False)

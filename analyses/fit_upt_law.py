@@ -32,6 +32,7 @@ from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fit_protocol import save_and_warn
 from ihstats.tables import formed_counts
 from ihstats import progress
 from ihstats.progress import cli_warnings
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
         sens.to_csv(out / "sensitivity.csv", index=False)
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
-    paths = res.save(out)
+    paths = save_and_warn(res, out)
     progress.step(f"writing the report into {out}: LOO, influence, figures")
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
                            runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note,
@@ -233,8 +234,8 @@ def main(argv=None) -> int:
     if sens is not None:
         cols = ["variant", "a", "a_lo", "a_hi", "b", "b_lo", "b_hi", "sigma", "elpd_loo"]
         print("what the answer depends on:\n" + sens[cols].round(3).to_string(index=False))
-    for w in res.diagnostics() + ([mixed] if (mixed := circuit_warning(res.data.table)) else []):
-        print(f"warning: {w}", file=sys.stderr)
+    if mixed := circuit_warning(res.data.table):
+        print(f"warning: {mixed}", file=sys.stderr)
     print(f"wrote {rep['markdown']}, {rep['html']}, {paths['idata']}, {paths['fit']} "
           f"and figures in {out / 'figures'} ({time.perf_counter() - t0:.1f} s)")
     return 0

@@ -31,6 +31,7 @@ import pandas as pd
 import ihstats
 from ihstats import _bayes_compat as compat
 from ihstats import progress
+from ihstats.fit_protocol import SAMPLER
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -59,7 +60,7 @@ def quiet_pymc():
         logger.setLevel(old)
 
 
-def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = 0.9,
+def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = SAMPLER.target_accept,
            cores: int = 1, log_likelihood: bool = True, progressbar: bool | None = None,
            label: str = "the model"):
     """NUTS with PyMC's default sampler; returns ``(idata, timings)``.

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ihstats.fileio import atomic_write_text
+from ihstats.fit_protocol import SAMPLER
 from ihstats.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
 
 
@@ -89,19 +90,20 @@ SAMPLER_RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": N
 FAST = {"draws": 300, "tune": 300, "chains": 2}  # --fast: a first look, not for reporting
 
 
-def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = 4, seed_help: str = "sampler seed",
+def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = SAMPLER.chains, seed_help: str = "sampler seed",
                       target_accept: bool = False) -> None:
     """``--fast``, ``--draws``, ``--tune``, ``--chains``, ``--seed`` (and ``--target-accept``) in a
     "sampler" group; check them with :data:`SAMPLER_RANGES` and apply ``--fast`` with :func:`apply_fast`."""
     g = parser.add_argument_group("sampler")
     g.add_argument("--fast", action="store_true",
                    help=f"{FAST['chains']} chains x {FAST['draws']} draws ({FAST['tune']} tune): a first look")
-    g.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    g.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    g.add_argument("--draws", type=int, default=SAMPLER.draws, help=f"draws per chain (default {SAMPLER.draws})")
+    g.add_argument("--tune", type=int, default=SAMPLER.tune, help=f"tuning steps per chain (default {SAMPLER.tune})")
     g.add_argument("--chains", type=int, default=chains, help=f"chains, run one after another (default {chains})")
-    g.add_argument("--seed", type=int, default=0, help=f"{seed_help} (default 0)")
+    g.add_argument("--seed", type=int, default=SAMPLER.seed, help=f"{seed_help} (default {SAMPLER.seed})")
     if target_accept:
-        g.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
+        g.add_argument("--target-accept", type=float, default=SAMPLER.target_accept,
+                       help=f"NUTS target acceptance (default {SAMPLER.target_accept})")
 
 
 def apply_fast(args: argparse.Namespace) -> argparse.Namespace:

@@ -91,6 +91,12 @@ SHIPPED_SOURCE_FACTORS = {
     "seminatural": {"knobs": ("frequency", "reliability")},
     "markov": {"knobs": MARKOV_KNOBS, "imposed": ("frequency", "reliability")},
 }
+# The shipped wrappers' factor rules (ihstats.sources.wrapper_factors): a wrapper is a config section
+# a run may wear over any source; its factor (named like the section) is its mode, and its knobs
+# are reported only when the mode is not ``off`` (else missing). Part of the contract as above.
+SHIPPED_WRAPPER_FACTORS = {
+    "biinduct": {"mode": "mode", "off": "none", "knobs": BIINDUCT_KNOBS},
+}
 # Config fields added after runs were shipped, with the default that reproduces those runs
 # (ihstats.ids.config_hash hashes them only when set otherwise, so every shipped run keeps its id).
 LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps",
@@ -243,7 +249,7 @@ __all__ = [
     "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
     "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
-    "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
+    "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "SHIPPED_WRAPPER_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
     "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

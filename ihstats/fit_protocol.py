@@ -1,8 +1,17 @@
 """What every fit offers: :class:`FitResults` (its results object) and :class:`FitError` (its bad input), defined once.
 
-A fit of ihstats (the law, :mod:`ihstats.law`; the frontier, :mod:`ihstats.frontier`; the onset
-model, :mod:`ihstats.onset`) is built from a table and a spec, sampled, and returns a results
-object that holds numbers and answers three calls the same way:
+A fit group of ihstats (the law, :mod:`ihstats.law`; the frontier, :mod:`ihstats.frontier`; the
+onset model, :mod:`ihstats.onset`; the ablation tests, :mod:`ihstats.ablation`) keeps four habits,
+declared here once:
+
+- its spec (a frozen dataclass in the group's ``spec`` module) checks every field in its
+  ``__post_init__``, the one place, and raises the group's :class:`FitError` subclass naming the
+  field;
+- its ``data.prepare(table, spec)`` checks the input table and returns a :class:`FitData` (the
+  group's subclass: the checked rows as ``table``, plus the arrays its model needs);
+- its sampler, when it has one, takes the settings of :data:`SAMPLER` (``chains``, ``draws``,
+  ``tune``, ``target_accept``, ``seed``) unless the caller names others;
+- a Bayesian fit returns a results object that holds numbers and answers three calls the same way:
 
 - ``summary()``: a tidy :class:`pandas.DataFrame` of the posterior (mean, sd, HDI, r_hat, ESS);
 - ``diagnostics()``: the sampler's warnings as a list of lines, empty when every check passes;
@@ -20,6 +29,8 @@ Bad input to a fit raises its group's error, declared in the group's ``spec`` as
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -28,6 +39,42 @@ import pandas as pd
 
 class FitError(ValueError):
     """Bad input to a fit (the message names the field and what is allowed); each group subclasses it."""
+
+
+@dataclass
+class FitData:
+    """What every group's ``data.prepare(table, spec)`` returns: the input checked.
+
+    ``table`` holds the checked rows the fit uses (the law's and the onset model's: one per run;
+    the frontier's: one per grid cell; the ablation tests': one condition's rows); each group's
+    subclass (``LawData``, ``FrontierData``, ``OnsetData``, ``AblationData``) adds the arrays its
+    model or test reads.
+    """
+
+    table: pd.DataFrame
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the checked table."""
+        return len(self.table)
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """NUTS settings of every fit (:func:`ihstats._bayes.sample`): ``chains`` run one after another,
+    each ``tune`` tuning steps then ``draws`` kept draws, at ``target_accept``, from ``seed``."""
+
+    chains: int = 4
+    draws: int = 1000
+    tune: int = 1000
+    target_accept: float = 0.9
+    seed: int = 0
+
+
+#: The one default sampler setting: every fit's ``fit()`` and every script's sampler flags
+#: (:func:`ihstats.cli_checks.add_sampler_flags`) start from it. 4 chains: r_hat compares chains,
+#: and with 2 it misses a stuck chain that 4 show (Vehtari et al. 2021 recommend at least 4).
+SAMPLER = SamplerSettings()
 
 
 @runtime_checkable
@@ -42,3 +89,15 @@ class FitResults(Protocol):
 
     def save(self, out_dir) -> dict[str, Path]:
         """Write the fit's folder; returns name -> path."""
+
+
+def save_and_warn(res: FitResults, out_dir, *, label: str = "", **save_kw) -> dict[str, Path]:
+    """What every script does with a fit's results, through the protocol only: ``res.save(out_dir,
+    **save_kw)``, then each line of ``res.diagnostics()`` on stderr (``warning: <label>: ...``);
+    returns the paths ``save`` wrote."""
+    if not isinstance(res, FitResults):
+        raise TypeError(f"res: a fit's results (summary, diagnostics, save), got {type(res).__name__}")
+    paths = res.save(out_dir, **save_kw)
+    for line in res.diagnostics():
+        print(f"warning: {label + ': ' if label else ''}{line}", file=sys.stderr)
+    return paths

@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from ihstats.contract import (
-    BIINDUCT_KNOBS, FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
+    FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
     UNKNOWN_STATUS, SchemaError, emergence_metric, emergence_threshold, run_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash
 from ihstats.run_check import duplicate_runs, run_dirs_of, run_problems
 from ihstats.series import is_series_dir, read_series, series_factors
-from ihstats.sources import source_factors
+from ihstats.sources import source_factors, wrapper_factors
 
 KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.contract), under the name io always used
 
@@ -148,8 +148,8 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     ``source``; ``frequency``, ``reliability`` and the active source's knobs by leaf name
     (:func:`ihstats.sources.source_factors`: ``data.seminatural.*`` for ``seminatural``,
     ``data.markov.*`` for ``markov``, frequency and reliability there only when imposed, i.e. >= 0);
-    ``biinduct`` (the mode) and its knobs when the mode is not ``none``. Inactive knobs are missing
-    (NaN in frames).
+    each wrapper's mode and, when it is on, its knobs (:func:`ihstats.sources.wrapper_factors`:
+    ``biinduct``). Inactive knobs are missing (NaN in frames).
     """
     cfg = meta.get("config", {})
     out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": meta.get("seed", _get(cfg, "seed"))}
@@ -159,10 +159,7 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     out["source"] = _get(cfg, "data.source")
     out["frequency"] = out["reliability"] = None
     out.update(source_factors(_get(cfg, "data", {})))
-    mode = _get(cfg, "data.biinduct.mode", "none")
-    out["biinduct"] = mode
-    if mode != "none":
-        out.update({k: _get(cfg, f"data.biinduct.{k}") for k in BIINDUCT_KNOBS})
+    out.update(wrapper_factors(_get(cfg, "data", {})))
     return out
 
 

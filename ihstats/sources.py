@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ihstats.contract import SHIPPED_SOURCE_FACTORS
+from ihstats.contract import SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS
 
 
 @dataclass(frozen=True)
@@ -58,4 +58,20 @@ def source_factors(data: dict[str, Any]) -> dict[str, Any]:
     return _RULES.get(name, SourceFactors(name)).read(data)
 
 
-__all__ = ["SourceFactors", "register_factors", "source_factors"]
+def wrapper_factors(data: dict[str, Any]) -> dict[str, Any]:
+    """The factors of the wrappers a run's ``config["data"]`` may wear
+    (:data:`ihstats.contract.SHIPPED_WRAPPER_FACTORS`): each wrapper's mode under its section's
+    name (its ``off`` value when the section is missing) and, when it is on, its knobs."""
+    data = data if isinstance(data, dict) else {}
+    out: dict[str, Any] = {}
+    for name, rule in SHIPPED_WRAPPER_FACTORS.items():
+        sect = data.get(name)
+        sect = sect if isinstance(sect, dict) else {}
+        mode = sect.get(rule["mode"], rule["off"])
+        out[name] = mode
+        if mode != rule["off"]:
+            out.update({k: sect.get(k) for k in rule["knobs"]})
+    return out
+
+
+__all__ = ["SourceFactors", "register_factors", "source_factors", "wrapper_factors"]

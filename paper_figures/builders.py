@@ -17,7 +17,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.data import ablation_arrays, ablation_families
+from ihstats.ablation.data import ablation_families, prepare as ablation_data
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.results import run_ablation_tests
 from ihstats.emergence import curve_series, emergence_table, onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
@@ -265,7 +266,7 @@ def analysis_ablation(inp: Inputs) -> FigureData:
     for t in tests.to_dict("records"):
         metric = t.get("metric")
         metric = None if metric is None or pd.isna(metric) else metric
-        a = ablation_arrays(table, t["condition"], metric, True)
+        a = ablation_data(table, AblationSpec(t["condition"], metric, True))
         keep = {k: t[k] for k in ("p_random", "p_random_holm", "p_sign_flip_gap") if k in t}
         rows.append({"condition": t["condition"], "metric": metric, "ablation": "top",
                      "set_id": "top", "drop": float(a.top.mean()), **keep})

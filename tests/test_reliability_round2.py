@@ -341,17 +341,18 @@ def test_formed_on_a_censored_run_is_a_contradiction():
 
 
 def test_frontier_and_ablation_tests_apply_the_same_rule():
-    from ihstats.frontier.data import prepare_frontier_data as cell_table
+    from ihstats.frontier.data import prepare
+    from ihstats.frontier.spec import FrontierSpec
     from ihstats.ablation.results import run_ablation_tests
     t = pd.DataFrame({"frequency": [0.5, 0.5, 0.9, 0.9], "reliability": [0.5, 0.9, 0.5, 0.9],
                       "formed": [False, False, False, True], "censored": [True, False, True, False]})
     with pytest.warns(UserWarning, match="formed = False with an uncensored onset"):
-        cells = cell_table(t)
+        cells = prepare(t, FrontierSpec()).table
     assert cells["n_formed"].tolist() == [0, 0, 0, 1]  # the uncensored-but-not-formed run is not formed
     bad = t.assign(frequency=["0.5", "high", 0.9, 0.9])
     with pytest.raises(ValueError, match=r"frequency: not a number in 1 row\(s\) \(table row \[2\]\), values \['high'\]"), \
             pytest.warns(UserWarning, match="formed = False"):  # the verdict is read before the knobs
-        cell_table(bad)
+        prepare(bad, FrontierSpec())
     ab = pd.read_csv(ROOT / "data" / "example_ablation.csv").astype({"value": object})
     ab.loc[3, "value"] = "n/a"
     with pytest.raises(ValueError, match=r"value: not a number in 1 row\(s\) \(table row \[4\]\), values \['n/a'\]"):

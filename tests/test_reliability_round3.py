@@ -292,7 +292,8 @@ def test_a_second_ablation_condition_keeps_the_first(done_run, tmp_path):
 
 
 # ------------------------------------------------------------------ class 4: cross-column and cross-table rules
-from ihstats.frontier.data import prepare_frontier_data  # noqa: E402
+from ihstats.frontier.data import prepare as frontier_cells  # noqa: E402
+from ihstats.frontier.spec import FrontierSpec  # noqa: E402
 from ihstats.law.data import prepare  # noqa: E402
 from ihstats.law.spec import UPTLawError, UPTLawSpec  # noqa: E402
 from ihstats.ablation.pooled import condition_of, pooled_ablation_tests  # noqa: E402
@@ -314,9 +315,9 @@ def test_every_fit_refuses_a_table_listing_each_run_twice():
     with pytest.raises(UPTLawError, match="one row per run"):
         prepare(pd.concat([law, law]), UPTLawSpec())
     front, _ = simulate_frontier(n_seeds=2)
-    prepare_frontier_data(front)
+    frontier_cells(front, FrontierSpec())
     with pytest.raises(ValueError, match="the frontier needs one row per run"):
-        prepare_frontier_data(pd.concat([front, front]))
+        frontier_cells(pd.concat([front, front]), FrontierSpec())
 
 
 def test_validate_law_refuses_a_test_set_that_was_fitted():

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.data import ablation_arrays
-from ihstats.ablation.spec import PREV_TOKEN_SUFFIX
+from ihstats.ablation.data import prepare
+from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, AblationSpec
 from ihstats.chance import (CHANCE_FACTOR, Floor, at_floor, copy_probe_floors, copy_probe_len, floor_note,
                             repeat_probe_floor, top_share_floor)
 from ihstats.concentration import concentration_at_level
@@ -196,7 +196,7 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
 def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
     if not (table["condition"] == label).any():
         return np.nan
-    d = ablation_arrays(table, label, metric)
+    d = prepare(table, AblationSpec(label, metric))
     return float(d.top.mean() - d.random.mean())
 
 

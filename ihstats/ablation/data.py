@@ -12,13 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.spec import ABLATIONS, COLUMNS, PREV_TOKEN_SUFFIX, AblationError
+from ihstats.ablation.spec import ABLATIONS, COLUMNS, PREV_TOKEN_SUFFIX, AblationError, AblationSpec
+from ihstats.fit_protocol import FitData
 from ihstats.tables import numeric_column, rows
 
 
 @dataclass
-class AblationData:
-    """Per-example drops of one condition. ``top``: (n,), ``random``: (R, n)."""
+class AblationData(FitData):
+    """Per-example drops of one condition (``table``: its rows). ``top``: (n,), ``random``: (R, n)."""
 
     condition: str
     examples: np.ndarray
@@ -31,25 +32,21 @@ class AblationData:
         return self.top.size
 
 
-def ablation_arrays(table: pd.DataFrame, condition: str, metric: str | None = None,
-                    higher_is_better: bool = True) -> AblationData:
+def prepare(table: pd.DataFrame, spec: AblationSpec) -> AblationData:
     """Pivot one condition of a tidy ablation table into per-example drop arrays.
 
     Parameters
     ----------
     table : pandas.DataFrame
         Columns as in the module docstring.
-    condition : str
-        Which condition to take.
-    metric : str, optional
-        Which metric, when the table has a ``metric`` column.
-    higher_is_better : bool
-        False when ``value`` is a loss (the drop is then ablated minus unablated).
+    spec : AblationSpec
+        Which condition and metric to take, and whether higher values are better.
 
     Returns
     -------
     AblationData
     """
+    condition, metric, higher_is_better = spec.condition, spec.metric, spec.higher_is_better
     check_table(table)
     df = table[table["condition"] == condition]
     if metric is not None:
@@ -75,7 +72,7 @@ def ablation_arrays(table: pd.DataFrame, condition: str, metric: str | None = No
     sign = 1.0 if higher_is_better else -1.0
     base = wide["none"].to_numpy(float)
     return AblationData(
-        condition=str(condition), examples=wide.index.to_numpy(),
+        table=df.reset_index(drop=True), condition=str(condition), examples=wide.index.to_numpy(),
         top=sign * (base - wide["top"].to_numpy(float)),
         random=sign * (base[None, :] - wide[rand_cols].to_numpy(float).T),   # (R, n)
         set_ids=list(rand_cols))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.data import ablation_arrays, check_table
+from ihstats.ablation.data import check_table, prepare
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.permutation import PermutationResult, correct_pvalues
 from ihstats.tables import seed_label
 
@@ -110,7 +111,7 @@ def pooled_ablation_tests(table: pd.DataFrame, alpha: float = 0.05,
     rows = []
     for metric in metrics:
         for cond, group in labels.groupby(labels.map(condition_of)):
-            data = [ablation_arrays(table, lab, metric, higher_is_better) for lab in sorted(group)]
+            data = [prepare(table, AblationSpec(lab, metric, higher_is_better)) for lab in sorted(group)]
             tops = [d.top.mean() for d in data]
             rands = [d.random.mean(1) for d in data]
             res = pooled_random_set_test(tops, rands)

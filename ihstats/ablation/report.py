@@ -1,8 +1,9 @@
-"""The ablation tests' report home: ``summary.md`` of ``analyses/ablation_tests.py``.
+"""The ablation tests' report home: ``summary.md`` and ``drops.png/.pdf`` of ``analyses/ablation_tests.py``.
 
 :func:`write_ablation_report` writes the tests of :func:`ihstats.ablation.results.run_ablation_tests`
 (top-k against random-k head sets, per condition), the design's floor (:func:`floor_text`) and the
-condition comparisons; the figure is :func:`ihstats.plots_paper.plot_ablation_drops`.
+condition comparisons, and asks the figure home (:func:`ihstats.plots_paper.plot_ablation_drops`)
+for the figure beside it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+
+from ihstats.plots import save_figure
+from ihstats.plots_paper import plot_ablation_drops
 
 
 def floor_text(tests: pd.DataFrame) -> str:
@@ -23,10 +27,14 @@ def floor_text(tests: pd.DataFrame) -> str:
 def write_ablation_report(path: Path, tests: pd.DataFrame, comps: pd.DataFrame, *, source: str,
                           loss: bool, n_resamples: int, n_boot: int, alpha: float,
                           power_effect: float, n_min: int, power: float,
-                          pooled: pd.DataFrame | None = None) -> None:
-    """Write ``summary.md``: the input and design (drop direction, resamples, the sign-flip test's
-    power at ``power_effect`` with ``n_min`` examples, the random-set floor), one row per test,
-    and the condition comparisons when there are any."""
+                          pooled: pd.DataFrame | None = None, drops: pd.DataFrame | None = None) -> None:
+    """Write ``summary.md`` (at ``path``): the input and design (drop direction, resamples, the
+    sign-flip test's power at ``power_effect`` with ``n_min`` examples, the random-set floor), one
+    row per test, and the condition comparisons when there are any; with ``drops`` (the mean drop
+    of every set, ``drops.csv``), the figure it names beside it, ``drops.png/.pdf``."""
+    if drops is not None:
+        xlabel = "mean drop (ablated - unablated)" if loss else "mean drop (unablated - ablated)"
+        save_figure(plot_ablation_drops(drops, tests, title="", xlabel=xlabel), path.parent / "drops", close=True)
     md = ["# Ablation tests", "", f"- input: {source}",
           f"- drop = {'ablated - unablated (loss)' if loss else 'unablated - ablated'}; "
           f"{n_resamples} sign flips, {n_boot} bootstrap draws, alpha {alpha}",

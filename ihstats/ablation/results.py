@@ -25,6 +25,9 @@ mean over examples is the set's drop. Tests:
 - :func:`run_ablation_tests`: all of the above per condition, with Holm and Benjamini-Hochberg
   corrections (``statsmodels.stats.multitest.multipletests``) across the rows.
 
+:class:`AblationResults` holds a table's tests as every fit's results do
+(:class:`ihstats.fit_protocol.FitResults`: ``summary()``, ``diagnostics()``, ``save(dir)``).
+
 The tests themselves (the p-value rule, sign flips, the corrections) are
 :mod:`ihstats.ablation.permutation`; the table's columns and the head-set design are
 :mod:`ihstats.ablation.spec`, its checks and pivot :mod:`ihstats.ablation.data`; this module puts the
@@ -34,14 +37,18 @@ tests, effect sizes and the design's floor together.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.data import AblationData, ablation_arrays, check_table
+from ihstats.ablation.data import AblationData, check_table, prepare
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.permutation import (
     PermutationResult, correct_pvalues, random_set_test, random_sets_needed, sign_flip_test, smallest_attainable_p,
 )
+from ihstats.fileio import atomic_write_text
 
 # ---- comparing conditions ---------------------------------------------------------------------
 
@@ -152,7 +159,7 @@ def run_ablation_tests(table: pd.DataFrame, n_resamples: int = 9999, n_boot: int
             sub = table if metric is None else table[table["metric"] == metric]
             if not (sub["condition"] == cond).any():
                 continue
-            d = ablation_arrays(table, cond, metric, higher_is_better)
+            d = prepare(table, AblationSpec(cond, metric, higher_is_better))
             arrays[cond, metric] = d
             rs = random_set_test(d.top.mean(), d.random.mean(1), n_possible=n_possible)
             sf = sign_flip_test(np.column_stack([d.top, gap_per_example(d)]), n_resamples,
@@ -207,3 +214,37 @@ def _add_design_floor(tests: pd.DataFrame, alpha: float) -> None:
                       f"{random_sets_needed(m, alpha)} random sets are needed (python -m ihtrain.ablate "
                       f"--random-sets N; all sets are enumerated when fewer exist, and then the model has too "
                       f"few heads for this test: report the raw p and the floor)", stacklevel=3)
+
+
+@dataclass
+class AblationResults:
+    """A table's tests (:func:`run_ablation_tests`), with the seed-pooled ones when there are any
+    (:func:`ihstats.ablation.pooled.pooled_ablation_tests`), as every fit's results
+    (:class:`ihstats.fit_protocol.FitResults`)."""
+
+    tests: pd.DataFrame
+    comparisons: pd.DataFrame
+    pooled: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per test (condition[, metric]): drops, gap, p-values, corrections, the floor."""
+        return self.tests
+
+    def diagnostics(self) -> list[str]:
+        """The rows whose design cannot reject at its level, whatever the drops (the floor)."""
+        if "can_reject" not in self.tests:
+            return []
+        return [f"{r['condition']}{' ' + str(r['metric']) if r.get('metric') else ''}: the random-set test "
+                f"cannot reject (smallest attainable p "
+                f"{r['p_random_min_holm']:.3g} after Holm, {r['n_random']} random sets)"
+                for r in self.tests.to_dict("records") if not r["can_reject"]]
+
+    def save(self, out_dir) -> dict[str, Path]:
+        """``tests.csv``, ``comparisons.csv`` and, with seed-pooled tests, ``pooled.csv``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        frames = {"tests": self.tests, "comparisons": self.comparisons}
+        if len(self.pooled):
+            frames["pooled"] = self.pooled
+        return {name: atomic_write_text(out / f"{name}.csv", frame.to_csv(index=False))
+                for name, frame in frames.items()}

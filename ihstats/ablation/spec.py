@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,6 +30,34 @@ DEFAULT_RANDOM_SETS = 199
 PREV_TOKEN_SUFFIX = ":prev_token"
 #: ``ihtrain.ablate --condition MODE@sN`` labels a seed's rows: the seed-pooled tests read ``MODE``
 SEED_SEP = "@"
+
+
+@dataclass(frozen=True)
+class AblationSpec:
+    """What one test reads from a tidy ablation table.
+
+    Parameters
+    ----------
+    condition : str
+        The condition whose rows are tested (a label of the table's ``condition`` column).
+    metric : str, optional
+        Which metric, when the table has a ``metric`` column.
+    higher_is_better : bool
+        False when ``value`` is a loss (the drop is then ablated minus unablated).
+    """
+
+    condition: object  # a label of the table's condition column (a str in every shipped table)
+    metric: str | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self):
+        """Every field checked here, once (:mod:`ihstats.fit_protocol`)."""
+        if self.condition is None or (isinstance(self.condition, str) and not self.condition):
+            raise AblationError(f"condition: a condition label of the table, got {self.condition!r}")
+        if self.metric is not None and not (isinstance(self.metric, str) and self.metric):
+            raise AblationError(f"metric: a metric name or None, got {self.metric!r}")
+        if not isinstance(self.higher_is_better, (bool, np.bool_)):
+            raise AblationError(f"higher_is_better: True or False, got {self.higher_is_better!r}")
 
 
 def count_head_sets(n_heads_per_layer, k_per_layer) -> int:

@@ -1,16 +1,24 @@
-"""The frontier's input: a run table checked and aggregated into grid cells
-(:func:`prepare_frontier_data`)."""
+"""The frontier's input: a run table checked and aggregated into grid cells (:func:`prepare`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 
-from ihstats.frontier.spec import KNOBS, FrontierError
+from ihstats.fit_protocol import FitData
+from ihstats.frontier.spec import KNOBS, FrontierError, FrontierSpec
 from ihstats.tables import formed_column, numeric_column, one_row_per_run
 
 
-def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None = None
-                          ) -> pd.DataFrame:
+@dataclass
+class FrontierData(FitData):
+    """The runs aggregated into grid cells: ``table`` has one row per cell (knobs, covariates,
+    ``n_runs``, ``n_formed``, ``frac_formed``)."""
+
+
+def prepare(table: pd.DataFrame, spec: FrontierSpec) -> FrontierData:
     """Validate a run table and aggregate it into grid cells.
 
     Parameters
@@ -18,19 +26,20 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
     table : pandas.DataFrame
         One row per run with ``frequency`` and ``reliability`` in (0, 1] and either a boolean
         ``formed`` column or an emergence table's ``censored`` column (formed = not censored).
-        An emergence table with several metrics needs ``metric``.
-    covariates : sequence of str
-        Other numeric factors entered linearly (standardised); the frontier is drawn at their mean.
-    metric : str, optional
-        Keep only rows of this ``metric`` (emergence tables).
+        An emergence table with several metrics needs ``spec.metric``.
+    spec : FrontierSpec
+        ``covariates``: other numeric factors entered linearly (standardised; positive when
+        ``log_covariates``), the frontier drawn at their mean; ``metric``: keep only rows of this
+        ``metric`` (emergence tables).
 
     Returns
     -------
-    pandas.DataFrame
-        One row per cell: knobs, covariates, ``n_runs``, ``n_formed``, ``frac_formed``.
+    FrontierData
+        Its ``table``: one row per cell.
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
+    covariates, metric = spec.covariates, spec.metric
     df = table.copy()
     if metric is not None:
         if "metric" not in df:
@@ -60,7 +69,11 @@ def prepare_frontier_data(table: pd.DataFrame, covariates=(), metric: str | None
     for k in needed:
         if df[k].nunique() < 2:
             raise FrontierError(f"{k}: needs at least 2 levels to fit a slope, got {df[k].unique()}")
+    if spec.log_covariates:
+        for k in covariates:  # entered on the log scale: a value <= 0 has none
+            if np.any(pd.to_numeric(df[k], errors="coerce").to_numpy(float) <= 0):
+                raise FrontierError(f"{k}: log_covariates=True needs positive values")
     cells = (df.groupby(needed, as_index=False)
                .agg(n_runs=("formed", "size"), n_formed=("formed", "sum")))
     cells["frac_formed"] = cells["n_formed"] / cells["n_runs"]
-    return cells
+    return FrontierData(table=cells)

@@ -8,7 +8,7 @@ form per posterior draw on a grid of frequencies and summarised as a median curv
 Pipeline (STYLE.md rule 5; the same pattern as :mod:`ihstats.law`)::
 
     model = FrontierModel.from_table(table, FrontierSpec())  # checks + cell counts + separation
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> FrontierResults
+    res = model.fit(draws=1000, tune=1000, chains=4, seed=0)   # -> FrontierResults
     res.summary(); res.diagnostics(); res.frontier(hdi_prob=0.9); res.sensitivity(); res.glm
     res.save("out/")                                        # -> {"idata": Path, ...}
 
@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.data import prepare_frontier_data
+from ihstats.fit_protocol import SAMPLER
+from ihstats.frontier.data import FrontierData, prepare
 from ihstats.frontier.glm import check_separation, fit_glm
 from ihstats.frontier.results import FrontierResults
 from ihstats.frontier.spec import FrontierSpec, KNOBS
@@ -37,7 +38,7 @@ class FrontierModel:
     """A built frontier model: cells, standardisation and the PyMC model."""
 
     spec: FrontierSpec
-    cells: pd.DataFrame
+    data: FrontierData
     scale: dict = field(init=False)
     X: np.ndarray = field(init=False)
     terms: list = field(init=False)
@@ -45,11 +46,15 @@ class FrontierModel:
 
     @classmethod
     def from_table(cls, table: pd.DataFrame, spec: FrontierSpec | None = None) -> FrontierModel:
-        """Validate ``table``, aggregate it into cells and build the model."""
+        """Validate ``table`` (:func:`ihstats.frontier.data.prepare`: aggregated into cells) and
+        build the model."""
         spec = spec or FrontierSpec()
-        if spec.prior_sd <= 0 or spec.intercept_sd <= 0:
-            raise ValueError("prior_sd, intercept_sd: must be > 0")
-        return cls(spec, prepare_frontier_data(table, spec.covariates, spec.metric))
+        return cls(spec, prepare(table, spec))
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        """One row per grid cell (``n_runs``, ``n_formed`` and the factors)."""
+        return self.data.table
 
     def __post_init__(self):
         c, w = self.cells, self.cells["n_runs"].to_numpy(float)
@@ -57,9 +62,7 @@ class FrontierModel:
         for name in list(KNOBS) + list(self.spec.covariates):
             v = c[name].to_numpy(float)
             if name in KNOBS or self.spec.log_covariates:
-                if np.any(v <= 0):
-                    raise ValueError(f"{name}: log_covariates=True needs positive values")
-                v = np.log(v)
+                v = np.log(v)  # positive: checked by prepare
             mu = np.average(v, weights=w)                      # moments over runs, not cells
             sd = np.sqrt(np.average((v - mu) ** 2, weights=w))
             self.scale[name] = (float(mu), float(sd))
@@ -87,8 +90,8 @@ class FrontierModel:
                         observed=self.cells["n_formed"].to_numpy(), dims="cell")
         return m
 
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> FrontierResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> FrontierResults:
         """Sample the posterior (NUTS) and fit the GLM cross-check."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,

@@ -1,8 +1,9 @@
-"""The frontier's report: ``summary.md`` of ``analyses/fit_frontier.py`` (one report home per fit).
+"""The frontier's report: ``summary.md`` and ``frontier.png/.pdf`` of ``analyses/fit_frontier.py``
+(one report home per fit).
 
 :func:`write_frontier_report` writes the fit (terms, separation, boundary), which knob matters more
-and the GLM cross-check; :func:`budget_lines` the section on a grid read at two budgets. The figure
-is drawn by the figure home (:func:`ihstats.plots.plot_frontier`).
+and the GLM cross-check, and asks the figure home (:func:`ihstats.plots.plot_frontier`) for the
+figure beside it; :func:`budget_lines` the section on a grid read at two budgets.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import pandas as pd
 from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
+from ihstats.plots import plot_frontier
 
 
 def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(), knob=None) -> None:
-    """Write ``summary.md``: the fit, which knob matters more (``knob``: :func:`knob_table`, made
-    here without the onset row when not given), the GLM cross-check, then ``extra`` lines (the
-    two budgets of :func:`budget_lines`, the onset model of :mod:`ihstats.onset.report`)."""
+    """Write ``summary.md`` (at ``path``): the fit, which knob matters more (``knob``:
+    :func:`knob_table`, made here without the onset row when not given), the GLM cross-check, then
+    ``extra`` lines (the two budgets of :func:`budget_lines`, the onset model of
+    :mod:`ihstats.onset.report`); and beside it the figure it names, ``frontier.png/.pdf``."""
+    plot_frontier(res, path.parent / "frontier", hdi_prob=hdi_prob)
     s = res.summary(hdi_prob)
     cmp = res.compare_glm(hdi_prob)
     cells = res.model.cells

@@ -40,3 +40,17 @@ class FrontierSpec:
     prior_sd: float = 2.5
     intercept_sd: float = 5.0
     metric: str | None = None
+
+    def __post_init__(self):
+        """Every field checked here, once (:mod:`ihstats.fit_protocol`)."""
+        if not isinstance(self.covariates, (tuple, list)) or not all(isinstance(c, str) and c for c in self.covariates):
+            raise FrontierError(f"covariates: a tuple of column names, got {self.covariates!r}")
+        object.__setattr__(self, "covariates", tuple(self.covariates))  # hashable, as a frozen spec's fields
+        if clash := set(self.covariates) & set(KNOBS):
+            raise FrontierError(f"covariates: {sorted(clash)} are the frontier's knobs, not covariates")
+        for name in ("prior_sd", "intercept_sd"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise FrontierError(f"{name}: must be a number > 0, got {value!r}")
+        if self.metric is not None and not (isinstance(self.metric, str) and self.metric):
+            raise FrontierError(f"metric: a metric name or None, got {self.metric!r}")

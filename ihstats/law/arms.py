@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.law.model import student_t_logsf
 
 REFERENCE = "fixed"  # the arm the others are compared with
@@ -61,8 +62,9 @@ def arm_model(table: pd.DataFrame, arms: list[str], likelihood: str = "student_t
     return model
 
 
-def fit_arms(table: pd.DataFrame, *, likelihood: str = "student_t", draws: int = 1000, tune: int = 1000,
-             chains: int = 4, seed: int = 0, target_accept: float = 0.9) -> tuple[dict[str, np.ndarray], int]:
+def fit_arms(table: pd.DataFrame, *, likelihood: str = "student_t", draws: int = SAMPLER.draws,
+             tune: int = SAMPLER.tune, chains: int = SAMPLER.chains, seed: int = SAMPLER.seed,
+             target_accept: float = SAMPLER.target_accept) -> tuple[dict[str, np.ndarray], int]:
     """Posterior draws of ``b`` per arm (arm -> (n_draws,) array) and the number of divergences."""
     arms = sorted(table["arm"].unique(), key=lambda arm: (arm != REFERENCE, arm))
     idata, _ = _bayes.sample(arm_model(table, arms, likelihood), draws=draws, tune=tune, chains=chains,

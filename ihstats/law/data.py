@@ -15,17 +15,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ihstats.fit_protocol import FitData
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.tables import formed_column, numeric_column, one_row_per_run, onsets_within_runs, rows
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
 INTERVAL_COLUMNS = ("onset_lo", "onset_hi")
 
-@dataclass
-class LawData:
-    """Validated arrays for the model (one entry per run)."""
 
-    table: pd.DataFrame
+@dataclass
+class LawData(FitData):
+    """Validated arrays for the model (one entry per run; ``table``: the runs kept)."""
+
     y: np.ndarray          # log onset (uncensored) or log last_step (censored)
     upper: np.ndarray      # +inf (uncensored) or log last_step (censored)
     censored: np.ndarray   # bool

@@ -43,9 +43,10 @@ from scipy import special, stats
 
 from ihstats import _bayes
 from ihstats.contract import CIRCUITS
+from ihstats.fit_protocol import SAMPLER
 from ihstats.law.data import LawData, design_values, prepare
 from ihstats.law.model import student_t_logsf
-from ihstats.law.results import fitted_range
+from ihstats.law.results import LawPosterior, fitted_range
 from ihstats.law.scoring import Predictive
 from ihstats.law.spec import OBS, UPTLawError, UPTLawSpec
 
@@ -135,8 +136,8 @@ class CircuitMixtureModel:
         return model
 
     # long: the fit's bookkeeping (derived groups, attributes, prior) is one sequence read top to bottom
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> MixtureResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> MixtureResults:
         """Sample with NUTS; the pointwise marginal log-likelihood is added for LOO."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains, seed=seed,
@@ -265,21 +266,9 @@ def predict_mixture(idata, B, C, *, hdi_prob: float = 0.9, seed: int = 0) -> pd.
 
 
 @dataclass
-class MixtureResults:
-    """A fitted two-circuit mixture: ``summary``, ``loo``, ``diagnostics``, ``predict``, ``save``."""
-
-    model: CircuitMixtureModel
-    idata: object
-    timings: dict
-    sampler: dict
-
-    @property
-    def spec(self) -> UPTLawSpec:
-        return self.model.spec
-
-    @property
-    def data(self) -> LawData:
-        return self.model.data
+class MixtureResults(LawPosterior):
+    """A fitted two-circuit mixture: ``summary``, ``loo``, ``diagnostics``, ``predict``, ``save``
+    (its fields: :class:`ihstats.law.results.LawPosterior`, ``model`` a :class:`CircuitMixtureModel`)."""
 
     @property
     def params(self) -> list[str]:

@@ -69,6 +69,7 @@ import pandas as pd
 from scipy import special
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.law.data import LawData, prepare
 from ihstats.law.forms import derived, pymc_line
 from ihstats.law.results import UPTLawResults, loglik
@@ -145,8 +146,8 @@ class UPTLawModel:
         sigma = pm.Deterministic("sigma", pm.math.exp(mu_ls + sd_ls * z), dims="sigma_level")
         return sigma[d.sigma_idx]
 
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> UPTLawResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> UPTLawResults:
         """Sample the posterior with NUTS; returns :class:`~ihstats.law.results.UPTLawResults`."""
         # log T and T are derived after sampling (not pm.Deterministic) and the pointwise
         # log-likelihood is computed in numpy: each avoids one more pytensor compile, which

@@ -20,7 +20,7 @@ from scipy import stats
 from ihstats import _bayes
 from ihstats.law.data import LawData, design_values
 from ihstats.law.forms import FORM_PARAMS, FORM_TEXT, line_draws, posterior_form
-from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError
+from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError, UPTLawSpec
 
 
 def sigma_draws(data: LawData, idata) -> np.ndarray:
@@ -203,12 +203,13 @@ def planned_run_sigma(idata, design: dict, rng) -> np.ndarray:
 
 
 @dataclass
-class UPTLawResults:
-    """A fitted UPT law: posterior, summaries, checks, predictions, saving.
+class LawPosterior:
+    """What every fitted law holds (the law's :class:`UPTLawResults`, the mixture's
+    ``MixtureResults``): its model, posterior, timings and sampler settings.
 
     Attributes
     ----------
-    model : UPTLawModel
+    model : UPTLawModel or CircuitMixtureModel
         The built model (``.spec``, ``.data``) the posterior belongs to.
     idata : arviz.InferenceData
     timings : dict
@@ -217,18 +218,24 @@ class UPTLawResults:
         ``draws, tune, chains, seed, target_accept``.
     """
 
-    model: object  # the ihstats.law.model.UPTLawModel (not imported: it imports this module)
+    model: object  # the model (not imported: it imports this module)
     idata: object
     timings: dict
     sampler: dict
 
     @property
-    def spec(self):
+    def spec(self) -> UPTLawSpec:
         return self.model.spec
 
     @property
     def data(self) -> LawData:
         return self.model.data
+
+
+@dataclass
+class UPTLawResults(LawPosterior):
+    """A fitted UPT law: posterior, summaries, checks, predictions, saving (the fields:
+    :class:`LawPosterior`)."""
 
     @property
     def params(self) -> list[str]:

@@ -1,18 +1,27 @@
-"""The onset model's input: a run table checked, with its onset or censoring time
-(:func:`prepare_onset_data`)."""
+"""The onset model's input: a run table checked, with its onset or censoring time (:func:`prepare`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ihstats.fit_protocol import FitData
 from ihstats.knobs import KNOBS
-from ihstats.onset.spec import OnsetError
+from ihstats.onset.spec import OnsetError, OnsetSpec
 from ihstats.tables import boolean_column
 
 
-def prepare_onset_data(table: pd.DataFrame) -> pd.DataFrame:
-    """Validate a run table for the onset model.
+@dataclass
+class OnsetData(FitData):
+    """The runs checked: ``table`` has one row per run (the knobs, ``formed``, ``time``: the onset
+    if formed, else last_step, and ``log_time``)."""
+
+
+def prepare(table: pd.DataFrame, spec: OnsetSpec | None = None) -> OnsetData:
+    """Validate a run table for the onset model (``spec``: the priors, which the checks do not
+    read; taken so that every group's ``prepare`` is called alike).
 
     Parameters
     ----------
@@ -24,8 +33,9 @@ def prepare_onset_data(table: pd.DataFrame) -> pd.DataFrame:
 
     Returns
     -------
-    pandas.DataFrame
-        The knobs, ``formed``, ``time`` (onset if formed, else last_step) and ``log_time``.
+    OnsetData
+        Its ``table``: the knobs, ``formed``, ``time`` (onset if formed, else last_step) and
+        ``log_time``.
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"table: expected a pandas DataFrame, got {type(table).__name__}")
@@ -53,4 +63,4 @@ def prepare_onset_data(table: pd.DataFrame) -> pd.DataFrame:
         raise OnsetError(f"formed: only {int(df['formed'].sum())} run(s) formed; the onset model needs "
                          "at least 3 onsets")
     df["log_time"] = np.log(df["time"])
-    return df.reset_index(drop=True)
+    return OnsetData(table=df.reset_index(drop=True))

@@ -15,7 +15,7 @@ the median onset equals the budget (:meth:`OnsetResults.iso_onset`).
 Pipeline (STYLE.md rule 5; as :mod:`ihstats.frontier.model`)::
 
     model = OnsetModel.from_table(table, OnsetSpec())   # checks, log knobs, censoring
-    res = model.fit(draws=1000, tune=1000, chains=2, seed=0)   # -> OnsetResults
+    res = model.fit(draws=1000, tune=1000, chains=4, seed=0)   # -> OnsetResults
     res.summary(); res.elasticities(); res.verdict(); res.mle; res.save("out/")
     ihstats.onset.design.resolving_designs(res)    # seeds / levels that would resolve the knob
 
@@ -31,8 +31,9 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.knobs import KNOBS
-from ihstats.onset.data import prepare_onset_data
+from ihstats.onset.data import OnsetData, prepare
 from ihstats.onset.mle import fit_mle
 from ihstats.onset.results import OnsetResults
 from ihstats.onset.spec import OnsetSpec
@@ -43,17 +44,20 @@ class OnsetModel:
     """A built onset model: runs, centred log knobs, censoring."""
 
     spec: OnsetSpec
-    runs: pd.DataFrame
+    data: OnsetData
     center: dict = field(init=False)
     X: np.ndarray = field(init=False)  # (n_runs, 2) centred log f, log r
 
     @classmethod
     def from_table(cls, table: pd.DataFrame, spec: OnsetSpec | None = None) -> OnsetModel:
-        """Validate ``table`` (:func:`ihstats.onset.data.prepare_onset_data`) and build the model."""
+        """Validate ``table`` (:func:`ihstats.onset.data.prepare`) and build the model."""
         spec = spec or OnsetSpec()
-        if min(spec.elasticity_sd, spec.sigma_sd, spec.intercept_sd) <= 0:
-            raise ValueError("elasticity_sd, sigma_sd, intercept_sd: must be > 0")
-        return cls(spec, prepare_onset_data(table))
+        return cls(spec, prepare(table, spec))
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """One row per run: the knobs, ``formed``, ``time`` and ``log_time``."""
+        return self.data.table
 
     def __post_init__(self):
         self.center = {k: float(np.log(self.runs[k]).mean()) for k in KNOBS}
@@ -80,8 +84,8 @@ class OnsetModel:
                 pm.Potential("censored", pm.logccdf(pm.Normal.dist(mu[cen], sigma), y[cen]).sum())
         return m
 
-    def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-            target_accept: float = 0.9, cores: int = 1) -> OnsetResults:
+    def fit(self, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+            seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept, cores: int = 1) -> OnsetResults:
         """Sample the posterior (NUTS) and fit the maximum-likelihood cross-check."""
         model = self.pymc_model()
         idata, timings = _bayes.sample(model, draws=draws, tune=tune, chains=chains,

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.stats import chi2, norm
 
 from ihstats import _bayes
+from ihstats.fit_protocol import SAMPLER
 from ihstats.knobs import KNOBS
 from ihstats.onset.mle import CensoredMLE, fit_mle, pointwise_loglik
 
@@ -97,8 +98,8 @@ class ProductFit:
         return pd.DataFrame(rows)
 
 
-def fit_product(model, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
-                target_accept: float = 0.9) -> ProductFit:
+def fit_product(model, *, draws: int = SAMPLER.draws, tune: int = SAMPLER.tune, chains: int = SAMPLER.chains,
+                seed: int = SAMPLER.seed, target_accept: float = SAMPLER.target_accept) -> ProductFit:
     """Sample the product model (same priors and censoring as ``model``) and fit its MLE."""
     X = product_X(model)
     idata, _ = _bayes.sample(model.pymc_model(X, (PRODUCT_TERM,)), draws=draws, tune=tune, chains=chains,
@@ -236,7 +237,7 @@ def local_elasticities(runs: pd.DataFrame, hdi_prob: float = 0.9) -> pd.DataFram
     at least that steep); its runs, and those of unformed levels between formed ones, are left out
     of the fit. With one run per level the scatter is not identified: the intervals are NaN.
 
-    ``runs``: as :func:`ihstats.onset.data.prepare_onset_data` returns them."""
+    ``runs``: as :func:`ihstats.onset.data.prepare` returns them (its ``table``)."""
     z = norm.ppf(0.5 + hdi_prob / 2)
     alpha = (1 - hdi_prob) / 2
     rows = []

@@ -35,3 +35,10 @@ class OnsetSpec:
     elasticity_sd: float = 5.0
     sigma_sd: float = 1.5
     intercept_sd: float = 3.0
+
+    def __post_init__(self):
+        """Every field checked here, once (:mod:`ihstats.fit_protocol`)."""
+        for name in ("elasticity_sd", "sigma_sd", "intercept_sd"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise OnsetError(f"{name}: must be a number > 0, got {value!r}")

@@ -44,10 +44,10 @@ def test_results_class_satisfies_the_protocol(cls):
 
 
 def test_every_fit_group_is_found():
-    """The three fits are found without a list to keep: a new group joins by its layout."""
-    fits = ("law", "frontier", "onset")
+    """The four fit groups are found without a list to keep: a new group joins by its layout."""
+    fits = ("law", "frontier", "onset", "ablation")
     assert {f"ihstats/{g}/results.py" for g in fits} <= set(RESULTS_MODULES)
-    assert {"UPTLawResults", "FrontierResults", "OnsetResults"} <= {c.__name__ for c in RESULTS}
+    assert {"UPTLawResults", "FrontierResults", "OnsetResults", "AblationResults"} <= {c.__name__ for c in RESULTS}
 
 
 @pytest.mark.parametrize("path", RESULTS_MODULES)

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.frontier.data import prepare_frontier_data
+from ihstats.frontier.data import prepare
 from ihstats.frontier.glm import check_separation, fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import _hdi_columns, contour_z
-from ihstats.frontier.spec import FrontierSpec
+from ihstats.frontier.spec import FrontierError, FrontierSpec
 from ihstats.plots import plot_frontier
 from ihstats.simulate.frontier import simulate_frontier
 
@@ -88,29 +88,29 @@ def test_glm_mle_matches_statsmodels():
 
 def test_prepare_accepts_runs_and_emergence_tables():
     tab, _ = simulate_frontier(n_seeds=3)
-    cells = prepare_frontier_data(tab)
+    cells = prepare(tab, FrontierSpec()).table
     assert len(cells) == 25 and (cells["n_runs"] == 3).all()
     em = tab.assign(censored=~tab["formed"], metric="ps", onset=np.nan).drop(columns="formed")
     em = pd.concat([em, em.assign(metric="la")])
     with pytest.raises(ValueError, match="several metrics"):
-        prepare_frontier_data(em)
-    cells2 = prepare_frontier_data(em, metric="ps")
+        prepare(em, FrontierSpec())
+    cells2 = prepare(em, FrontierSpec(metric="ps")).table
     pd.testing.assert_frame_equal(cells, cells2)
 
 
 def test_prepare_bad_input():
     tab, _ = simulate_frontier(n_seeds=2)
     with pytest.raises(ValueError, match="reliability: needs at least 2 levels"):
-        prepare_frontier_data(tab[tab["reliability"] == 0.5])
+        prepare(tab[tab["reliability"] == 0.5], FrontierSpec())
     with pytest.raises(ValueError, match=r"frequency: values must lie in \(0, 1\]"):
-        prepare_frontier_data(tab.assign(frequency=tab["frequency"] * 2))
+        prepare(tab.assign(frequency=tab["frequency"] * 2), FrontierSpec())
     with pytest.raises(ValueError, match=r"reliability: values must lie in \(0, 1\]"):
-        prepare_frontier_data(tab.assign(reliability=tab["reliability"] - 0.1))
+        prepare(tab.assign(reliability=tab["reliability"] - 0.1), FrontierSpec())
     with pytest.raises(ValueError, match=r"missing columns: \['formed \(or censored\)'\]"):
-        prepare_frontier_data(tab.drop(columns="formed"))
+        prepare(tab.drop(columns="formed"), FrontierSpec())
     with pytest.raises(ValueError, match="missing columns.*'C'"):
-        prepare_frontier_data(tab, covariates=("C",))
-    with pytest.raises(ValueError, match="prior_sd"):
+        prepare(tab, FrontierSpec(covariates=("C",)))
+    with pytest.raises(FrontierError, match="prior_sd"):
         FrontierModel.from_table(tab, FrontierSpec(prior_sd=0))
 
 
@@ -184,7 +184,7 @@ def test_separated_grid_is_flagged_and_finite(tmp_path):
 @pytest.mark.slow
 def test_interaction_model_recovers_additive_truth():
     tab, truth = simulate_frontier(n_seeds=20, seed=12)
-    res = FrontierModel.from_table(tab, FrontierSpec(interaction=True)).fit(draws=500, tune=500, seed=2)
+    res = FrontierModel.from_table(tab, FrontierSpec(interaction=True)).fit(draws=500, tune=500, chains=2, seed=2)
     s = res.summary().set_index("term")
     # truth is additive in the logs: the interaction sits near 0 (3 sd, not a 90% HDI: 1 in 10)
     assert abs(s.at["frequency:reliability", "mean"]) < 3 * s.at["frequency:reliability", "sd"]
@@ -199,7 +199,7 @@ def test_band_calibration_over_datasets():
     covs = []
     for s in range(20, 26):
         tab, truth = simulate_frontier(n_seeds=20, seed=s)
-        res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, seed=0)
+        res = FrontierModel.from_table(tab, FrontierSpec()).fit(draws=400, tune=400, chains=2, seed=0)
         covs.append(contour_coverage(res.frontier(), truth))
     assert np.mean(covs) >= 0.8
 

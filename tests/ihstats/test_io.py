@@ -44,7 +44,8 @@ def test_config_fields_used_by_io_exist_in_runconfig():
     config = pytest.importorskip("ihtrain.config")
     names = set(config.field_names())
     used = set(io.FACTOR_FIELDS.values()) | {f"data.markov.{k}" for k in contract.MARKOV_KNOBS} | \
-        {f"data.biinduct.{k}" for k in io.BIINDUCT_KNOBS} | {"data.seminatural.frequency", "data.source"}
+        {f"data.{w}.{k}" for w, rule in contract.SHIPPED_WRAPPER_FACTORS.items() for k in (rule["mode"], *rule["knobs"])} | \
+        {"data.seminatural.frequency", "data.source"}
     assert used <= names, used - names
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ihstats.knobs import knob_verdict
-from ihstats.onset.data import prepare_onset_data
+from ihstats.onset.data import prepare
 from ihstats.onset.design import candidate_designs, resolution_rate
 from ihstats.onset.mle import fit_mle
 from ihstats.onset.model import OnsetModel
@@ -93,13 +93,13 @@ def test_more_seeds_resolve_a_close_call():
 def test_bad_tables_are_named():
     table, _ = simulate_onsets(CELLS, seed=0, **TRUTH)
     with pytest.raises(ValueError, match="last_step"):
-        prepare_onset_data(table.drop(columns="last_step"))
+        prepare(table.drop(columns="last_step"))
     with pytest.raises(ValueError, match="reliability: a single level"):
-        prepare_onset_data(table[table["reliability"] == 0.9])
+        prepare(table[table["reliability"] == 0.9])
     with pytest.raises(ValueError, match="only 0 run"):
-        prepare_onset_data(table.assign(formed=False))
+        prepare(table.assign(formed=False))
     with pytest.raises(ValueError, match=r"frequency: values must lie in \(0, 1\]"):
-        prepare_onset_data(table.assign(frequency=table["frequency"] * 2))
+        prepare(table.assign(frequency=table["frequency"] * 2))
 
 
 def test_mle_intervals_cover_at_their_level():

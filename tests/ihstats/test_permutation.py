@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ihstats.ablation.data import ablation_arrays
+from ihstats.ablation.data import prepare
+from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.results import compare_conditions, effect_sizes, run_ablation_tests
 from ihstats.ablation.permutation import correct_pvalues, random_set_test, sign_flip_power, sign_flip_test
 from ihstats.ablation.spec import choose_head_sets, count_head_sets
@@ -131,7 +132,7 @@ def test_effect_sizes_and_intervals():
     # on the random sets drawn)
     tab, truth = simulate_ablation(conditions=("x",), effects=(0.3,), n_examples=400,
                                    n_random=60, set_sd=0.0, seed=5)
-    d = ablation_arrays(tab, "x")
+    d = prepare(tab, AblationSpec("x"))
     eff = effect_sizes(d, n_boot=500, seed=0).set_index("quantity")
     assert eff.at["top_drop", "estimate"] == pytest.approx(d.top.mean())
     assert eff.at["random_drop", "estimate"] == pytest.approx(d.random.mean())
@@ -166,7 +167,7 @@ def test_correct_pvalues_known_values():
 def test_losses_flip_the_drop():
     tab, _ = simulate_ablation(conditions=("x",), effects=(0.3,), n_examples=20, n_random=5)
     loss = tab.assign(value=-tab["value"])
-    a, b = ablation_arrays(tab, "x"), ablation_arrays(loss, "x", higher_is_better=False)
+    a, b = prepare(tab, AblationSpec("x")), prepare(loss, AblationSpec("x", higher_is_better=False))
     np.testing.assert_allclose(a.top, b.top)
 
 
@@ -177,12 +178,12 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="ablation: unknown values.*'bottom'"):
         run_ablation_tests(tab.replace({"ablation": {"top": "bottom"}}))
     with pytest.raises(ValueError, match="no ablation == 'top'"):
-        ablation_arrays(tab[tab["ablation"] != "top"], "natural")
+        prepare(tab[tab["ablation"] != "top"], AblationSpec("natural"))
     short = tab[~((tab["set_id"] == "r0002") & (tab["example"] == 3))]
     with pytest.raises(ValueError, match="do not cover the same examples"):
-        ablation_arrays(short, "natural")
-    a = ablation_arrays(tab, "natural")
-    b = ablation_arrays(tab[tab["example"] < 18], "biinduct")
+        prepare(short, AblationSpec("natural"))
+    a = prepare(tab, AblationSpec("natural"))
+    b = prepare(tab[tab["example"] < 18], AblationSpec("biinduct"))
     with pytest.raises(ValueError, match="mismatched example counts between conditions"):
         compare_conditions(a, b)
     with pytest.raises(ValueError, match="alternative"):
