@@ -36,6 +36,7 @@ from ihstats.fileio import UnreadableFile, read_json, read_table
 from ihstats.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.progress import cli_warnings
+from ihstats.tables import formed_column
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
@@ -86,6 +87,8 @@ def onsets_from_grid(grid_dir: Path, shares: dict[str, list[str]]) -> pd.DataFra
     except UnreadableFile as e:
         raise SystemExit(f"error: --grid {e}") from None
     table = table.merge(manifest[["run_id", "cell"]], on="run_id", how="left")
+    # the fits' one rule: a rise that did not reach the formed level (the creep) is censored at last_step
+    table = table.assign(censored=~formed_column(table))
     return with_shares(table.assign(arm=table["cell"].map(arm_of)), shares)
 
 

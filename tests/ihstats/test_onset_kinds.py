@@ -149,3 +149,7 @@ def test_a_run_with_a_higher_formed_level_is_read_at_its_own_level():
     assert creep_at["onset"] < 0.6 * 2600  # the creep crosses 0.3 near update 1,000
     assert abs(formation(metrics, min_ps=0.5, metric="ps_indist")["onset"] - jump_at["onset"]) < 1
     assert formation(metrics, min_ps=0.3, metric="ps_indist")["onset"] < 0.6 * 2600
+    # a run that stays on the creep (0.38) has not formed at its level 0.5, in the table as in formation
+    flat = metrics[metrics["step"] < 1800]
+    assert not emergence_table(flat.assign(formed_level=0.5), "ps_indist").iloc[0]["formed"]
+    assert not formation(flat, min_ps=0.5, metric="ps_indist")["formed"]
