@@ -156,10 +156,12 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
         table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
     if is_ps and method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
-        own_level = table["run_id"].map(formed_at).fillna(FORMED_MIN_PS).clip(lower=FORMED_MIN_PS)
-        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)  # the run's own level
+        own_level = table["run_id"].map(formed_at).fillna(FORMED_MIN_PS).clip(lower=FORMED_MIN_PS) \
+            if metric in CREEP_REACH else FORMED_MIN_PS  # on ps_indist, the run's own level (as its onset)
+        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)
     if is_ps:
-        circuits = [{"run_id": rid, **circuit(m, max(FORMED_MIN_PS, formed_at.get(rid, FORMED_MIN_PS)), metric)}
+        at = {rid: max(FORMED_MIN_PS, lv) for rid, lv in formed_at.items()} if metric in CREEP_REACH else {}
+        circuits = [{"run_id": rid, **circuit(m, at.get(rid, FORMED_MIN_PS), metric)}
                     for rid, m in metrics.groupby("run_id", sort=False)]
         table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
         if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)

@@ -111,7 +111,7 @@ size = [{ label = "small", "model.d_model" = 32 }, { label = "big", "model.d_mod
     ('name = "e"\nsteps = 3', "unknown top-level key 'steps'"),
     ('description = "no name"', "name: a non-empty string"),
     ('name = "e"\n[axes]\nsize = [{ label = "a", "model.dmodel" = 1 }]', "axes.size[0]: unknown config field 'model.dmodel'"),
-    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct-text-cpu, biinduct-text, biinduct, bxc-law-holdout, bxc-law, bxc-markov-holdout, bxc-markov, "),
+    ('name = "e"\nextends = "bxc-cpv"', "extends: 'bxc-cpv' is neither a grid preset (biinduct-paper, biinduct-text-cpu, biinduct-text, biinduct, bxc-cross-holdout, bxc-cross, bxc-law-holdout, bxc-law, bxc-markov-holdout, bxc-markov, "),
     ('name = "e"\nextends = 3', "extends: expected a grid preset name or a spec file path, got 3"),
     ('name = "e"\nextends = "bxc-text"\n[axes]\n"train.batch_size" = [16, "x"]', "axes.train.batch_size[1]:"),
 ])
