@@ -155,18 +155,25 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     if is_ps and (metrics["metric"] == "indist_gain").any():  # the other onsets beside (logs since issue 52)
         table = table.merge(onsets_beside(metrics, metric, method, level, **kwargs), on="run_id", how="left")
         table["gain_ratio"] = table["onset_gain"] / table["onset"].where(~table["censored"].astype(bool))
-    if is_ps and method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
-        own_level = table["run_id"].map(formed_at).fillna(FORMED_MIN_PS).clip(lower=FORMED_MIN_PS) \
-            if metric in CREEP_REACH else FORMED_MIN_PS  # on ps_indist, the run's own level (as its onset)
-        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)
     if is_ps:
-        at = {rid: max(FORMED_MIN_PS, lv) for rid, lv in formed_at.items()} if metric in CREEP_REACH else {}
-        circuits = [{"run_id": rid, **circuit(m, at.get(rid, FORMED_MIN_PS), metric)}
-                    for rid, m in metrics.groupby("run_id", sort=False)]
-        table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
-        if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
-            table.loc[~table["formed"].astype(bool), "circuit"] = ""
+        table = _formed_and_circuit(table, metrics, metric, method, formed_at)
     return runs.merge(table, on="run_id", how="right")
+
+
+def _formed_and_circuit(table: pd.DataFrame, metrics: pd.DataFrame, metric: str, method: str,
+                        formed_at: dict[str, float]) -> pd.DataFrame:
+    """A max-PS table with ``formed`` (the formed rule's detector only) and the circuit columns. On
+    ps_indist a run is read at its own formed level (as its onset), elsewhere at FORMED_MIN_PS."""
+    at = {rid: max(FORMED_MIN_PS, lv) for rid, lv in formed_at.items()} if metric in CREEP_REACH else {}
+    if method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
+        own_level = table["run_id"].map(lambda rid: at.get(rid, FORMED_MIN_PS))
+        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)
+    circuits = [{"run_id": rid, **circuit(m, at.get(rid, FORMED_MIN_PS), metric)}
+                for rid, m in metrics.groupby("run_id", sort=False)]
+    table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
+    if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
+        table.loc[~table["formed"].astype(bool), "circuit"] = ""
+    return table
 
 
 def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", level: float = 0.9,
