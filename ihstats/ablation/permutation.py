@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -243,8 +244,6 @@ def stratified_rank_test(strata) -> tuple[float, float]:
     Returns ``(p, shift)``: the two-sided p-value (the null probability of totals at least as far
     from the null mean) and A's mean rank minus its null mean, per run (negative: A is earlier).
     """
-    from itertools import combinations
-
     from scipy.stats import rankdata
 
     law, observed, expected, n_a = {0: 1.0}, 0, 0.0, 0
