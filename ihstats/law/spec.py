@@ -34,6 +34,7 @@ DEFAULT_PRIORS = {
     "sigma": 1.0,             # HalfNormal(sd)
     "nu": (2.0, 0.1),         # Gamma(alpha, beta)
     "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
+    "seed_sd": 0.5,           # HalfNormal(sd) of the crossed seed effect (seed_effect=True)
     "log_sigma_mu": (-1.0, 1.0),  # Normal(mu, sd) of the levels' mean log sigma (sigma_by)
     "log_sigma_sd": 1.0,      # HalfNormal(sd) of the levels' spread in log sigma (sigma_by)
     "g": (0.5, 0.5),          # Normal(mu, sd): the tokens form's exponent on B C (form="tokens")
@@ -68,6 +69,11 @@ class UPTLawSpec:
     sigma_by : str or None
         A column of the table (``"C"``, or any named column) whose levels each get their own
         scatter ``sigma[level]``, partially pooled (module docstring); None: one shared sigma.
+    seed_effect : bool
+        A crossed seed effect ``seed_sd * z_seed`` on log UPT, shared by every run of one training
+        seed (column ``seed``) across cells: the "seed lottery" of a grid whose seed s starts every
+        cell from the same initial weights and data order. ``sigma`` is then the scatter left after
+        it; a prediction at a seed the fit saw uses that seed's offset, at a new seed draws one.
     form : {"power", "critical_batch", "tokens"}
         The law's line (:mod:`ihstats.law.forms`); the rest of the model is the same in each.
     """
@@ -82,6 +88,7 @@ class UPTLawSpec:
     cell_effect: bool = False
     sigma_by: str | None = None
     form: str = "power"
+    seed_effect: bool = False
 
     def __post_init__(self):
         if self.form not in FORMS:
