@@ -64,6 +64,9 @@ def parse_args(argv=None):
     p.add_argument("--seed-effect", choices=["auto", "on", "off"], default="off",
                    help="the law's crossed seed effect (seed_sd; a held-out run at a seed the fit saw takes that "
                         "seed's offset); auto = on when some seed was run in several cells (default off)")
+    p.add_argument("--seed-within", default=None, metavar="COLUMN",
+                   help="with --seed-effect: one offset per seed and level of this column (e.g. C: the initial "
+                        "weights of one seed differ between context lengths, whose position embeddings differ)")
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="one seed-level sigma per level of this emergence-table column (e.g. C), "
                         "as analyses/fit_upt_law.py --sigma-by (default: one shared sigma)")
@@ -122,7 +125,7 @@ def _spec(args, table: pd.DataFrame) -> ValidationSpec:
     cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     seed = args.seed_effect == "on" or (args.seed_effect == "auto" and seeds_crossed(table))
     law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by, form=args.form,
-                     seed_effect=seed)
+                     seed_effect=seed, seed_within=args.seed_within)
     return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed,
                           forms=FORMS if args.compare_forms else (), circuits=args.circuits)
 

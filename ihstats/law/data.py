@@ -200,6 +200,25 @@ def seed_label(value) -> str:
     return f"{int(v)}" if np.isfinite(v) and v == int(v) else str(value).strip()
 
 
+def seed_key(seed, within: str | None = None, value=None) -> str | None:
+    """The seed effect's label of a run: its seed (:func:`seed_label`), or with ``within`` the seed
+    and that column's value (``"2|C=64"``); None when the seed (or the value) is missing."""
+    if seed is None or pd.isna(seed) or (within and (value is None or pd.isna(value))):
+        return None
+    if not within:
+        return seed_label(seed)
+    return f"{seed_label(seed)}|{within}={value:g}" if isinstance(value, (int, float, np.number)) else \
+        f"{seed_label(seed)}|{within}={value}"
+
+
+def seed_keys(df: pd.DataFrame, within: str | None = None) -> list:
+    """Each row's :func:`seed_key` (all None without a ``seed`` column, or without ``within``'s)."""
+    if "seed" not in df.columns or (within and within not in df.columns):
+        return [None] * len(df)
+    values = df[within].tolist() if within else [None] * len(df)
+    return [seed_key(s, within, v) for s, v in zip(df["seed"].tolist(), values)]
+
+
 def seeds_crossed(table: pd.DataFrame) -> bool:
     """Whether a table's seeds are crossed with its cells (two or more seeds, and some seed run in
     two or more cells): what the CLIs' ``--seed-effect auto`` turns the seed effect on for."""
@@ -211,21 +230,25 @@ def seeds_crossed(table: pd.DataFrame) -> bool:
 
 def _numeric_first(label: str) -> tuple:
     """Sort key: integer seeds in numeric order (2 before 10), then any others as text."""
-    whole = label.lstrip("-").isdigit()
-    return (not whole, int(label) if whole else 0, label)
+    seed, _, rest = label.partition("|")
+    whole = seed.lstrip("-").isdigit()
+    return (not whole, int(seed) if whole else 0, seed, rest)
 
 
 def _seeds(df: pd.DataFrame, spec: UPTLawSpec):
     """Run -> seed index for the crossed seed effect (None without it); needs two or more seeds."""
     if not spec.seed_effect:
         return None, None
-    if "seed" not in df.columns:
-        _fail("seed: the seed effect needs a seed column (emergence tables of grids carry it); "
-              "fit without seed_effect / --seed-effect off")
-    blank = df["seed"].isna().to_numpy() | (df["seed"].astype(str).str.strip() == "").to_numpy()
+    within = spec.seed_within
+    for col in ["seed"] + ([within] if within else []):
+        if col not in df.columns:
+            _fail(f"{col}: the seed effect{' within ' + col if col == within else ''} needs a {col} column "
+                  f"(emergence tables of grids carry seed); fit without seed_effect / --seed-effect off")
+    labels = seed_keys(df, within)
+    blank = np.array([k is None for k in labels]) | (df["seed"].astype(str).str.strip() == "").to_numpy()
     if blank.any():
-        _fail(f"seed: blank in {rows(df, blank)}; the seed effect needs each run's training seed")
-    labels = df["seed"].map(seed_label).tolist()
+        _fail(f"seed: blank in {rows(df, blank)}; the seed effect needs each run's training seed"
+              + (f" and its {within}" if within else ""))
     seeds = sorted(set(labels), key=_numeric_first)
     if len(seeds) < 2:
         _fail(f"seed: one seed ({seeds[0]!r}) in the table; a seed effect needs runs at two or more "

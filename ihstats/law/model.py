@@ -190,6 +190,7 @@ class UPTLawModel:
             attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood, form=self.spec.form,
                      cell_effect=int(self.spec.cell_effect), seed_effect=int(self.spec.seed_effect),
+                     seed_within=self.spec.seed_within or "",
                      sigma_by=self.spec.sigma_by or "",
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
                      model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))

@@ -24,7 +24,7 @@ from ihstats import _bayes
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
-from ihstats.law.data import seed_label
+from ihstats.law.data import seed_key
 from ihstats.law.forms import FORM_TEXT, posterior_form
 from ihstats.law.mixture import is_mixture, predict_mixture
 from ihstats.law.model import UPTLawModel
@@ -206,12 +206,14 @@ def law_name(idata) -> str:
     return f"{form} form: {FORM_TEXT[form]}"
 
 
-def _seed_note(idata, run_seed) -> str:
+def _seed_note(idata, run_seed, design: dict) -> str:
     """What the new-run interval holds of the seed effect, when the posterior has one."""
     if "seed_sd" not in idata.posterior:
         return ""
-    if run_seed is not None and seed_label(run_seed) in [str(v) for v in idata.posterior["seed"].values]:
-        return f" and seed {seed_label(run_seed)}'s fitted offset"
+    within = idata.posterior.attrs.get("seed_within") or None
+    key = seed_key(run_seed, within, design.get(within)) if run_seed is not None else None
+    if key is not None and key in [str(v) for v in idata.posterior["seed"].values]:
+        return f" and seed {key}'s fitted offset"
     return " and a new seed's offset" + ("" if run_seed is None else f" (seed {run_seed} was not in the fit)")
 
 
@@ -274,7 +276,7 @@ def main(argv=None) -> int:
         print(json.dumps({**vals, "posterior": src, "validation": checked, "warnings": warns},
                          allow_nan=False))
         return 0
-    q = f"{args.hdi_prob:.0%}"
+    q, design = f"{args.hdi_prob:.0%}", {"B": args.batch_size, "C": args.context, "N": args.model_size}
     print(f"B = {args.batch_size:g}, C = {args.context:g}"
           + (f", N = {args.model_size:g}" if args.model_size else ""))
     print(f"predicted UPT (law line, posterior median): {row.upt:,.0f} updates "
@@ -286,7 +288,7 @@ def main(argv=None) -> int:
     print(f"  {q} HDI for a new cell:     [{row.cell_lo:,.0f}, {row.cell_hi:,.0f}] updates "
           f"(adds the cell-to-cell residual, when fitted)")
     print(f"  {q} HDI for a new run:      [{row.pred_lo:,.0f}, {row.pred_hi:,.0f}] updates "
-          f"(adds run-to-run scatter{_seed_note(idata, args.run_seed)})")
+          f"(adds run-to-run scatter{_seed_note(idata, args.run_seed, design)})")
     print(f"  {checked}")
     print(f"using {src}")
     return 0

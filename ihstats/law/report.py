@@ -86,9 +86,12 @@ def _seed_effect_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
                      for k, s in enumerate(res.data.seeds)
                      for lo, hi in [_bayes.hdi(offsets[:, k], hdi_prob=hdi)])
     sd = f"{summ.at['seed_sd', 'mean']:.3f} [{summ.at['seed_sd', 'hdi_lo']:.3f}, {summ.at['seed_sd', 'hdi_hi']:.3f}]"
-    return (f"Seed effect: one offset per training seed, shared by that seed's runs in every cell "
+    scope = (f"per training seed and {res.spec.seed_within}, shared by that seed's runs in every cell at "
+             f"that {res.spec.seed_within}" if res.spec.seed_within else
+             "per training seed, shared by that seed's runs in every cell")
+    return (f"Seed effect: one offset {scope} "
             f"(`seed_sd * z_seed`, seed_sd ~ HalfNormal({res.spec.resolved_priors['seed_sd']}), "
-            f"{len(res.data.seeds)} seeds), seed_sd = {sd} (log UPT). Offsets ({hdi:.0%} HDI; the factor on "
+            f"{len(res.data.seeds)} offsets), seed_sd = {sd} (log UPT). Offsets ({hdi:.0%} HDI; the factor on "
             f"UPT): {each}. It is the seed lottery: a seed that starts every cell from the same weights and "
             f"data order is slow or fast in all of them, and sigma is the scatter left after it. A planned "
             f"run at a seed the fit saw is predicted with its offset (`predict(..., run_seed=s)`); at a new "

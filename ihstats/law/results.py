@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from ihstats import _bayes
-from ihstats.law.data import LawData, design_values, seed_label
+from ihstats.law.data import LawData, design_values, seed_key
 from ihstats.law.forms import FORM_PARAMS, FORM_TEXT, line_draws, posterior_form
 from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError, UPTLawSpec
 
@@ -96,9 +96,9 @@ def extrapolation_warnings(idata, **values) -> list[str]:
 
 def seed_offset_draws(idata, run_seeds, rng: np.random.Generator, pick=None) -> np.ndarray:
     """Draws of each run's seed offset on log UPT, shape (S, n), or 0.0 when the posterior has no
-    seed effect. ``run_seeds``: each run's training seed (None: unknown); a seed the fit saw takes
-    its posterior ``seed_sd * z_seed``, any other a new ``seed_sd * z`` per draw. ``pick``: the
-    draws to use (indices into chain * draw; default all)."""
+    seed effect. ``run_seeds``: each run's :func:`~ihstats.law.data.seed_key` (None: unknown); a
+    seed the fit saw takes its posterior ``seed_sd * z_seed``, any other a new ``seed_sd * z`` per
+    draw. ``pick``: the draws to use (indices into chain * draw; default all)."""
     post = idata.posterior
     if "seed_sd" not in post:
         return 0.0
@@ -107,16 +107,17 @@ def seed_offset_draws(idata, run_seeds, rng: np.random.Generator, pick=None) -> 
     if pick is not None:
         sd, z = sd[pick], z[pick]
     known = [str(v) for v in post["seed"].values]
-    labels = [None if s is None else seed_label(s) for s in run_seeds]
-    out = sd[:, None] * rng.standard_normal((len(sd), len(labels)))  # new seeds
-    for j, lab in enumerate(labels):
-        if lab in known:
-            out[:, j] = sd * z[:, known.index(lab)]
+    out = sd[:, None] * rng.standard_normal((len(sd), len(run_seeds)))  # new seeds
+    for j, key in enumerate(run_seeds):
+        if key is not None and str(key) in known:
+            out[:, j] = sd * z[:, known.index(str(key))]
     return out
 
 
-def _run_seeds(idata, run_seed, n: int) -> list:
-    """``run_seed`` (None, one seed, or one per planned run) as a list of n seeds or Nones."""
+def _run_seeds(idata, run_seed, design: dict) -> list:
+    """``run_seed`` (None, one seed, or one per planned run) as each planned run's seed key (with a
+    ``seed_within`` posterior: the seed and the run's value of that design factor), or Nones."""
+    n = len(design["B"])
     if run_seed is None:
         return [None] * n
     if "seed_sd" not in idata.posterior:
@@ -125,7 +126,12 @@ def _run_seeds(idata, run_seed, n: int) -> list:
     seeds = [run_seed] if np.ndim(run_seed) == 0 else list(run_seed)
     if len(seeds) not in (1, n):
         raise UPTLawError(f"run_seed: one seed or one per planned run ({n}), got {len(seeds)}")
-    return seeds * n if len(seeds) == 1 else seeds
+    seeds = seeds * n if len(seeds) == 1 else seeds
+    within = str(idata.posterior.attrs.get("seed_within", "") or "")
+    if within and within not in design:
+        raise UPTLawError(f"run_seed: this posterior's seed offsets are per seed and {within}, which a "
+                          f"planned run's B, C and N do not give; predict without run_seed (a new seed)")
+    return [seed_key(s, within or None, design[within][j] if within else None) for j, s in enumerate(seeds)]
 
 
 def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
@@ -178,7 +184,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     cell = mu
     if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
-    new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, mu.shape[1]), rng)
+    new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, {"B": B, "C": C, "N": N}), rng)
            + planned_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps)
     out = []
     for j in range(mu.shape[1]):

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ihstats import _bayes
-from ihstats.law.data import LawData
+from ihstats.law.data import LawData, seed_keys
 from ihstats.law.forms import line_draws, posterior_form
 from ihstats.law.results import planned_run_sigma, seed_offset_draws
 from ihstats.law.spec import OBS
@@ -175,7 +175,8 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, known_seeds: 
     scatter and the run's own measurement sd in quadrature (as in the likelihood), its dof the
     draw's ``nu`` (Student-t fits). ``new_cell=False`` leaves the cell offset out (the check that
     the scores can tell a predictive that misses the cell-level variance). With a seed effect, a
-    run whose ``seed`` (a column of ``data.table``) the fit saw takes that seed's offset, any other
+    run whose ``seed`` (a column of ``data.table``; with ``seed_within``, the seed at the run's value
+    of that column) the fit saw takes that seed's offset, any other
     run a new seed's (:func:`~ihstats.law.results.seed_offset_draws`); ``known_seeds=False`` treats
     every seed as new (what the seed's offset is worth).
     """
@@ -194,7 +195,7 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, known_seeds: 
     if new_cell and "cell_sd" in post:
         loc += draws("cell_sd") * rng.standard_normal(loc.shape)
     t = data.table
-    seeds = t["seed"].tolist() if known_seeds and "seed" in t else [None] * len(t)
+    seeds = seed_keys(t, attrs.get("seed_within") or None) if known_seeds else [None] * len(t)
     loc = loc + seed_offset_draws(idata, seeds, rng, pick)
     # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)
     design = {k: np.exp(v) for k, v in data.logs.items()}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.law.data import prepare, seed_label, seeds_crossed
+from ihstats.law.data import prepare, seed_key, seed_keys, seed_label, seeds_crossed
 from ihstats.law.mixture import CircuitMixtureModel
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import predict_from_posterior
@@ -127,3 +127,46 @@ def test_seed_labels_and_crossing():
     assert not seeds_crossed(table.assign(seed=0))
     # each cell its own seeds (seed = the run's index): nothing shared across cells
     assert not seeds_crossed(table.assign(seed=np.arange(len(table))))
+
+
+def test_seed_within_a_column_gives_each_seed_one_offset_per_level():
+    """``seed_within="C"``: a seed's runs share an offset only at one C (a GPT's initial weights
+    change with C through its position embedding); keys name both, and a planned run finds its
+    offset only at a C the fit saw."""
+    table, _ = crossed_table(n_seeds=2)
+    data = prepare(table, UPTLawSpec(seed_effect=True, seed_within="C", measurement_error=False))
+    assert data.seeds == ["0|C=128", "0|C=32", "1|C=128", "1|C=32"]
+    assert seed_key(1.0, "C", 32.0) == "1|C=32" and seed_key(np.nan, "C", 32) is None
+    assert seed_keys(table.drop(columns="C").head(2), "C") == [None, None]
+    with pytest.raises(UPTLawError, match="seed_within: a column name"):
+        UPTLawSpec(seed_within="C")  # without the seed effect it would be ignored
+    with pytest.raises(UPTLawError, match="N: the seed effect within N needs a N column"):
+        prepare(table, UPTLawSpec(seed_effect=True, seed_within="N", measurement_error=False))
+
+
+def test_the_clis_take_the_seed_flags(fitted, tmp_path, capsys):
+    """--seed-effect / --seed-within reach the spec of validate_law.py; predict's --run-seed reads a
+    saved fit's seed offsets and names the seed it used."""
+    import importlib.util
+    from pathlib import Path
+
+    from ihstats.law.predict import main as predict_main
+
+    path = Path(__file__).resolve().parents[2] / "analyses" / "validate_law.py"
+    spec = importlib.util.spec_from_file_location("validate_law_cli", path)
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    res, table, offsets = fitted
+    base = ["--fit", "a.csv", "--test", "b.csv"]
+    assert not cli._spec(cli.parse_args(base), table).law.seed_effect  # off by default
+    assert cli._spec(cli.parse_args(base + ["--seed-effect", "auto"]), table).law.seed_effect
+    on = cli._spec(cli.parse_args(base + ["--seed-effect", "on", "--seed-within", "C"]), table).law
+    assert on.seed_effect and on.seed_within == "C"
+    res.save(tmp_path / "fit")
+    slow = str(int(np.argmax(offsets)))
+    assert predict_main(["--batch-size", "32", "--context", "64", "--posterior", str(tmp_path / "fit"),
+                         "--run-seed", slow]) == 0
+    assert f"seed {slow}'s fitted offset" in capsys.readouterr().out
+    assert predict_main(["--batch-size", "32", "--context", "64", "--posterior", str(tmp_path / "fit"),
+                         "--run-seed", "99"]) == 0
+    assert "a new seed's offset (seed 99 was not in the fit)" in capsys.readouterr().out
