@@ -337,10 +337,11 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
         main = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw)
         idata = main.idata
     # the test runs are predicted, not fitted: no cell or seed effect, size term or per-level
-    # scatter to identify in them (each run's seed is read from its table row) (a sigma_by level with one run, or none formed, is still predicted: from
-    # the fitted level's sigma, or a new level's for a value the fit never saw)
+    # scatter to identify in them (each run's seed is read from its table row; a sigma_by level
+    # with one run, or none formed, is still predicted: from the fitted level's sigma, or a new
+    # level's for a value the fit never saw)
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None,
-                                       seed_effect=False))
+                                       seed_effect=False, seed_within=None))
     _disjoint(_fitted_runs(train, idata), test)
     extra, compared = alternatives(spec, train_table, main, fit_kw, test=test) if train_table is not None else ({}, {})
     runs = score_fold(spec, idata, train, test, fold="held-out", extra=extra)
@@ -368,7 +369,8 @@ def alternatives(spec: ValidationSpec, table: pd.DataFrame, main, fit_kw: dict, 
             preds.update({form_label(f): law_predictive(r.idata, test, **kw) for f, r in fits.items()})
     if spec.circuits:
         reuse = main if main is not None and main.spec == replace(spec.law, form="power", sigma_by=None,
-                                                                  size_term=False, seed_effect=False) else None
+                                                                  size_term=False, seed_effect=False,
+                                                                  seed_within=None) else None
         fits = fit_circuits(table, spec.law, single=reuse, **fit_kw)
         compared["loo_circuits"] = compare_circuits(fits).reset_index(names="model").to_dict(orient="records")
         if test is not None:

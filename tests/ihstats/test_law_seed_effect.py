@@ -170,3 +170,19 @@ def test_the_clis_take_the_seed_flags(fitted, tmp_path, capsys):
     assert predict_main(["--batch-size", "32", "--context", "64", "--posterior", str(tmp_path / "fit"),
                          "--run-seed", "99"]) == 0
     assert "a new seed's offset (seed 99 was not in the fit)" in capsys.readouterr().out
+
+
+def test_holdout_validation_scores_known_seeds_and_every_seed_new(fitted):
+    """validate_holdout from a saved seed-effect posterior: the held-out runs (new cells, seen
+    seeds) are scored with their seeds' offsets and again with every seed new, which scores worse."""
+    from ihstats.law.validation import NEW_SEED, ValidationSpec, validate_holdout
+    from ihstats.law.scoring import LAW
+
+    res, _, _ = fitted
+    test, _ = crossed_table(seed=11)  # the same seeds' offsets, new cells
+    test["run_id"] = "new-" + test["run_id"]
+    law = UPTLawSpec(cell_effect=True, seed_effect=True, seed_within="C", measurement_error=False)
+    val = validate_holdout(test, ValidationSpec(law=law, baselines=False, n_pred_draws=200), idata=res.idata)
+    s = val.summary().set_index("model")
+    assert s.at[LAW, "mean_lpd"] > s.at[NEW_SEED, "mean_lpd"] + 0.3
+    assert s.at[LAW, "median_hi_lo_ratio_90"] < s.at[NEW_SEED, "median_hi_lo_ratio_90"]
