@@ -16,7 +16,9 @@ low, low against none (same marginal); Zipf against the other marginals and Gaus
 others (same categoriality). A contrast pairs each cell of the tested level with the cells of the
 other levels whose entropy rate lies within ``--tolerance`` bits (each used once); its test is the
 exact stratified test of formed counts (:func:`ihstats.ablation.permutation.stratified_exact_test`,
-two-sided; one stratum = Fisher's exact test). A contrast with no matched pair says so: it is
+two-sided; one stratum = Fisher's exact test), and the speed test is the exact stratified rank test
+of onsets (:func:`~ihstats.ablation.permutation.stratified_rank_test`; a run that did not form
+ranks after every onset, so the grids must share one budget). A contrast with no matched pair says so: it is
 confounded with entropy in these grids. Writes ``cells.csv``, ``contrasts.csv`` and ``summary.md``
 into ``--out`` (default ``results/markov_entropy/<first grid's name>``).
 """
@@ -33,7 +35,7 @@ import pandas as pd
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.fileio import UnreadableFile, read_json, read_table
 from ihstats.io import config_factors
-from ihstats.ablation.permutation import stratified_exact_test
+from ihstats.ablation.permutation import stratified_exact_test, stratified_rank_test
 from ihstats.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,22 +97,28 @@ def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(n_runs=("formed", "size"), n_formed=("formed", "sum"), entropy_rate=("entropy_rate", "mean"),
                 entropy_min=("entropy_rate", "min"), entropy_max=("entropy_rate", "max")).reset_index()
     onsets = g["onset"].apply(lambda s: ", ".join(f"{v:,.0f}" for v in sorted(s.dropna())) or "-")
-    return out.assign(onsets=onsets.to_numpy())
+    times = g.apply(lambda d: tuple(np.where(d["formed"], d["onset"], np.inf)), include_groups=False)
+    return out.assign(onsets=onsets.to_numpy(), times=times.to_numpy())
 
 
 def matched_strata(cells: pd.DataFrame, factor: str, level: str, others, held: str, tol: float) -> list:
     """Per tested cell, the cells of the other levels (same regime, dependency and ``held``
-    factor) within ``tol`` bits, each used once: ``[(tested row, [other rows]), ...]``."""
+    factor) within ``tol`` bits, each used once: ``[(tested row, [other rows]), ...]``. Cells of the
+    same grid are matched first (one design, one set of seeds' chains), then across grids."""
     mk = cells[cells["dependency"] == "markov"]
-    used, strata = set(), []
-    for i, a in mk[mk[factor] == level].iterrows():
-        pool = mk[(mk["regime"] == a["regime"]) & (mk[held] == a[held]) & (mk[factor] != level)
-                  & (mk[factor].isin(others) if others else True)
-                  & ((mk["entropy_rate"] - a["entropy_rate"]).abs() <= tol) & ~mk.index.isin(used)]
-        if len(pool):
-            used.update(pool.index)
-            strata.append((a, [b for _, b in pool.iterrows()]))
-    return strata
+    used, strata = set(), {}
+    for same_grid in (True, False):
+        for i, a in mk[mk[factor] == level].iterrows():
+            if i in strata:
+                continue
+            pool = mk[(mk["regime"] == a["regime"]) & (mk[held] == a[held]) & (mk[factor] != level)
+                      & (mk[factor].isin(others) if others else True)
+                      & ((mk["entropy_rate"] - a["entropy_rate"]).abs() <= tol) & ~mk.index.isin(used)
+                      & ((mk["grid"] == a["grid"]) if same_grid else True)]
+            if len(pool):
+                used.update(pool.index)
+                strata[i] = (a, [b for _, b in pool.iterrows()])
+    return [strata[i] for i in sorted(strata)]
 
 
 def contrasts(cells: pd.DataFrame, tol: float) -> pd.DataFrame:
@@ -127,24 +135,42 @@ def contrasts(cells: pd.DataFrame, tol: float) -> pd.DataFrame:
                          "formed_tested": sum(c[0] for c in counts), "runs_tested": sum(c[1] for c in counts),
                          "formed_other": sum(c[2] for c in counts), "runs_other": sum(c[3] for c in counts),
                          "p_value": stratified_exact_test(counts) if counts else np.nan,
+                         **_onset_test(strata),
                          "pairs": pairs or "no entropy-matched pair: confounded with entropy here"})
     return pd.DataFrame(rows)
+
+
+def _onset_test(strata) -> dict:
+    """The rank test of onsets over the matched strata (not formed = later than every onset), and
+    the median onsets of both sides (inf where half or more did not form)."""
+    if not strata:
+        return {"onset_p": np.nan, "rank_shift": np.nan, "median_tested": np.nan, "median_other": np.nan}
+    pairs = [(a.times, [t for b in bs for t in b.times]) for a, bs in strata]
+    p, shift = stratified_rank_test(pairs)
+    return {"onset_p": p, "rank_shift": shift, "median_tested": float(np.median([t for a, _ in pairs for t in a])),
+            "median_other": float(np.median([t for _, b in pairs for t in b]))}
 
 
 def write_summary(path: Path, cells: pd.DataFrame, contr: pd.DataFrame, grids, tol: float) -> None:
     md = ["# Markov factors at matched entropy rate", "",
           f"- grids: {', '.join(map(str, grids))}; entropy rates matched within {tol:g} bits/token",
           "- test: exact stratified test of formed counts over matched pairs, two-sided "
-          "(one stratum: Fisher's exact test)", "", "## Cells", "",
+          "(one stratum: Fisher's exact test); onsets: exact stratified rank test (not formed = after "
+          "every onset), two-sided; rank shift < 0: the tested level is earlier", "", "## Cells", "",
           "| grid | regime | dependency | categoriality | marginal | formed | entropy rate (bits) | onsets |",
           "|---|---|---|---|---|---|---|---|"]
     md += [f"| {r.grid} | {r.regime} | {r.dependency} | {r.categoriality} | {r.marginal} | {r.n_formed}/{r.n_runs} | "
            f"{r.entropy_rate:.2f} ({r.entropy_min:.2f}-{r.entropy_max:.2f}) | {r.onsets} |" for r in cells.itertuples()]
-    md += ["", "## Contrasts", "", "| contrast | regime | tested formed | others formed | p | matched cells |",
-           "|---|---|---|---|---|---|"]
+    md += ["", "## Contrasts", "", "| contrast | regime | tested formed | others formed | p (formed) | "
+           "median onset tested / others | rank shift | p (onsets) | matched cells |", "|---|---|---|---|---|---|---|---|---|"]
     md += [f"| {r.contrast} | {r.regime} | {r.formed_tested}/{r.runs_tested} | {r.formed_other}/{r.runs_other} | "
-           f"{'-' if np.isnan(r.p_value) else f'{r.p_value:.3g}'} | {r.pairs} |" for r in contr.itertuples()]
+           f"{_num(r.p_value, '.3g')} | {_num(r.median_tested, ',.0f')} / {_num(r.median_other, ',.0f')} | "
+           f"{_num(r.rank_shift, '+.2f')} | {_num(r.onset_p, '.3g')} | {r.pairs} |" for r in contr.itertuples()]
     path.write_text("\n".join(md) + "\n")
+
+
+def _num(v: float, fmt: str) -> str:
+    return "-" if np.isnan(v) else ("not formed" if np.isinf(v) else format(v, fmt))
 
 
 def main(argv=None) -> int:
@@ -157,11 +183,11 @@ def main(argv=None) -> int:
     cells = cell_table(runs)
     contr = contrasts(cells, args.tolerance)
     claim_folder(args.out)  # made and marked as the package's before the first write
-    cells.to_csv(args.out / "cells.csv", index=False)
+    cells.drop(columns="times").to_csv(args.out / "cells.csv", index=False)
     contr.to_csv(args.out / "contrasts.csv", index=False)
     write_summary(args.out / "summary.md", cells, contr, args.grids, args.tolerance)
     print(contr[["contrast", "regime", "formed_tested", "runs_tested", "formed_other", "runs_other",
-                 "p_value"]].to_string(index=False))
+                 "p_value", "rank_shift", "onset_p"]].to_string(index=False))
     print(f"wrote {args.out}/ (cells.csv, contrasts.csv, summary.md)")
     return 0
 

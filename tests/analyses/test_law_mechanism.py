@@ -94,3 +94,17 @@ def test_grid_onsets_and_mechanism_table(tmp_path):
     mech = lm.mechanism_table(grid, table, seqs=32).set_index(["arm", "C"])
     assert mech.loc[("capped", 128), "d_q90"] <= 16 < mech.loc[("fixed", 128), "d_q90"]
     assert mech.loc[("fixed", 64), "copies_per_token"] == pytest.approx(0.4, abs=0.05)
+
+
+def test_the_shipped_grid_reads_as_results_says():
+    """data/reference_runs/law-mechanism: the C 128 cells of the density and capped arms never form
+    (held on the creep), every other cell forms at least once; the fixed arm is bxc-cross's runs."""
+    grid = ROOT / "data" / "reference_runs" / "law-mechanism"
+    table = lm.onsets_from_grid(grid, lm.parse_shares([]))
+    runs = table.drop_duplicates("run_id")
+    assert len(runs) == 16 and int((~runs["censored"]).sum()) == 10
+    by_cell = runs.groupby("cell")["censored"].sum()
+    assert by_cell["density-c128"] == 2 and by_cell["capped-c128"] == 2
+    assert by_cell[["fixed-c64", "fixed-c128", "capped-c32", "capped-c64"]].sum() == 0
+    cross = {p.name for p in (ROOT / "data" / "reference_runs" / "bxc-cross").iterdir() if p.is_dir()}
+    assert set(runs.loc[runs["arm"] == "fixed", "run_id"]) <= cross

@@ -37,3 +37,18 @@ def test_matched_contrasts_on_the_shipped_grid(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "analyses" / "markov_entropy.py"), str(old / "g"),
                         "--out", str(old / "out")], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 2 and "data_entropy_rate" in r.stderr and "rerun the grid command" in r.stderr
+
+
+def test_marginals_at_matched_entropy_in_the_high_regime_compare_onsets(tmp_path):
+    # the companion at 4.50 bits, f = r = 0.9: every marginal forms, so formed counts cannot compare
+    # them; the rank test of onsets (not formed = after every onset) can, within the companion grid
+    r = subprocess.run([sys.executable, str(ROOT / "analyses" / "markov_entropy.py"),
+                        str(ROOT / "data/reference_runs/markov"), str(ROOT / "data/reference_runs/markov-entropy-high"),
+                        "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    c = pd.read_csv(tmp_path / "contrasts.csv").set_index(["contrast", "regime"])
+    gauss = c.loc[("Gaussian vs the other marginals", "f 0.9 r 0.9")]
+    assert "gaussian 3/3 (4.50 bits)" in gauss["pairs"]  # matched inside the companion, not across grids
+    assert gauss["p_value"] == 1.0 and gauss["onset_p"] > 0.5  # Gaussian is not the slow one here
+    zipf = c.loc[("Zipf vs the other marginals", "f 0.9 r 0.9")]
+    assert zipf["rank_shift"] > 2 and abs(zipf["onset_p"] - 4 / 84) < 1e-9  # 2 of 84 relabellings as far, x2 sides

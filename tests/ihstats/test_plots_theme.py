@@ -46,3 +46,17 @@ def test_frontier_lines_stop_at_cells_without_runs_and_every_tick_is_labelled():
         assert len(axis.get_minor_locator().tick_values(0.4, 1.0)) == 0  # no tick without a label
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.5", "0.7", "0.9"]
     plt.close(fig)
+
+
+def test_obs_vs_pred_labels_a_short_log_axis_sparsely():
+    # onsets 300-6,000 updates: under two decades matplotlib labelled every minor tick (3-6 x 10^2 collided)
+    obs = [300.0, 420.0, 650.0, 1300.0, 3800.0, 6000.0]
+    frame = pd.DataFrame({"observed": obs, "obs_lo": obs, "obs_hi": obs, "predicted": obs,
+                          "pred_lo": obs, "pred_hi": obs, "censored": [False] * 6})
+    fig = plot_obs_vs_pred(frame, r=1.0, hdi_prob=0.9)
+    fig.canvas.draw()
+    for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
+        labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+        assert set(labels) <= {"100", "200", "500", "1000", "2000", "5000", "10000"} and len(labels) >= 3
+        assert not any(t.get_text() for t in axis.get_ticklabels(minor=True))
+    plt.close(fig)
