@@ -26,6 +26,7 @@ from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sam
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grids
+from ihstats.law.data import seeds_crossed
 from ihstats.law.comparison import best_form, compare_forms, fit_forms, preference
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
@@ -84,6 +85,13 @@ def parse_args(argv=None):
     p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
                    help="a per-cell effect separating the law's residual (cell_sd) from seed-to-seed "
                         "scatter (sigma); auto = on when some cell_id has several seeds")
+    p.add_argument("--seed-effect", choices=["auto", "on", "off"], default="off",
+                   help="a crossed per-seed effect (seed_sd): the runs of one training seed share an offset "
+                        "across cells (the seed lottery); auto = on when some seed was run in several cells "
+                        "(default off)")
+    p.add_argument("--seed-within", default=None, metavar="COLUMN",
+                   help="with --seed-effect: one offset per seed and level of this column (e.g. C: the initial "
+                        "weights of one seed differ between context lengths, whose position embeddings differ)")
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="a seed-level scatter per level of this emergence-table column (C for the "
                         "context, or any column), partially pooled; compared by LOO with one shared "
@@ -180,6 +188,8 @@ def main(argv=None) -> int:
     has_n = "N" in table.columns and table["N"].nunique() > 1
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
+    spec_kw["seed_effect"] = args.seed_effect == "on" or (args.seed_effect == "auto" and seeds_crossed(table))
+    spec_kw["seed_within"] = args.seed_within  # without the seed effect, refused by the spec
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", form="power" if args.form == "best" else args.form,
                           **spec_kw)

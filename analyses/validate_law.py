@@ -34,6 +34,7 @@ from ihstats.cli_checks import SAMPLER_RANGES, add_sampler_flags, apply_fast, ch
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
 from ihstats.law.comparison import COLUMNS, preference
+from ihstats.law.data import seeds_crossed
 from ihstats.law.predict import load_posterior
 from ihstats.law.report import write_validation_figure
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
@@ -60,6 +61,12 @@ def parse_args(argv=None):
                    help="the law's noise model (default student_t, as analyses/fit_upt_law.py)")
     p.add_argument("--cell-effect", choices=["auto", "on", "off"], default="auto",
                    help="the law's cell effect; auto = on when some cell has several seeds")
+    p.add_argument("--seed-effect", choices=["auto", "on", "off"], default="off",
+                   help="the law's crossed seed effect (seed_sd; a held-out run at a seed the fit saw takes that "
+                        "seed's offset); auto = on when some seed was run in several cells (default off)")
+    p.add_argument("--seed-within", default=None, metavar="COLUMN",
+                   help="with --seed-effect: one offset per seed and level of this column (e.g. C: the initial "
+                        "weights of one seed differ between context lengths, whose position embeddings differ)")
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="one seed-level sigma per level of this emergence-table column (e.g. C), "
                         "as analyses/fit_upt_law.py --sigma-by (default: one shared sigma)")
@@ -116,7 +123,9 @@ def load_table(where: str, flag: str) -> pd.DataFrame:
 def _spec(args, table: pd.DataFrame) -> ValidationSpec:
     replicated = "cell_id" in table.columns and table["cell_id"].duplicated().any()
     cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
-    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by, form=args.form)
+    seed = args.seed_effect == "on" or (args.seed_effect == "auto" and seeds_crossed(table))
+    law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by, form=args.form,
+                     seed_effect=seed, seed_within=args.seed_within)
     return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed,
                           forms=FORMS if args.compare_forms else (), circuits=args.circuits)
 

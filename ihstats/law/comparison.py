@@ -61,8 +61,9 @@ def compare_forms(fits: dict) -> pd.DataFrame:
 
 def fit_circuits(table: pd.DataFrame, spec: UPTLawSpec, *, single=None, labels: str = "auto",
                  **fit_kw) -> dict:
-    """``{SINGLE: the power law of spec, MIXTURE: the two-circuit mixture}`` (``single`` reuses a fit)."""
-    law = replace(spec, form="power", sigma_by=None, size_term=False)
+    """``{SINGLE: the power law of spec, MIXTURE: the two-circuit mixture}`` (``single`` reuses a fit).
+    Both without a seed effect: the mixture has none, and the two are compared like for like."""
+    law = replace(spec, form="power", sigma_by=None, size_term=False, seed_effect=False, seed_within=None)
     if single is None:
         progress.step("circuits: fitting the single-circuit law")
         single = UPTLawModel.from_table(table, law).fit(**fit_kw)

@@ -37,6 +37,8 @@ class LawData(FitData):
     cells: list | None = None           # cell ids in index order
     sigma_idx: np.ndarray | None = None  # run -> index into sigma_levels (sigma_by)
     sigma_levels: list | None = None     # the sigma_by column's levels, as strings, in index order
+    seed_idx: np.ndarray | None = None   # run -> index into seeds (seed_effect)
+    seeds: list | None = None            # seed labels (seed_label) in index order
 
     @property
     def x(self) -> dict:
@@ -81,9 +83,10 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     centres = {k: float(v.mean()) for k, v in logs.items()}
     cell_idx, cells = _cells(df, spec)
     sigma_idx, sigma_levels = _sigma_levels(df, cens, spec)
+    seed_idx, seeds = _seeds(df, spec)
     return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
                    me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells,
-                   sigma_idx=sigma_idx, sigma_levels=sigma_levels)
+                   sigma_idx=sigma_idx, sigma_levels=sigma_levels, seed_idx=seed_idx, seeds=seeds)
 
 
 def _select_rows(table: pd.DataFrame, spec: UPTLawSpec) -> pd.DataFrame:
@@ -185,6 +188,72 @@ def _cells(df: pd.DataFrame, spec: UPTLawSpec):
         _fail("cell_id: every run is its own cell, so a cell effect cannot be told from the seed "
               "scatter; add seeds (grid --seeds N) or fit without cell_effect / --cell-effect off")
     return codes.astype(int), list(cells)
+
+
+def seed_label(value) -> str:
+    """A training seed as the seed effect names it: ``"2"`` for 2, 2.0 and "2" alike (a table
+    read back from CSV may hold seeds as floats or text), so a test run finds its seed in the fit."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value).strip()
+    return f"{int(v)}" if np.isfinite(v) and v == int(v) else str(value).strip()
+
+
+def seed_key(seed, within: str | None = None, value=None) -> str | None:
+    """The seed effect's label of a run: its seed (:func:`seed_label`), or with ``within`` the seed
+    and that column's value (``"2|C=64"``); None when the seed (or the value) is missing."""
+    if seed is None or pd.isna(seed) or (within and (value is None or pd.isna(value))):
+        return None
+    if not within:
+        return seed_label(seed)
+    return f"{seed_label(seed)}|{within}={value:g}" if isinstance(value, (int, float, np.number)) else \
+        f"{seed_label(seed)}|{within}={value}"
+
+
+def seed_keys(df: pd.DataFrame, within: str | None = None) -> list:
+    """Each row's :func:`seed_key` (all None without a ``seed`` column, or without ``within``'s)."""
+    if "seed" not in df.columns or (within and within not in df.columns):
+        return [None] * len(df)
+    values = df[within].tolist() if within else [None] * len(df)
+    return [seed_key(s, within, v) for s, v in zip(df["seed"].tolist(), values)]
+
+
+def seeds_crossed(table: pd.DataFrame) -> bool:
+    """Whether a table's seeds are crossed with its cells (two or more seeds, and some seed run in
+    two or more cells): what the CLIs' ``--seed-effect auto`` turns the seed effect on for."""
+    if "seed" not in table.columns or table["seed"].nunique() < 2:
+        return False
+    cells = table["cell_id"] if "cell_id" in table.columns else table[["B", "C"]].astype(str).agg("x".join, axis=1)
+    return bool(cells.groupby(table["seed"]).nunique().max() > 1)
+
+
+def _numeric_first(label: str) -> tuple:
+    """Sort key: integer seeds in numeric order (2 before 10), then any others as text."""
+    seed, _, rest = label.partition("|")
+    whole = seed.lstrip("-").isdigit()
+    return (not whole, int(seed) if whole else 0, seed, rest)
+
+
+def _seeds(df: pd.DataFrame, spec: UPTLawSpec):
+    """Run -> seed index for the crossed seed effect (None without it); needs two or more seeds."""
+    if not spec.seed_effect:
+        return None, None
+    within = spec.seed_within
+    for col in ["seed"] + ([within] if within else []):
+        if col not in df.columns:
+            _fail(f"{col}: the seed effect{' within ' + col if col == within else ''} needs a {col} column "
+                  f"(emergence tables of grids carry seed); fit without seed_effect / --seed-effect off")
+    labels = seed_keys(df, within)
+    blank = np.array([k is None for k in labels]) | (df["seed"].astype(str).str.strip() == "").to_numpy()
+    if blank.any():
+        _fail(f"seed: blank in {rows(df, blank)}; the seed effect needs each run's training seed"
+              + (f" and its {within}" if within else ""))
+    seeds = sorted(set(labels), key=_numeric_first)
+    if len(seeds) < 2:
+        _fail(f"seed: one seed ({seeds[0]!r}) in the table; a seed effect needs runs at two or more "
+              f"seeds: fit without seed_effect / --seed-effect off")
+    return np.array([seeds.index(v) for v in labels], dtype=int), seeds
 
 
 def _sigma_levels(df: pd.DataFrame, cens: np.ndarray, spec: UPTLawSpec):

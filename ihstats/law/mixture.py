@@ -86,9 +86,9 @@ class CircuitMixtureModel:
         """Check ``table`` as the law does (:func:`ihstats.law.data.prepare`) and read its labels;
         ``labels="auto"``: observed where two or more runs of each circuit are labelled, else marginal."""
         spec = spec or UPTLawSpec()
-        if spec.form != "power" or spec.size_term or spec.sigma_by:
+        if spec.form != "power" or spec.size_term or spec.sigma_by or spec.seed_effect:
             raise UPTLawError("mixture: each circuit has a power law with one scatter per circuit; fit it "
-                              "with form='power', no size term and no sigma_by")
+                              "with form='power', no size term, no sigma_by and no seed_effect")
         if labels not in (*LABEL_MODES, "auto"):
             raise UPTLawError(f"labels: must be one of {[*LABEL_MODES, 'auto']}, got {labels!r}")
         data = prepare(table, spec)

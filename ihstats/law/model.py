@@ -33,6 +33,17 @@ compares nested models, :func:`ihstats.law.sensitivity.compare_sigma_by`), and a
 not fitted) has a predictive scatter. Why it matters: a Student-t fit reads scatter that grows at
 short C as heavy tails (issue 39: within-cell sd of log onset 1.07 at C = 16, 0.13 at C = 64, nu 1.5).
 
+Cell and seed effects (both non-centred; ``UPTLawSpec(cell_effect=True, seed_effect=True)``)::
+
+    mu_i += cell_sd * z_cell[cell_i] + seed_sd * z_seed[seed_i],  z ~ Normal(0, 1)
+    cell_sd, seed_sd ~ HalfNormal(0.5)
+
+The seed effect is crossed with the cells: in a grid every cell's seed s starts from the same
+initial weights (where the shapes match) and data order, so a seed that is slow in one cell tends
+to be slow in the others. Without the term that shared lottery inflates ``sigma`` and leaves the
+runs of one seed correlated; with it a run at a seed the fit saw is predicted with that seed's
+offset (``seed_offset = seed_sd * z_seed``, derived after sampling), at a new seed with a new draw.
+
 Measurement error: each uncensored run's onset interval ``[onset_lo, onset_hi]`` at level
 ``level`` gives ``s_i = (log hi - log lo) / (2 z)`` with ``z = Phi^-1(0.5 + level / 2)``; it is
 added in quadrature to the likelihood scale, ``scale_i = sqrt(sigma^2 + s_i^2)`` (equivalent to
@@ -107,6 +118,8 @@ class UPTLawModel:
             coords["cell"] = d.cells
         if d.sigma_levels is not None:
             coords["sigma_level"] = d.sigma_levels
+        if d.seeds is not None:
+            coords["seed"] = d.seeds
         with pm.Model(coords=coords) as model:
             alpha = pm.Normal("alpha", mu=float(d.y[~d.censored].mean()), sigma=pr["alpha_sd"])
             mu = alpha + pymc_line(pm, self.spec.form, d.x, d.centres, pr)  # the form's line
@@ -114,6 +127,10 @@ class UPTLawModel:
                 cell_sd = pm.HalfNormal("cell_sd", sigma=pr["cell_sd"])
                 cell_z = pm.Normal("cell_z", 0.0, 1.0, dims="cell")
                 mu = mu + cell_sd * cell_z[d.cell_idx]
+            if d.seeds is not None:  # crossed with the cells: one offset per training seed
+                seed_sd = pm.HalfNormal("seed_sd", sigma=pr["seed_sd"])
+                seed_z = pm.Normal("seed_z", 0.0, 1.0, dims="seed")
+                mu = mu + seed_sd * seed_z[d.seed_idx]
             sigma = self._sigma(pm, pr)
             scale = pt.sqrt(sigma**2 + pm.Data("me_sd", d.me_sd, dims="run") ** 2)
             obs, cen = np.flatnonzero(~d.censored), np.flatnonzero(d.censored)
@@ -158,6 +175,8 @@ class UPTLawModel:
                                        log_likelihood=False, label="the UPT law")
         for name, value in derived(self.spec.form, idata.posterior, self.data.centres).items():
             idata.posterior[name] = value
+        if "seed_z" in idata.posterior:  # each seed's offset on log UPT, as reports print it
+            idata.posterior["seed_offset"] = idata.posterior["seed_sd"] * idata.posterior["seed_z"]
         runs = {"run": self.data.table["run_id"].astype(str).tolist()}
         _bayes.add_group(idata, "log_likelihood",
                          {OBS: (("chain", "draw", "run"), loglik(self.data, idata, self.spec.form))}, coords=runs)
@@ -170,7 +189,9 @@ class UPTLawModel:
             v = self.data.table[k].to_numpy(dtype=float)
             attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood, form=self.spec.form,
-                     cell_effect=int(self.spec.cell_effect), sigma_by=self.spec.sigma_by or "",
+                     cell_effect=int(self.spec.cell_effect), seed_effect=int(self.spec.seed_effect),
+                     seed_within=self.spec.seed_within or "",
+                     sigma_by=self.spec.sigma_by or "",
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
                      model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))
         idata.posterior.attrs.update(attrs)

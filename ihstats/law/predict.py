@@ -24,6 +24,7 @@ from ihstats import _bayes
 from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
+from ihstats.law.data import seed_key
 from ihstats.law.forms import FORM_TEXT, posterior_form
 from ihstats.law.mixture import is_mixture, predict_mixture
 from ihstats.law.model import UPTLawModel
@@ -205,6 +206,17 @@ def law_name(idata) -> str:
     return f"{form} form: {FORM_TEXT[form]}"
 
 
+def _seed_note(idata, run_seed, design: dict) -> str:
+    """What the new-run interval holds of the seed effect, when the posterior has one."""
+    if "seed_sd" not in idata.posterior:
+        return ""
+    within = idata.posterior.attrs.get("seed_within") or None
+    key = seed_key(run_seed, within, design.get(within)) if run_seed is not None else None
+    if key is not None and key in [str(v) for v in idata.posterior["seed"].values]:
+        return f" and seed {key}'s fitted offset"
+    return " and a new seed's offset" + ("" if run_seed is None else f" (seed {run_seed} was not in the fit)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m ihstats.law.predict", description=__doc__.split("\n")[1])
     p.add_argument("--batch-size", type=float, required=True,
@@ -219,6 +231,9 @@ def main(argv=None) -> int:
                    help="the output folder of analyses/fit_upt_law.py, or its idata.nc (default: "
                         "shipped reference, fitted to data/reference_runs/bxc-cpu-h200-bf16)")
     p.add_argument("--hdi-prob", type=float, default=0.9, help="interval width (default 0.9)")
+    p.add_argument("--run-seed", default=None,
+                   help="the planned run's training seed, for a posterior fitted with --seed-effect on: a seed "
+                        "the fit saw uses its fitted offset, another a new seed's (default: a new seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = p.parse_args(argv)
     check_args(p, args, RANGES)  # the same checks for the fitted and the published law
@@ -234,9 +249,12 @@ def main(argv=None) -> int:
             raise UPTLawError("--model-size: this posterior has no size term (fitted without "
                               "'- c log N'), so N would be ignored; drop --model-size or pass a fit "
                               "made with --size-term on")
+        if args.run_seed is not None and "seed_sd" not in idata.posterior:
+            raise UPTLawError("--run-seed: this posterior has no seed effect, so the seed would be ignored; "
+                              "drop --run-seed or pass a fit made with --seed-effect on")
         row = (predict_mixture(idata, args.batch_size, args.context, hdi_prob=args.hdi_prob) if is_mixture(idata)
                else predict_from_posterior(idata, args.batch_size, args.context, args.model_size,
-                                           hdi_prob=args.hdi_prob)).iloc[0]
+                                           hdi_prob=args.hdi_prob, run_seed=args.run_seed)).iloc[0]
         _check_usable(row)
     except (UPTLawError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -258,7 +276,7 @@ def main(argv=None) -> int:
         print(json.dumps({**vals, "posterior": src, "validation": checked, "warnings": warns},
                          allow_nan=False))
         return 0
-    q = f"{args.hdi_prob:.0%}"
+    q, design = f"{args.hdi_prob:.0%}", {"B": args.batch_size, "C": args.context, "N": args.model_size}
     print(f"B = {args.batch_size:g}, C = {args.context:g}"
           + (f", N = {args.model_size:g}" if args.model_size else ""))
     print(f"predicted UPT (law line, posterior median): {row.upt:,.0f} updates "
@@ -270,7 +288,7 @@ def main(argv=None) -> int:
     print(f"  {q} HDI for a new cell:     [{row.cell_lo:,.0f}, {row.cell_hi:,.0f}] updates "
           f"(adds the cell-to-cell residual, when fitted)")
     print(f"  {q} HDI for a new run:      [{row.pred_lo:,.0f}, {row.pred_hi:,.0f}] updates "
-          f"(adds run-to-run scatter)")
+          f"(adds run-to-run scatter{_seed_note(idata, args.run_seed, design)})")
     print(f"  {checked}")
     print(f"using {src}")
     return 0

@@ -78,6 +78,26 @@ def _seed_spread_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
             f"(cell_lo/cell_hi) and a new run in it (pred_lo/pred_hi).")
 
 
+def _seed_effect_text(res: UPTLawResults, summ: pd.DataFrame) -> str:
+    """The crossed seed effect: its scale, each seed's offset, and what the two mean."""
+    post, hdi = res.idata.posterior, res.spec.hdi_prob
+    offsets = np.asarray(post["seed_offset"].values, dtype=float).reshape(-1, len(res.data.seeds))
+    each = "; ".join(f"seed {s}: {offsets[:, k].mean():+.2f} [{lo:+.2f}, {hi:+.2f}] (x{np.exp(offsets[:, k].mean()):.2f})"
+                     for k, s in enumerate(res.data.seeds)
+                     for lo, hi in [_bayes.hdi(offsets[:, k], hdi_prob=hdi)])
+    sd = f"{summ.at['seed_sd', 'mean']:.3f} [{summ.at['seed_sd', 'hdi_lo']:.3f}, {summ.at['seed_sd', 'hdi_hi']:.3f}]"
+    scope = (f"per training seed and {res.spec.seed_within}, shared by that seed's runs in every cell at "
+             f"that {res.spec.seed_within}" if res.spec.seed_within else
+             "per training seed, shared by that seed's runs in every cell")
+    return (f"Seed effect: one offset {scope} "
+            f"(`seed_sd * z_seed`, seed_sd ~ HalfNormal({res.spec.resolved_priors['seed_sd']}), "
+            f"{len(res.data.seeds)} offsets), seed_sd = {sd} (log UPT). Offsets ({hdi:.0%} HDI; the factor on "
+            f"UPT): {each}. It is the seed lottery: a seed that starts every cell from the same weights and "
+            f"data order is slow or fast in all of them, and sigma is the scatter left after it. A planned "
+            f"run at a seed the fit saw is predicted with its offset (`predict(..., run_seed=s)`); at a new "
+            f"seed a new offset is drawn, so its interval is wider.")
+
+
 def run_labels(table: pd.DataFrame) -> list[str]:
     """Each run by its factors, ``B 16 x C 64 s0`` (N and the seed when the table has them), for
     axes a reader can read; the run id only when the table has no B / C."""
@@ -203,6 +223,7 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
                f"z_k ~ Normal(0, 1) (partial pooling)")
             + (f", nu ~ Gamma{pr['nu']}" if spec.likelihood == "student_t" else "") + ".",
             *([_seed_spread_text(res, summ)] if spec.cell_effect else []),
+            *([_seed_effect_text(res, summ)] if spec.seed_effect else []),
             f"Data: {len(d.y)} runs ({int(d.censored.sum())} censored){', from ' + source if source else ''}; "
             f"B in {sorted(set(d.table['B'].tolist()))}, C in {sorted(set(d.table['C'].tolist()))}.",
             f"Sampler: NUTS, {res.sampler['chains']} chains x {res.sampler['draws']} draws "

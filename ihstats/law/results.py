@@ -18,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from ihstats import _bayes
-from ihstats.law.data import LawData, design_values
+from ihstats.law.data import LawData, design_values, seed_key
 from ihstats.law.forms import FORM_PARAMS, FORM_TEXT, line_draws, posterior_form
 from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError, UPTLawSpec
 
@@ -46,6 +46,9 @@ def mu_draws(data: LawData, idata, form: str | None = None) -> np.ndarray:
     if data.cell_idx is not None:
         z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
         mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
+    if data.seed_idx is not None:
+        z = np.asarray(idata.posterior["seed_z"].values, dtype=float).reshape(mu.shape[0], -1)
+        mu = mu + _bayes.posterior_draws(idata, "seed_sd")[:, None] * z[:, data.seed_idx]
     return mu  # (S, n)
 
 
@@ -91,8 +94,48 @@ def extrapolation_warnings(idata, **values) -> list[str]:
     return out
 
 
+def seed_offset_draws(idata, run_seeds, rng: np.random.Generator, pick=None) -> np.ndarray:
+    """Draws of each run's seed offset on log UPT, shape (S, n), or 0.0 when the posterior has no
+    seed effect. ``run_seeds``: each run's :func:`~ihstats.law.data.seed_key` (None: unknown); a
+    seed the fit saw takes its posterior ``seed_sd * z_seed``, any other a new ``seed_sd * z`` per
+    draw. ``pick``: the draws to use (indices into chain * draw; default all)."""
+    post = idata.posterior
+    if "seed_sd" not in post:
+        return 0.0
+    sd = _bayes.posterior_draws(idata, "seed_sd")
+    z = np.asarray(post["seed_z"].values, dtype=float).reshape(len(sd), -1)
+    if pick is not None:
+        sd, z = sd[pick], z[pick]
+    known = [str(v) for v in post["seed"].values]
+    out = sd[:, None] * rng.standard_normal((len(sd), len(run_seeds)))  # new seeds
+    for j, key in enumerate(run_seeds):
+        if key is not None and str(key) in known:
+            out[:, j] = sd * z[:, known.index(str(key))]
+    return out
+
+
+def _run_seeds(idata, run_seed, design: dict) -> list:
+    """``run_seed`` (None, one seed, or one per planned run) as each planned run's seed key (with a
+    ``seed_within`` posterior: the seed and the run's value of that design factor), or Nones."""
+    n = len(design["B"])
+    if run_seed is None:
+        return [None] * n
+    if "seed_sd" not in idata.posterior:
+        raise UPTLawError("run_seed: this posterior has no seed effect (fitted without "
+                          "seed_effect / --seed-effect on), so the seed would be ignored; drop it")
+    seeds = [run_seed] if np.ndim(run_seed) == 0 else list(run_seed)
+    if len(seeds) not in (1, n):
+        raise UPTLawError(f"run_seed: one seed or one per planned run ({n}), got {len(seeds)}")
+    seeds = seeds * n if len(seeds) == 1 else seeds
+    within = str(idata.posterior.attrs.get("seed_within", "") or "")
+    if within and within not in design:
+        raise UPTLawError(f"run_seed: this posterior's seed offsets are per seed and {within}, which a "
+                          f"planned run's B, C and N do not give; predict without run_seed (a new seed)")
+    return [seed_key(s, within or None, design[within][j] if within else None) for j, s in enumerate(seeds)]
+
+
 def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
-                           seed: int = 0) -> pd.DataFrame:
+                           seed: int = 0, run_seed=None) -> pd.DataFrame:
     """Predicted UPT for planned runs from a fitted posterior (any saved UPT-law netCDF).
 
     Parameters
@@ -104,6 +147,12 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         only when the posterior has the size term). Broadcast together.
     hdi_prob : float
         Interval width.
+    seed : int
+        Seed of the draws of new cells, seeds and scatter.
+    run_seed : optional
+        The planned run's training seed (one for all, or one per run), with a posterior that has a
+        seed effect: a seed the fit saw shifts ``pred_lo/pred_hi`` by its fitted offset; None or an
+        unseen seed draws a new seed's offset (a wider interval).
 
     Returns
     -------
@@ -112,8 +161,9 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         parameter uncertainty), ``cell_lo/cell_hi`` (HDI of a new cell's typical UPT: adds the
         cell-level residual ``cell_sd`` when the fit has a cell effect, else equal to
         ``upt_lo/upt_hi``), ``pred_lo/pred_hi`` (HDI of a new run's UPT in a new cell: adds the
-        run-to-run scatter sigma, excluding measurement error; a ``sigma_by`` fit takes the planned
-        run's level, or a new level's, see ``planned_run_sigma``), and ``tokens = upt * B * C``.
+        run-to-run scatter sigma, excluding measurement error, and with a seed effect the run's seed
+        offset; a ``sigma_by`` fit takes the planned run's level, or a new level's, see
+        ``planned_run_sigma``), and ``tokens = upt * B * C``.
     """
     attrs = idata.posterior.attrs
     size_term = bool(int(attrs.get("size_term", 0)))
@@ -134,7 +184,8 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     cell = mu
     if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
-    new = cell + planned_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps
+    new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, {"B": B, "C": C, "N": N}), rng)
+           + planned_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps)
     out = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
@@ -241,6 +292,7 @@ class UPTLawResults(LawPosterior):
     def params(self) -> list[str]:
         p = FORM_PARAMS[self.spec.form] + (["c"] if self.spec.size_term else []) + ["sigma"]
         p += ["cell_sd"] if self.spec.cell_effect else []
+        p += ["seed_sd", "seed_offset"] if self.spec.seed_effect else []
         p += ["log_sigma_mu", "log_sigma_sd"] if self.spec.sigma_by else []
         return p + (["nu"] if self.spec.likelihood == "student_t" else [])
 
@@ -289,9 +341,10 @@ class UPTLawResults(LawPosterior):
         """PSIS-LOO (ArviZ ``ELPDData``) of the censored likelihood."""
         return _bayes.loo(self.idata, var_name=OBS)
 
-    def predict(self, B, C, N=None, hdi_prob: float | None = None) -> pd.DataFrame:
+    def predict(self, B, C, N=None, hdi_prob: float | None = None, run_seed=None) -> pd.DataFrame:
         """Predicted UPT with intervals for planned runs; see ``predict_from_posterior``."""
-        return predict_from_posterior(self.idata, B, C, N, hdi_prob=hdi_prob or self.spec.hdi_prob)
+        return predict_from_posterior(self.idata, B, C, N, hdi_prob=hdi_prob or self.spec.hdi_prob,
+                                      run_seed=run_seed)
 
     def diagnostics(self, *, rhat_max: float = 1.01, ess_min: float = 400) -> list[str]:
         """Sampler warnings (divergences, r_hat, ESS); empty when all checks pass."""

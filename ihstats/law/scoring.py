@@ -33,9 +33,9 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from ihstats import _bayes
-from ihstats.law.data import LawData
+from ihstats.law.data import LawData, seed_keys
 from ihstats.law.forms import line_draws, posterior_form
-from ihstats.law.results import planned_run_sigma
+from ihstats.law.results import planned_run_sigma, seed_offset_draws
 from ihstats.law.spec import OBS
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
@@ -165,8 +165,8 @@ def summarize_scores(runs: pd.DataFrame, by=("model",), levels=(0.5, 0.9)) -> pd
 
 # ---- the law's posterior predictive -----------------------------------------------------------
 
-def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int = 2000,
-                   seed: int = 0) -> Predictive:
+def law_predictive(idata, data: LawData, *, new_cell: bool = True, known_seeds: bool = True,
+                   n_draws: int = 2000, seed: int = 0) -> Predictive:
     """Posterior predictive of the runs in ``data`` from a UPT-law posterior.
 
     Each component is one posterior draw: its law line at the run's (B, C[, N]) (centred on the
@@ -174,7 +174,11 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
     with a cell effect, one draw of a new cell's offset ``cell_sd * z``; its scale is the seed
     scatter and the run's own measurement sd in quadrature (as in the likelihood), its dof the
     draw's ``nu`` (Student-t fits). ``new_cell=False`` leaves the cell offset out (the check that
-    the scores can tell a predictive that misses the cell-level variance).
+    the scores can tell a predictive that misses the cell-level variance). With a seed effect, a
+    run whose ``seed`` (a column of ``data.table``; with ``seed_within``, the seed at the run's value
+    of that column) the fit saw takes that seed's offset, any other
+    run a new seed's (:func:`~ihstats.law.results.seed_offset_draws`); ``known_seeds=False`` treats
+    every seed as new (what the seed's offset is worth).
     """
     post, attrs = idata.posterior, idata.posterior.attrs
     rng = np.random.default_rng(seed)
@@ -190,6 +194,9 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
                                       {k: attrs[f"center_log{k}"] for k in logs})
     if new_cell and "cell_sd" in post:
         loc += draws("cell_sd") * rng.standard_normal(loc.shape)
+    t = data.table
+    seeds = seed_keys(t, attrs.get("seed_within") or None) if known_seeds else [None] * len(t)
+    loc = loc + seed_offset_draws(idata, seeds, rng, pick)
     # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)
     design = {k: np.exp(v) for k, v in data.logs.items()}
     sigma = planned_run_sigma(idata, design, rng)[pick]
@@ -201,7 +208,8 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, n_draws: int 
 def add_predictions(idata, data: LawData, *, seed: int = 0):
     """Add ArviZ's ``predictions`` group to ``idata`` (in place): per posterior draw, one draw of
     each run's log UPT (``log_upt``, dims chain, draw, run) from :func:`law_predictive` with a new
-    cell's offset (the runs are cells the fit never saw), and ``predictions_constant_data``: each
+    cell's offset (the runs are cells the fit never saw) and, with a seed effect, its seed's offset
+    (a new seed's when the fit never saw it), and ``predictions_constant_data``: each
     run's factors (B, C[, N]), its ``observed`` log onset (``log last_step`` when ``censored``: then
     a lower bound) and the censoring flag. Unclipped: a prediction of the onset itself."""
     post = idata.posterior

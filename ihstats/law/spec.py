@@ -34,6 +34,7 @@ DEFAULT_PRIORS = {
     "sigma": 1.0,             # HalfNormal(sd)
     "nu": (2.0, 0.1),         # Gamma(alpha, beta)
     "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
+    "seed_sd": 0.5,           # HalfNormal(sd) of the crossed seed effect (seed_effect=True)
     "log_sigma_mu": (-1.0, 1.0),  # Normal(mu, sd) of the levels' mean log sigma (sigma_by)
     "log_sigma_sd": 1.0,      # HalfNormal(sd) of the levels' spread in log sigma (sigma_by)
     "g": (0.5, 0.5),          # Normal(mu, sd): the tokens form's exponent on B C (form="tokens")
@@ -68,6 +69,15 @@ class UPTLawSpec:
     sigma_by : str or None
         A column of the table (``"C"``, or any named column) whose levels each get their own
         scatter ``sigma[level]``, partially pooled (module docstring); None: one shared sigma.
+    seed_effect : bool
+        A crossed seed effect ``seed_sd * z_seed`` on log UPT, shared by every run of one training
+        seed (column ``seed``) across cells: the "seed lottery" of a grid whose seed s starts every
+        cell from the same initial weights and data order. ``sigma`` is then the scatter left after
+        it; a prediction at a seed the fit saw uses that seed's offset, at a new seed draws one.
+    seed_within : str or None
+        With ``seed_effect``: one offset per seed *and* level of this column (e.g. ``"C"``: a GPT's
+        position embedding has C rows and is drawn before the blocks, so one seed gives the same
+        initial weights only at one C). None: one offset per seed across the whole table.
     form : {"power", "critical_batch", "tokens"}
         The law's line (:mod:`ihstats.law.forms`); the rest of the model is the same in each.
     """
@@ -82,6 +92,8 @@ class UPTLawSpec:
     cell_effect: bool = False
     sigma_by: str | None = None
     form: str = "power"
+    seed_effect: bool = False
+    seed_within: str | None = None
 
     def __post_init__(self):
         if self.form not in FORMS:
@@ -90,6 +102,10 @@ class UPTLawSpec:
             raise UPTLawError(f"size_term: the {self.form} form has no model-size term; fit it with the power form")
         if self.sigma_by is not None and not (isinstance(self.sigma_by, str) and self.sigma_by):
             raise UPTLawError(f"sigma_by: a column name of the table (like 'C') or None, got {self.sigma_by!r}")
+        if self.seed_within is not None and not (self.seed_effect and isinstance(self.seed_within, str)
+                                                  and self.seed_within):
+            raise UPTLawError(f"seed_within: a column name (like 'C') with seed_effect=True, got "
+                              f"{self.seed_within!r} with seed_effect={self.seed_effect}")
         if self.likelihood not in ("student_t", "normal"):
             raise UPTLawError(f"likelihood: must be 'student_t' or 'normal', got {self.likelihood!r}")
         unknown = set(self.priors) - set(DEFAULT_PRIORS)

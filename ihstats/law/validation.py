@@ -9,6 +9,10 @@ Two ways to ask how often the law's interval holds for a run it did not see:
   fit is kept with its predictions of the held-out runs as ArviZ's ``predictions`` group
   (``idata.nc`` beside the scores).
 
+With a seed effect (``UPTLawSpec(seed_effect=True)``) a run whose training seed the fit saw is
+predicted with that seed's offset, and the law is scored a second time with every seed new
+(``NEW_SEED``: what knowing the seed is worth).
+
 Each prediction is scored by :func:`ihstats.law.scoring.score_runs` (coverage of the 50% and 90%
 intervals, PIT, log predictive density, error of the median; censored runs by their survival
 probability), and so is every baseline of :mod:`ihstats.law.scoring`, fitted on the same training
@@ -53,6 +57,7 @@ from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
+NEW_SEED = "law with every seed new"
 #: The comparison tables a validation may hold in its meta (each also saved as ``<key>.csv``).
 COMPARISONS = ("loo_forms", "heldout_forms", "loo_circuits", "heldout_circuits")
 
@@ -191,6 +196,9 @@ def score_fold(spec: ValidationSpec, idata, train: LawData | None, test: LawData
     if "cell_sd" in idata.posterior:
         preds[NO_CELL] = law_predictive(idata, test, new_cell=False, n_draws=spec.n_pred_draws,
                                         seed=spec.seed)
+    if "seed_sd" in idata.posterior:  # what knowing each run's seed is worth
+        preds[NEW_SEED] = law_predictive(idata, test, known_seeds=False, n_draws=spec.n_pred_draws,
+                                         seed=spec.seed)
     if spec.baselines and train is not None:
         preds.update(baseline_predictives(train, test, seed=spec.seed))
     t = test.table
@@ -328,10 +336,12 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
     if idata is None:
         main = UPTLawModel.from_table(train_table, spec.law).fit(**fit_kw)
         idata = main.idata
-    # the test runs are predicted, not fitted: no cell effect, size term or per-level scatter to
-    # identify in them (a sigma_by level with one run, or none formed, is still predicted: from
-    # the fitted level's sigma, or a new level's for a value the fit never saw)
-    test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None))
+    # the test runs are predicted, not fitted: no cell or seed effect, size term or per-level
+    # scatter to identify in them (each run's seed is read from its table row; a sigma_by level
+    # with one run, or none formed, is still predicted: from the fitted level's sigma, or a new
+    # level's for a value the fit never saw)
+    test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None,
+                                       seed_effect=False, seed_within=None))
     _disjoint(_fitted_runs(train, idata), test)
     extra, compared = alternatives(spec, train_table, main, fit_kw, test=test) if train_table is not None else ({}, {})
     runs = score_fold(spec, idata, train, test, fold="held-out", extra=extra)
@@ -359,7 +369,8 @@ def alternatives(spec: ValidationSpec, table: pd.DataFrame, main, fit_kw: dict, 
             preds.update({form_label(f): law_predictive(r.idata, test, **kw) for f, r in fits.items()})
     if spec.circuits:
         reuse = main if main is not None and main.spec == replace(spec.law, form="power", sigma_by=None,
-                                                                  size_term=False) else None
+                                                                  size_term=False, seed_effect=False,
+                                                                  seed_within=None) else None
         fits = fit_circuits(table, spec.law, single=reuse, **fit_kw)
         compared["loo_circuits"] = compare_circuits(fits).reset_index(names="model").to_dict(orient="records")
         if test is not None:
