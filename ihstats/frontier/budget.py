@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +100,26 @@ def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_
     out["censored"] = out["censored"].astype(bool)
     out["formed"] = out["formed"].astype(bool)
     runs = data.runs.drop(columns=["path"], errors="ignore")
-    return runs.merge(out, on="run_id", how="right")
+    trained = m.groupby("run_id")["step"].max()  # how far each run has trained, not how far it is read
+    return _without_unfinished(runs.merge(out, on="run_id", how="right"), budget, trained)
+
+
+def _without_unfinished(table: pd.DataFrame, budget: float, trained: pd.Series) -> pd.DataFrame:
+    """Drop the runs whose verdict at ``budget`` is not known yet: not formed, trained only to an
+    update before the budget (``trained``: last logged step per run_id), and not finished (running
+    or interrupted). Counting them as "not
+    formed" would read a grid in progress as a frontier (a run at update 300 of 12,600 is no
+    evidence at 12,600); a finished run that stopped early keeps its verdict."""
+    if "status" not in table:
+        return table
+    reached = table["run_id"].map(trained).fillna(0)
+    unknown = ~table["formed"] & (reached < budget) & (table["status"] != "done")
+    if unknown.any():
+        ids = table.loc[unknown, "run_id"].tolist()
+        warnings.warn(f"{len(ids)} run(s) not finished and not formed by update {budget:g} left out of the "
+                      f"verdict there (their outcome is not known yet: {', '.join(ids[:4])}"
+                      f"{' ...' if len(ids) > 4 else ''}); rerun the grid command to finish them", stacklevel=3)
+    return table[~unknown].reset_index(drop=True)
 
 
 def boundary_levels(table: pd.DataFrame) -> dict:

@@ -114,3 +114,24 @@ def test_cli_prints_both_budgets_and_the_verdict(tmp_path, capsys):
     assert cells["late"].sum() == (table["formed_long"] & ~table["formed_short"]).sum() > 0
     assert main([str(tmp_path / "nowhere")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_a_run_still_training_is_left_out_where_its_verdict_is_not_known(tmp_path):
+    """A grid read mid-run: a flat run at update 1,000 of 9,000, status running, is no evidence of
+    "not formed" at 9,000 (left out, with a warning that names it) but is read at 600."""
+    import json
+
+    curves = [simulate_curve("sigmoid", "mixed", n=200, last_step=9000, onset=300, width=0.5,
+                             baseline=0.05, rise=0.6, noise=0.01, seed=2),
+              simulate_curve("flat", "mixed", n=40, last_step=1000, baseline=0.05, noise=0.01, seed=3)]
+    over = [{"data.source": "seminatural", "data.seminatural.frequency": f,
+             "data.seminatural.reliability": 0.9, "train.max_steps": 9000} for f in (0.9, 0.6)]
+    ids = write_fake_grid(tmp_path / "g", list(zip(curves, over)))
+    status = tmp_path / "g" / ids[1] / "status.json"
+    status.write_text(json.dumps({**json.loads(status.read_text()), "status": "running"}))
+    data = io.load_grid(tmp_path / "g")
+    with pytest.warns(UserWarning, match=f"not finished and not formed by update 9000.*{ids[1]}"):
+        long = read_at_budget(data, 9000)
+    assert list(long["run_id"]) == [ids[0]]
+    short = read_at_budget(data, 600)  # both were read past 600: both verdicts are known there
+    assert set(short["run_id"]) == set(ids) and not short.set_index("run_id").at[ids[1], "formed"]
