@@ -135,3 +135,11 @@ def test_a_run_still_training_is_left_out_where_its_verdict_is_not_known(tmp_pat
     assert list(long["run_id"]) == [ids[0]]
     short = read_at_budget(data, 600)  # both were read past 600: both verdicts are known there
     assert set(short["run_id"]) == set(ids) and not short.set_index("run_id").at[ids[1], "formed"]
+
+
+def test_the_shipped_r06_point_forms_in_two_of_three_seeds_only_after_the_freqrel_cap():
+    data = io.load_grid(Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "freqrel-extend")
+    long, short = read_at_budget(data, 12600), read_at_budget(data, 4200)
+    assert len(long) == 3 and set(long["reliability"]) == {0.6}
+    assert long["formed"].sum() == 2 and long.loc[long["formed"], "onset"].between(4000, 5200).all()
+    assert short["formed"].sum() == 0  # freqrel's own cap would have read r 0.6 as "never forms"
