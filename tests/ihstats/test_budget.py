@@ -137,9 +137,11 @@ def test_a_run_still_training_is_left_out_where_its_verdict_is_not_known(tmp_pat
     assert set(short["run_id"]) == set(ids) and not short.set_index("run_id").at[ids[1], "formed"]
 
 
-def test_the_shipped_r06_point_forms_in_two_of_three_seeds_only_after_the_freqrel_cap():
+def test_the_shipped_extension_forms_only_after_the_freqrel_cap():
     data = io.load_grid(Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "freqrel-extend")
     long, short = read_at_budget(data, 12600), read_at_budget(data, 4200)
-    assert len(long) == 3 and set(long["reliability"]) == {0.6}
-    assert long["formed"].sum() == 2 and long.loc[long["formed"], "onset"].between(4000, 5200).all()
-    assert short["formed"].sum() == 0  # freqrel's own cap would have read r 0.6 as "never forms"
+    r06, f06 = long[long["reliability"] == 0.6], long[long["frequency"] == 0.6]
+    assert len(long) == 5 and len(r06) == 3 and len(f06) == 2
+    assert r06["formed"].sum() == 2 and r06.loc[r06["formed"], "onset"].between(4000, 5200).all()
+    assert f06["formed"].sum() == 1 and f06.loc[f06["formed"], "onset"].between(9500, 10500).all()
+    assert short["formed"].sum() == 0  # freqrel's own cap would have read both points as "never forms"

@@ -91,3 +91,11 @@ def test_local_elasticities_cover_a_constant_elasticity():
         bounds += list(loc.loc[loc["bound"] != "", "lo"] >= E)  # "at most lo" holds for the truth
     assert 0.8 <= np.mean(hits) <= 0.97, np.mean(hits)
     assert not bounds or np.mean(bounds) >= 0.9
+
+
+def test_the_likelihood_ratio_reading_has_a_middle_for_borderline_p():
+    from ihstats.onset.product import product_reading
+
+    assert product_reading(0.01, 0.03).startswith("the knobs act with different")
+    assert product_reading(0.024, 0.05).startswith("weak evidence")  # freqrel + freqrel-extend
+    assert product_reading(0.16, 0.21).startswith("no evidence")
