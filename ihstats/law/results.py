@@ -43,12 +43,10 @@ def mu_draws(data: LawData, idata, form: str | None = None) -> np.ndarray:
     posterior's attribute (the prior's draws carry none)."""
     mu = _bayes.posterior_draws(idata, "alpha")[:, None] + line_draws(
         form or posterior_form(idata), lambda name: _bayes.posterior_draws(idata, name)[:, None], data.logs, data.centres)
-    if data.cell_idx is not None:
-        z = np.asarray(idata.posterior["cell_z"].values, dtype=float).reshape(mu.shape[0], -1)
-        mu = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * z[:, data.cell_idx]
-    if data.seed_idx is not None:
-        z = np.asarray(idata.posterior["seed_z"].values, dtype=float).reshape(mu.shape[0], -1)
-        mu = mu + _bayes.posterior_draws(idata, "seed_sd")[:, None] * z[:, data.seed_idx]
+    for term, idx in (("cell", data.cell_idx), ("seed", data.seed_idx)):  # the fitted offsets sd * z[level]
+        if idx is not None:
+            z = np.asarray(idata.posterior[f"{term}_z"].values, dtype=float).reshape(mu.shape[0], -1)
+            mu = mu + _bayes.posterior_draws(idata, f"{term}_sd")[:, None] * z[:, idx]
     return mu  # (S, n)
 
 
@@ -184,8 +182,9 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
     cell = mu
     if "cell_sd" in idata.posterior:  # a planned (B, C) is a new cell: its own offset from the law
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
-    new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, {"B": B, "C": C, "N": N}), rng)
-           + planned_run_sigma(idata, {"B": B, "C": C, "N": N}, rng) * eps)
+    design = {"B": B, "C": C, "N": N}
+    new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, design), rng)
+           + planned_run_sigma(idata, design, rng) * eps)
     out = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
