@@ -9,7 +9,9 @@ Reads the grid's runs (``summary.csv``, ``metrics.parquet``, and ``icl_kv.csv`` 
 ``ihstats.ablation.biinduct.run_table``), ``claims.csv`` (each claim's primary test: Bi-Induct runs
 against natural-only, exact two-sample permutation, its floor, the measure's chance level and
 whether both groups sit at it (then "not testable by this design"), the design's confound, the verdict), ``contrasts.csv``
-(each condition against natural-only per column, Holm over the four, floors) and ``summary.md``.
+(each condition against natural-only per column, Holm over the four, floors), ``summary.md`` and
+``curves.png``/``.pdf`` (every run's induction, previous-token, anti-induction and loss curves,
+coloured by condition).
 """
 
 from __future__ import annotations
@@ -20,16 +22,24 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.ablation.biinduct import NATURAL, claim_tests, run_table
+from ihstats.ablation.biinduct import NATURAL, claim_tests, curves_frame, run_table
 from ihstats.chance import CHANCE_FACTOR
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_text, read_table
+from ihstats.io import load_grid
+from ihstats.plots import save_figure
+from ihstats.plots_paper import plot_biinduct
 from ihstats.ablation.seeds import condition_contrasts
 from ihstats.progress import cli_warnings
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1", "kv_gain", "top_share",
                     "n_eff", "ablation_gap", "val_loss")
+#: the curves figure's panels: the two induction probes, the circuit's first step, the paper's
+#: anti-induction attention and the held-out loss
+CURVE_PANELS = {"ps": "induction (max PS over heads)", "ps_nat": "induction on natural-stream repeats",
+                "prev_token": "previous-token attention (max)", "anti_induction": "anti-induction attention (max)",
+                "val_loss": "held-out loss (nats/token)"}
 
 
 def parse_args(argv=None):
@@ -90,7 +100,7 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
     if len(contr):
         md += ["", "## Each condition against natural-only (two-sided, Holm over the conditions)", ""]
         md += _md_table(contr, ["value", "condition", "diff", "n", "p", "p_holm", "p_floor", "p_floor_holm"])
-    path.write_text("\n".join(md) + "\n")
+    atomic_write_text(path, "\n".join(md) + "\n")
 
 
 def main(argv=None) -> int:
@@ -109,8 +119,11 @@ def main(argv=None) -> int:
     claims.to_csv(args.out / "claims.csv", index=False)
     contr.to_csv(args.out / "contrasts.csv", index=False)
     write_summary(args.out / "summary.md", runs, claims, contr, str(args.grid), args.level)
+    fig = plot_biinduct(curves_frame(load_grid(args.grid), CURVE_PANELS), CURVE_PANELS,
+                        f"Bi-Induct ({args.grid.name}): induction, previous-token and anti-induction scores; held-out loss")
+    save_figure(fig, args.out / "curves", close=True)
     print(claims[["claim", "column", "diff", "p_for_holm", "floor_holm", "verdict"]].to_string(index=False))
-    print(f"wrote {args.out}/ (runs.csv, claims.csv, contrasts.csv, summary.md)")
+    print(f"wrote {args.out}/ (runs.csv, claims.csv, contrasts.csv, summary.md, curves.png/pdf)")
     return 0
 
 

@@ -291,10 +291,12 @@ def plot_markov_factors(cells: pd.DataFrame) -> Any:
 
 
 # ================================================================== Bi-Induct
-def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str]) -> Any:
+def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str],
+                  title: str = "Bi-Induct: induction, copy and duplicate-token scores over training; held-out loss") -> Any:
     """One panel per metric (``panels``: metric -> title), one line per run coloured by its
     Bi-Induct mode (seeds share a colour), over steps. ``frame``: ``run_id, metric, step,
-    value, mode``. Linear steps: the rises fill the later half of the budget."""
+    value, mode`` (:func:`ihstats.ablation.biinduct.curves_frame`). Linear steps: the rises fill
+    the later half of the budget."""
     f = frame[frame["step"] > 0]
     modes = sorted(f["mode"].unique())
     fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2), layout="constrained")
@@ -305,7 +307,7 @@ def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str]) -> Any:
                 ax.plot(g["step"], g["value"], lw=1.0, alpha=0.8, color=f"C{i}", label=mode if j == 0 else None)
         ax.set(xlabel="step (updates)", title=label)
     axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode (one line per seed)", title_fontsize=7)
-    fig.suptitle("Bi-Induct: induction, copy and duplicate-token scores over training; held-out loss", fontsize=9)
+    fig.suptitle(title, fontsize=9)
     return fig
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ihstats.ablation.biinduct import curves_frame
 from ihstats.ablation.data import ablation_families, prepare as ablation_data
 from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.results import run_ablation_tests
@@ -312,13 +313,7 @@ BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
 
 def analysis_biinduct(inp: Inputs) -> FigureData:
     path = _shipped(inp, "biinduct")
-    grid = load_grid(path, on_error="skip")
-    # the condition label is the grid factor, recorded per run in the manifest
-    modes = pd.read_parquet(path / "manifest.parquet")[["run_id", "data.biinduct.mode"]]
-    m = grid.metrics[grid.metrics["metric"].isin(list(BIINDUCT_METRICS))]
-    # per-head scores: the best head at each step; val_loss is one number per step
-    agg = m.groupby(["run_id", "metric", "step"])["value"].max().reset_index()
-    frame = agg.merge(modes.rename(columns={"data.biinduct.mode": "mode"}), on="run_id")
+    frame = curves_frame(load_grid(path, on_error="skip"), BIINDUCT_METRICS)
     last = frame[frame["step"] == frame.groupby("run_id")["step"].transform("max")]
     final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
     if "val_loss" in final:
@@ -328,8 +323,7 @@ def analysis_biinduct(inp: Inputs) -> FigureData:
         f"{mode}: max PS {r.get('ps', np.nan):.2f}, copy {r.get('copy_fwd', np.nan):.2f}, "
         f"duplicate-token {r.get('dup_bwd', np.nan):.2f}, val loss {r.get('val_loss', np.nan):.3f}"
         for mode, r in means.iterrows())
-    return FigureData(frame.sort_values(["mode", "metric", "step"]).reset_index(drop=True),
-                      f"{rel_path(inp.reference / 'biinduct')} (real logs)", False,
+    return FigureData(frame, f"{rel_path(inp.reference / 'biinduct')} (real logs)", False,
                       extra={"final": final}, note=note)
 
 

@@ -193,6 +193,16 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
     return pd.DataFrame(rows).sort_values(["mode", "seed"], ignore_index=True)
 
 
+def curves_frame(grid, metrics) -> pd.DataFrame:
+    """Every run's curves of ``metrics`` from a loaded biinduct grid (:func:`ihstats.io.load_grid`):
+    ``run_id, metric, step, value, mode``, a per-head score as its best head at each step (a
+    model-level one, e.g. ``val_loss``, is one number per step already)."""
+    m = grid.metrics[grid.metrics["metric"].isin(list(metrics))]
+    best = m.groupby(["run_id", "metric", "step"])["value"].max().reset_index()
+    modes = grid.runs[["run_id", "biinduct"]].rename(columns={"biinduct": "mode"})
+    return best.merge(modes, on="run_id").sort_values(["mode", "metric", "step"], ignore_index=True)
+
+
 def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
     if not (table["condition"] == label).any():
         return np.nan
@@ -274,4 +284,4 @@ def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.Da
     return out
 
 
-__all__ = ["CLAIMS", "Claim", "chance_check", "claim_tests", "run_table", "verdict"]
+__all__ = ["CLAIMS", "Claim", "chance_check", "claim_tests", "curves_frame", "run_table", "verdict"]

@@ -8,6 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ihstats.ablation.biinduct import curves_frame
+from ihstats.io import load_grid
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid
 
@@ -56,6 +58,18 @@ def test_claims_on_a_fake_grid(tmp_path):
     onset = contr[contr["value"] == "onset_or_cap"].set_index("condition")
     assert onset.at["forward", "p_floor"] == pytest.approx(0.1)  # 3 vs 3, two-sided: descriptive
     assert "## Claims" in (tmp_path / "o" / "summary.md").read_text()
+    assert all((tmp_path / "o" / f"curves.{suf}").stat().st_size > 1000 for suf in ("png", "pdf"))
+
+
+def test_curves_frame_takes_the_best_head_and_names_the_mode(tmp_path):
+    grid = load_grid(_grid(tmp_path))
+    frame = curves_frame(grid, {"ps": "PS"})
+    ps = grid.metrics[grid.metrics["metric"] == "ps"]
+    best = ps.groupby(["run_id", "step"])["value"].max()
+    assert len(frame) == len(best) and set(frame["metric"]) == {"ps"}
+    assert frame.set_index(["run_id", "step"])["value"].sort_index().to_numpy() == pytest.approx(best.to_numpy())
+    modes = grid.runs.set_index("run_id")["biinduct"]
+    assert (frame["mode"] == frame["run_id"].map(modes)).all() and set(frame["mode"]) == set(MODES)
 
 
 def test_missing_summary_is_a_clear_error(tmp_path):
