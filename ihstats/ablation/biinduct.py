@@ -252,8 +252,12 @@ def chance_check(c: Claim, runs: pd.DataFrame, factor: float = CHANCE_FACTOR) ->
 def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
     a = runs.loc[runs["mode"].isin(c.biinduct), c.column].dropna().to_numpy(float)
     b = runs.loc[runs["mode"] == c.baseline, c.column].dropna().to_numpy(float)
-    if not a.size or not b.size:
-        return None
+    if not a.size or not b.size:  # e.g. a measure read at a PS level one group never reached: said, not dropped
+        empty = " and ".join(g for g, v in (("+".join(c.biinduct), a), (c.baseline, b)) if not v.size)
+        return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
+                "runs": "+".join(c.biinduct), "baseline": c.baseline, "n": a.size, "n_baseline": b.size,
+                "p_for": np.nan, "p_against": np.nan, "floor": np.nan, "at_chance": False, "confound": c.confound,
+                "chance_note": "", "no_value": f"no {empty} run has a value"}
     more, less = two_sample_test(a, b, "greater").pvalue, two_sample_test(a, b, "less").pvalue
     p_for, p_against = (less, more) if c.predicts == "less" else (more, less)
     floor = two_sample_floor(a.size, b.size, "greater")[0]
@@ -266,7 +270,9 @@ def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
 
 def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.DataFrame:
     """Each claim's measures: Bi-Induct runs against the baseline's, seeds as the unit, Holm over
-    the measures of a claim; ``floor_holm`` is the floor times the claim's measures."""
+    the measures of a claim; ``floor_holm`` is the floor times the claim's measures. A measure one
+    group has no value of (``no_value``, e.g. concentration at a PS level natural-only never
+    reached) keeps its row, untested: "not testable by this design"."""
     rows = [r for c in claims if c.column in runs and (r := _measure(c, runs)) is not None]
     out = pd.DataFrame(rows)
     if out.empty:
@@ -279,8 +285,9 @@ def claim_tests(runs: pd.DataFrame, claims=CLAIMS, alpha: float = 0.05) -> pd.Da
                 adj = correct_pvalues(out.loc[idx][ok][col], alpha, methods=("holm",))
                 out.loc[out.loc[idx][ok].index, f"{col}_holm"] = adj["p_holm"].to_numpy()
     out["floor_holm"] = np.minimum(1.0, out["floor"] * out.groupby("claim")["claim"].transform("size"))
-    out["verdict"] = [verdict(r["p_for_holm"], r["p_against_holm"], r["floor_holm"], r["predicts"], alpha,
-                              r["chance_note"] if r["at_chance"] else "") for r in out.to_dict("records")]
+    out["verdict"] = [f"not testable by this design ({r['no_value']})" if isinstance(r.get("no_value"), str)
+                      else verdict(r["p_for_holm"], r["p_against_holm"], r["floor_holm"], r["predicts"], alpha,
+                                   r["chance_note"] if r["at_chance"] else "") for r in out.to_dict("records")]
     return out
 
 

@@ -88,7 +88,8 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
     runs : pandas.DataFrame
         One row per run: a ``condition`` column and a numeric ``value`` column (e.g. a grid's
         ``summary.csv`` with ``biinduct`` from ``ihstats.io.config_factors``, and ``onset``).
-        Runs whose value is missing are left out (and counted in ``n_missing``).
+        Runs whose value is missing are left out (and counted in ``n_missing``); a condition (or
+        the baseline) with no value at all is not tested (``p`` empty) and not counted in Holm.
     value, baseline, condition : str
         Column tested, baseline level, column naming the condition.
     alternative : {"two-sided", "greater", "less"}
@@ -111,17 +112,25 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
     v = pd.to_numeric(runs[value], errors="coerce")
     base = v[runs[condition] == baseline].dropna().to_numpy()
     others = [c for c in pd.unique(runs[condition]) if c != baseline]
+    n_tested = sum(bool(base.size and v[runs[condition] == c].notna().any()) for c in others)
     rows = []
     for c in others:
         x = v[runs[condition] == c]
-        r = two_sample_test(x.dropna().to_numpy(), base, alternative)
-        floor = two_sample_floor(int(x.notna().sum()), base.size, alternative, len(others))
-        rows.append({"condition": c, "baseline": baseline, "value": value, "diff": r.statistic,
-                     "n": int(x.notna().sum()), "n_baseline": base.size, "n_missing": int(x.isna().sum()),
-                     "p": r.pvalue, "p_floor": floor[0], "p_floor_holm": floor[1]})
-    out = pd.DataFrame(rows)
-    adj = correct_pvalues(out["p"], alpha, methods=("holm",))
-    return out.assign(p_holm=adj["p_holm"].to_numpy(), reject_holm=adj["reject_holm"].to_numpy())
+        row = {"condition": c, "baseline": baseline, "value": value, "diff": np.nan, "n": int(x.notna().sum()),
+               "n_baseline": base.size, "n_missing": int(x.isna().sum()), "p": np.nan, "p_floor": np.nan,
+               "p_floor_holm": np.nan}
+        if row["n"] and base.size:  # a side with no value (a level it never reached): no test, p left empty
+            r = two_sample_test(x.dropna().to_numpy(), base, alternative)
+            floor = two_sample_floor(row["n"], base.size, alternative, n_tested)
+            row |= {"diff": r.statistic, "p": r.pvalue, "p_floor": floor[0], "p_floor_holm": floor[1]}
+        rows.append(row)
+    out = pd.DataFrame(rows).assign(p_holm=np.nan, reject_holm=False)
+    tested = out["p"].notna()
+    if tested.any():  # Holm over the contrasts that were tested
+        adj = correct_pvalues(out.loc[tested, "p"], alpha, methods=("holm",))
+        out.loc[tested, "p_holm"] = adj["p_holm"].to_numpy()
+        out.loc[tested, "reject_holm"] = adj["reject_holm"].to_numpy()
+    return out
 
 
 def per_layer_count(n_head: int, top_frac: float) -> int:

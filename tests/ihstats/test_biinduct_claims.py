@@ -93,3 +93,14 @@ def test_three_seeds_of_one_curriculum_cannot_resolve_a_two_sided_claim():
     assert {cl.column for cl in CLAIMS} >= {"ps", "onset_or_cap", "icl_token_index", "kv_gain", "ablation_gap",
                                            "top_share", "anti_induction", "copy_bwd_logprob", "kv_hits1"}
     assert not np.isnan(c["p_greater"]).any()
+
+
+def test_a_measure_one_group_never_reached_is_said_not_testable_never_dropped():
+    # natural-only never reached the PS level concentration is read at: its top share is missing
+    runs = _runs(shift_ps=0.3)
+    runs["top_share"] = np.where(runs["mode"] == "none", np.nan, 0.4 + 0.01 * runs["seed"])
+    c = claim_tests(runs).set_index("column")
+    assert c.at["top_share", "verdict"] == "not testable by this design (no none run has a value)"
+    assert c.at["top_share", "n"] == 9 and c.at["top_share", "n_baseline"] == 0
+    assert np.isnan(c.at["top_share", "p_for_holm"]) and np.isnan(c.at["top_share", "floor_holm"])
+    assert c.loc[c.index == "ps", "verdict"].iloc[0] == "agrees"  # the other claims are tested as before

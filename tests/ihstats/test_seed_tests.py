@@ -100,6 +100,14 @@ def test_condition_contrasts_holm_and_floor():
     assert c.at["random", "p_floor"] == pytest.approx(2 / math.comb(9, 4))
     assert c.at["random", "p"] > 0.5 and not c.at["random", "reject_holm"]
     assert c.at["forward", "reject_holm"] and c.at["forward", "p_holm"] == pytest.approx(2 * 2 / 252)
+    # a condition with no value at all (a level it never reached) is not tested, nor counted in Holm
+    runs.loc[runs["biinduct"] == "random", "onset"] = np.nan
+    c = condition_contrasts(runs, "onset", "none").set_index("condition")
+    assert np.isnan(c.at["random", "p"]) and np.isnan(c.at["random", "p_holm"]) and not c.at["random", "reject_holm"]
+    assert c.at["forward", "p_holm"] == pytest.approx(2 / 252) and c.at["forward", "p_floor_holm"] == pytest.approx(2 / 252)
+    # nor is any condition when the baseline has none
+    runs.loc[runs["biinduct"] == "none", "onset"] = np.nan
+    assert condition_contrasts(runs, "onset", "none")["p"].isna().all()
     with pytest.raises(ValueError, match="baseline"):
         condition_contrasts(runs, "onset", "natural")
     with pytest.raises(ValueError, match="no column"):
