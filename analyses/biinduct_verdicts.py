@@ -84,7 +84,8 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
           f"- concentration compared at the first evaluation with max PS >= {level}",
           "- each measure: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
           "permutation over runs, one-sided in the predicted direction (for a claim of no increase, one-sided "
-          "for an increase, which would refute it); floor 1 / C(n + n_baseline, n_baseline); Holm over a "
+          "for an increase, which would refute it; of no decrease, e.g. the token-index score where lower is better, "
+          "for a decrease); floor 1 / C(n + n_baseline, n_baseline); Holm over a "
           "claim's measures (p_for_holm, floor_holm)",
           f"- chance: the measure's chance level (ihstats.chance); a group sits at it when its mean is within a "
           f"factor {CHANCE_FACTOR:g} of it (ln {CHANCE_FACTOR:g} on a log scale) or beyond it; both groups at it: "

@@ -49,8 +49,9 @@ MODEL_LEVEL = ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "ic
 @dataclass(frozen=True)
 class Claim:
     """One measure of a claim: the per-run column, what the paper predicts for Bi-Induct against
-    natural-only (``greater``, ``less``, or ``not greater``: no increase, tested one-sided for
-    an increase), which runs are tested, the claim (``family``) whose measures share one
+    natural-only (``greater``, ``less``; ``not greater``: no increase, tested one-sided for the
+    increase that would refute it; ``not less``: no decrease, for a measure where lower is better,
+    e.g. a loss difference), which runs are tested, the claim (``family``) whose measures share one
     Holm correction, the measure's chance level (``floor``; None: it has none, e.g. an onset)
     and the design's known confound (``confound``, words for the verdict table)."""
 
@@ -79,7 +80,8 @@ CLAIMS = (
           confound="snippets displace base tokens (iso-token), so the injection's cost is in the onset"),
     Claim("earlier emergence", "onset against the random-span control (same injection, nothing to copy)",
           "onset_or_cap", "less", CURRICULA, CONTROL),
-    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not greater",
+    # lower is better here (later tokens easier): "not better" is refuted by a decrease
+    Claim("ICL not better", "token-index ICL score (late minus early loss)", "icl_token_index", "not less",
           floor=Floor("icl_token_index_floor", "no context use, late = early loss", "log", higher=False),
           confound="reads where the base stream puts its repeats (a generator that plants copies only late "
                    "in the context scores it without in-context learning)"),
@@ -213,7 +215,8 @@ def _gap(table: pd.DataFrame, label: str, metric: str) -> float:
 def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: float = 0.05,
             at_chance: str = "") -> str:
     """Words one measure's test from its Holm-adjusted one-sided p for the predicted direction (for
-    ``predicts = "not greater"``: for an increase, the direction that would refute it), for the
+    ``predicts = "not greater"``: for an increase, the direction that would refute it; ``"not
+    less"``: for a decrease), for the
     opposite one, and the design's floor after the same Holm. ``at_chance``: when both groups sit
     at the measure's chance level (:func:`ihstats.chance.at_floor`), the note saying so; the
     verdict is then ``not testable by this design`` whatever the p (two absences compared)."""
@@ -221,10 +224,11 @@ def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: 
         return f"not testable by this design (at chance: {at_chance})"
     if floor > alpha:
         return "not resolvable by this design"
-    if predicts == "not greater":
+    if predicts in ("not greater", "not less"):
         if p_for <= alpha:
             return "differs"
-        return "agrees (lower)" if p_against <= alpha else "agrees (no increase detected)"
+        side, change = ("lower", "increase") if predicts == "not greater" else ("higher", "decrease")
+        return f"agrees ({side})" if p_against <= alpha else f"agrees (no {change} detected)"
     if p_for <= alpha:
         return "agrees"
     return "differs" if p_against <= alpha else "not resolvable by this design (no effect detected)"
@@ -259,7 +263,7 @@ def _measure(c: Claim, runs: pd.DataFrame) -> dict | None:
                 "p_for": np.nan, "p_against": np.nan, "floor": np.nan, "at_chance": False, "confound": c.confound,
                 "chance_note": "", "no_value": f"no {empty} run has a value"}
     more, less = two_sample_test(a, b, "greater").pvalue, two_sample_test(a, b, "less").pvalue
-    p_for, p_against = (less, more) if c.predicts == "less" else (more, less)
+    p_for, p_against = (less, more) if c.predicts in ("less", "not less") else (more, less)
     floor = two_sample_floor(a.size, b.size, "greater")[0]
     return {"claim": c.family, "measure": c.name, "column": c.column, "predicts": c.predicts,
             "runs": "+".join(c.biinduct), "baseline": c.baseline, "n": a.size, "n_baseline": b.size, "mean": a.mean(),

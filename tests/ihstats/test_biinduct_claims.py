@@ -27,6 +27,19 @@ def test_verdict_wording():
     assert verdict(0.99, 0.01, 0.009, "not greater") == "agrees (lower)"
     assert verdict(0.002, 0.99, 0.009, "not greater") == "differs"
     assert verdict(0.8, 0.2, 0.1, "not greater") == "not resolvable by this design"  # 3 vs 3, Holm over 2
+    assert verdict(0.002, 0.99, 0.009, "not less") == "differs"  # e.g. a lower (better) ICL loss difference
+    assert verdict(0.99, 0.01, 0.009, "not less") == "agrees (higher)"
+    assert verdict(0.8, 0.2, 0.009, "not less") == "agrees (no decrease detected)"
+
+
+def test_better_token_index_icl_refutes_icl_not_better():
+    # the score is late minus early loss: Bi-Induct runs more negative = more in-context learning
+    runs = _runs()
+    runs["icl_token_index"] = np.where(runs["mode"] == "none", -0.45, -0.80) - 0.01 * runs["seed"]
+    c = claim_tests(runs).set_index("column")
+    assert c.at["icl_token_index", "predicts"] == "not less"
+    assert c.at["icl_token_index", "p_for"] == pytest.approx(1 / 220)  # Bi-Induct lower in every run: the floor
+    assert c.at["icl_token_index", "verdict"] == "differs"
 
 
 def test_claims_pool_the_curricula_against_natural_with_the_exact_floor():
