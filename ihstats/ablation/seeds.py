@@ -112,21 +112,21 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
     v = pd.to_numeric(runs[value], errors="coerce")
     base = v[runs[condition] == baseline].dropna().to_numpy()
     others = [c for c in pd.unique(runs[condition]) if c != baseline]
-    n_tested = sum(bool(base.size and v[runs[condition] == c].notna().any()) for c in others)
     rows = []
     for c in others:
         x = v[runs[condition] == c]
         row = {"condition": c, "baseline": baseline, "value": value, "diff": np.nan, "n": int(x.notna().sum()),
-               "n_baseline": base.size, "n_missing": int(x.isna().sum()), "p": np.nan, "p_floor": np.nan,
-               "p_floor_holm": np.nan}
+               "n_baseline": base.size, "n_missing": int(x.isna().sum()), "p": np.nan}
         if row["n"] and base.size:  # a side with no value (a level it never reached): no test, p left empty
             r = two_sample_test(x.dropna().to_numpy(), base, alternative)
-            floor = two_sample_floor(row["n"], base.size, alternative, n_tested)
-            row |= {"diff": r.statistic, "p": r.pvalue, "p_floor": floor[0], "p_floor_holm": floor[1]}
+            row |= {"diff": r.statistic, "p": r.pvalue}
         rows.append(row)
-    out = pd.DataFrame(rows).assign(p_holm=np.nan, reject_holm=False)
+    out = pd.DataFrame(rows).assign(p_floor=np.nan, p_floor_holm=np.nan, p_holm=np.nan, reject_holm=False)
     tested = out["p"].notna()
-    if tested.any():  # Holm over the contrasts that were tested
+    for i in out.index[tested]:  # the floors and Holm count only the contrasts that were tested
+        out.loc[i, ["p_floor", "p_floor_holm"]] = two_sample_floor(out.at[i, "n"], base.size, alternative,
+                                                                   int(tested.sum()))
+    if tested.any():
         adj = correct_pvalues(out.loc[tested, "p"], alpha, methods=("holm",))
         out.loc[tested, "p_holm"] = adj["p_holm"].to_numpy()
         out.loc[tested, "reject_holm"] = adj["reject_holm"].to_numpy()
