@@ -596,3 +596,27 @@ def test_tiny_seeded_grid_carries_seed_and_cell_id(tmp_path, smoke_cache, monkey
     assert runs["cell_id"].to_dict() == man.set_index("run_id")["cell_id"].to_dict()
     table = emergence_table(out, method="threshold", on_error="skip")
     assert {"cell_id", "seed"} <= set(table.columns)
+
+
+def test_a_grid_resumes_into_a_logs_only_copy_and_still_asks_for_lost_weights(tmp_path, smoke_cache, monkeypatch,
+                                                                               capsys):
+    """The shipped sets' way to add their missing runs: copy the logs (no checkpoints) and rerun the
+    grid. The copied runs are skipped and their logs checked (exit 0, a note says they have no
+    weights); a run whose checkpoints folder exists but lost final.pt is still an error."""
+    import shutil
+
+    monkeypatch.setenv("IHLAW_CACHE", str(smoke_cache))
+    spec = tmp_path / "t.toml"
+    spec.write_text('name = "t"\n[base]\npreset = "cpu-smoke"\n[base.train]\nmax_steps = 6\n'
+                    '[base.metrics]\nn_evals = 3\n')
+    out = tmp_path / "grid"
+    args = ["--spec", str(spec), "--out", str(out), "--seeds", "2", "--no-progress", "--no-figures", "--workers", "1"]
+    assert main(args) == 0
+    first, second = sorted(pd.read_parquet(out / "manifest.parquet")["run_id"])
+    shutil.rmtree(out / first / "checkpoints")  # a logs-only copy, as data/reference_runs ships it
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "1 done run(s) are logs without weights" in capsys.readouterr().out
+    (out / second / "checkpoints" / "final.pt").unlink()  # weights lost from a run that had them
+    assert main(args) == 1
+    assert f"{second}/checkpoints/final.pt: missing for a done run" in capsys.readouterr().err
