@@ -25,6 +25,8 @@ def test_natural_only_forms_nothing_and_every_curriculum_rises(runs):
     curricula = runs[runs["mode"].isin(["forward", "backward", "balanced"])]
     assert len(curricula) == 9 and curricula["formed"].sum() == 8 and (curricula["ps"] > 0.25).all()
     assert curricula["onset"].max() < 5100  # every rise before the anneal
+    control = runs[runs["mode"] == "random"]  # the same injection with nothing to copy
+    assert len(control) == 3 and not control["formed"].any() and (control["ps"] < 0.03).all()
 
 
 def test_verdicts_as_results_reads_them(runs):
@@ -33,6 +35,9 @@ def test_verdicts_as_results_reads_them(runs):
     floor = 1 / comb(12, 3)
     assert vs_natural.at["ps", "p_for"] == pytest.approx(floor) and vs_natural.at["ps", "verdict"] == "agrees"
     assert vs_natural.at["onset_or_cap", "verdict"] == "agrees"
+    vs_control = c[c["baseline"] == "random"].set_index("column")
+    assert vs_control.at["onset_or_cap", "verdict"] == "agrees"  # 9 vs 3: one unformed curriculum run ties
+    assert vs_control.at["onset_or_cap", "p_for"] == pytest.approx(4 / comb(12, 3))
     assert vs_natural.at["icl_token_index", "p_for"] == pytest.approx(floor)
     assert vs_natural.at["icl_token_index", "verdict"] == "differs"
     assert vs_natural.at["kv_hits1", "verdict"].startswith("not testable by this design (at chance")
