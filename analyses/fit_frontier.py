@@ -43,7 +43,8 @@ from ihstats.frontier.report import budget_lines, knob_table, knob_text, write_f
 from ihstats.frontier.spec import FrontierSpec
 from ihstats.onset.design import resolving_designs
 from ihstats.onset.model import OnsetModel
-from ihstats.onset.product import compare_lines, compare_models, fit_product, local_elasticities, transects
+from ihstats.onset.product import (compare_lines, compare_models, fit_product, held_out_check, local_elasticities,
+                                   transects)
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
 from ihstats.fileio import UnreadableFile
@@ -155,7 +156,10 @@ def product_lines(model, res, args, out: Path) -> list[str]:
     local = local_elasticities(model.runs, args.hdi_prob)
     on_transects = pd.concat([sub for _, sub in transects(model.runs)])
     cells = on_transects.groupby(["frequency", "reliability"])["formed"].any()
-    unformed = prod.median_onset(list(cells.index[~cells.to_numpy()]), args.hdi_prob)
+    unformed_at = list(cells.index[~cells.to_numpy()])
+    unformed = prod.median_onset(unformed_at, args.hdi_prob)
+    if unformed_at:  # would one elasticity, fitted without the cell, have seen an onset there?
+        unformed = unformed.merge(held_out_check(model, unformed_at, seed=args.seed), on=["frequency", "reliability"])
     for name, frame in (("product", table), ("boundary", boundary), ("local_elasticities", local),
                         ("unformed_cells", unformed)):
         frame.to_csv(out / "onset" / f"{name}.csv", index=False)

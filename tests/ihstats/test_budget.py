@@ -141,7 +141,9 @@ def test_the_shipped_extension_forms_only_after_the_freqrel_cap():
     data = io.load_grid(Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "freqrel-extend")
     long, short = read_at_budget(data, 12600), read_at_budget(data, 4200)
     r06, f06 = long[long["reliability"] == 0.6], long[long["frequency"] == 0.6]
-    assert len(long) == 5 and len(r06) == 3 and len(f06) == 2
+    r05 = long[long["reliability"] == 0.5]
+    assert len(long) == 9 and len(r06) == len(f06) == len(r05) == 3
     assert r06["formed"].sum() == 2 and r06.loc[r06["formed"], "onset"].between(4000, 5200).all()
-    assert f06["formed"].sum() == 1 and f06.loc[f06["formed"], "onset"].between(9500, 10500).all()
+    assert f06["formed"].sum() == 2 and f06.loc[f06["formed"], "onset"].between(6000, 10500).all()
+    assert not r05["formed"].any()  # r 0.5: no onset in 12,600 updates
     assert short["formed"].sum() == 0  # freqrel's own cap would have read both points as "never forms"

@@ -7,8 +7,8 @@ import pytest
 
 from ihstats.onset.mle import fit_mle
 from ihstats.onset.model import OnsetModel
-from ihstats.onset.product import (bootstrap_lr_p, compare_models, fit_product, likelihood_ratio,
-                                   local_elasticities, product_X)
+from ihstats.onset.product import (bootstrap_lr_p, compare_lines, compare_models, fit_product, held_out_check,
+                                   likelihood_ratio, local_elasticities, product_X)
 from ihstats.simulate.onsets import simulate_onsets
 
 # freqrel's design: two transects through f = r = 0.9, 3 seeds, cap 4,200
@@ -99,3 +99,28 @@ def test_the_likelihood_ratio_reading_has_a_middle_for_borderline_p():
     assert product_reading(0.01, 0.03).startswith("the knobs act with different")
     assert product_reading(0.024, 0.05).startswith("weak evidence")  # freqrel + freqrel-extend
     assert product_reading(0.16, 0.21).startswith("no evidence")
+
+
+def test_held_out_check_tells_a_budget_too_short_from_an_onset_slower_than_the_law():
+    """r 0.5 under one elasticity -4: median onset ~14,000 updates, past the 4,200 cap, so three
+    runs censored there are what the law expects (P(none formed) large). The same runs censored at
+    40,000 updates, nearly 3x the law's median, reject it (P small): an onset slower than the law."""
+    table, truth = simulate_onsets(CELLS, n_seeds=3, seed=7, **PRODUCT)
+    at = (table["frequency"] == 0.9) & (table["reliability"] == 0.5)
+    assert not table.loc[at, "formed"].any() and truth.median_onset(0.9, 0.5) > 3 * 4200
+    short = held_out_check(OnsetModel.from_table(table), [(0.9, 0.5)]).iloc[0]
+    assert short["n_runs"] == 3 and short["n_formed"] == 0 and short["p_none_formed"] > 0.5
+    assert short["held_out_lo"] <= truth.median_onset(0.9, 0.5) <= short["held_out_hi"]
+    table.loc[at, ["last_step", "budget"]] = 40000.0  # trained 40,000 updates, still no onset
+    slow = held_out_check(OnsetModel.from_table(table), [(0.9, 0.5)]).iloc[0]
+    assert slow["p_none_formed"] < 0.05 and slow["last_steps"] == "40000 40000 40000"
+    with pytest.raises(ValueError, match="no run at frequency 0.6"):
+        held_out_check(OnsetModel.from_table(table), [(0.6, 0.9)])
+
+
+def test_the_report_reads_the_held_out_check(fitted):
+    model, _, separate, prod = fitted
+    table = compare_models(model, separate, prod, n_boot=0)
+    unformed = prod.median_onset([(0.9, 0.5)]).merge(held_out_check(model, [(0.9, 0.5)]))
+    text = "\n".join(compare_lines(table, prod, prod.boundary([4200.0]), local_elasticities(model.runs), 0.9, unformed))
+    assert "P(none of 4 formed)" in text and "cannot tell it from a divergence" in text
