@@ -204,7 +204,8 @@ def held_out_check(model, cells, n_draws: int = 4000, seed: int = 0) -> pd.DataF
     expected an onset there, so the cell's onset is slower than the law (a steepening or a
     divergence); large says the cell, at its budget, cannot tell the two apart. Also returned: the
     held-out median onset (its 90% interval from the same draws) and the cell's run count and
-    last steps."""
+    last steps; ``parameter_uncertainty`` False where the refit had no finite covariance (too few
+    onsets left), and the probability is then the point fit's alone."""
     runs, X1 = model.runs, product_X(model)
     y, cen = runs["log_time"].to_numpy(), model.censored
     rng, rows = np.random.default_rng(seed), []
@@ -213,7 +214,8 @@ def held_out_check(model, cells, n_draws: int = 4000, seed: int = 0) -> pd.DataF
         if not inside.any():
             raise ValueError(f"cells: no run at frequency {f}, reliability {r}")
         fit = fit_mle(X1[~inside], y[~inside], cen[~inside])
-        theta = rng.multivariate_normal(fit.params, fit.cov, n_draws)  # (n_draws, 3): a, e, log sigma
+        cov = fit.cov if np.all(np.isfinite(fit.cov)) else np.zeros_like(fit.cov)  # no curvature: the point fit
+        theta = rng.multivariate_normal(fit.params, cov, n_draws)  # (n_draws, 3): a, e, log sigma
         x = float(X1[inside][0, 0])  # the cell's centred log f r
         mu, sigma = theta[:, 0] + theta[:, 1] * x, np.exp(theta[:, 2])
         z = (y[inside][None, :] - mu[:, None]) / sigma[:, None]  # (n_draws, runs in the cell)
@@ -222,7 +224,8 @@ def held_out_check(model, cells, n_draws: int = 4000, seed: int = 0) -> pd.DataF
         rows.append({"frequency": f, "reliability": r, "n_runs": int(inside.sum()),
                      "n_formed": int((~cen[inside]).sum()), "last_steps": " ".join(f"{np.exp(v):.0f}" for v in y[inside]),
                      "held_out_median_onset": float(np.exp(np.median(mu))), "held_out_lo": float(np.exp(lo)),
-                     "held_out_hi": float(np.exp(hi)), "p_none_formed": float(p_none.mean())})
+                     "held_out_hi": float(np.exp(hi)), "p_none_formed": float(p_none.mean()),
+                     "parameter_uncertainty": bool(cov.any())})
     return pd.DataFrame(rows)
 
 
@@ -364,6 +367,8 @@ def compare_lines(table: pd.DataFrame, prod: ProductFit, boundary: pd.DataFrame,
 
 def held_out_reading(p_none: float, alpha: float = 0.05) -> str:
     """What :func:`held_out_check`'s probability says about a cell where no run formed."""
+    if not np.isfinite(p_none):
+        return "not computable"
     if p_none < alpha:
         return "the constant elasticity expected an onset here; the cell's onset is slower than the law"
     return "what one elasticity expects too; at this budget the cell cannot tell it from a divergence"

@@ -110,6 +110,7 @@ def test_held_out_check_tells_a_budget_too_short_from_an_onset_slower_than_the_l
     assert not table.loc[at, "formed"].any() and truth.median_onset(0.9, 0.5) > 3 * 4200
     short = held_out_check(OnsetModel.from_table(table), [(0.9, 0.5)]).iloc[0]
     assert short["n_runs"] == 3 and short["n_formed"] == 0 and short["p_none_formed"] > 0.5
+    assert short["parameter_uncertainty"]  # drawn from the refit's covariance, not the point fit alone
     assert short["held_out_lo"] <= truth.median_onset(0.9, 0.5) <= short["held_out_hi"]
     table.loc[at, ["last_step", "budget"]] = 40000.0  # trained 40,000 updates, still no onset
     slow = held_out_check(OnsetModel.from_table(table), [(0.9, 0.5)]).iloc[0]
