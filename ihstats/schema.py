@@ -43,9 +43,11 @@ def _parquet(path: Path, problems: list[str], columns: list[str] | None = None) 
         return None
 
 
-def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
+def check_run_dir(run_dir: str | Path, weights: bool | str = True) -> list[str]:
     """Problems with one run directory; a finished run must have every file, a running one may not.
-    ``weights=False`` checks logs only (a copy without checkpoints, e.g. data/reference_runs)."""
+    ``weights=False`` checks logs only (a copy without checkpoints, e.g. data/reference_runs);
+    ``weights="where-kept"`` asks for ``final.pt`` only where a ``checkpoints`` folder exists (a
+    grid that resumed into a logs-only copy: its copied runs have none, its trained runs must)."""
     rd = Path(run_dir)
     if is_series_dir(rd) and not (rd / "config.json").is_file():
         return check_series_dir(rd)
@@ -68,7 +70,8 @@ def check_run_dir(run_dir: str | Path, weights: bool = True) -> list[str]:
             problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
     if not done:
         return problems
-    if weights and not (rd / "checkpoints" / "final.pt").is_file():
+    kept = weights is True or (weights == "where-kept" and (rd / "checkpoints").is_dir())
+    if kept and not (rd / "checkpoints" / "final.pt").is_file():
         problems.append(f"{rd}/checkpoints/final.pt: missing for a done run")
     problems += check_metrics(rd / "metrics.parquet")
     tp = rd / "train.parquet"
@@ -185,8 +188,9 @@ def check_metrics(path: Path) -> list[str]:
     return problems
 
 
-def check_grid_dir(grid_dir: str | Path, weights: bool = True) -> list[str]:
-    """Problems with a grid directory: grid.json, manifest.parquet, and every listed run."""
+def check_grid_dir(grid_dir: str | Path, weights: bool | str = True) -> list[str]:
+    """Problems with a grid directory: grid.json, manifest.parquet, and every listed run
+    (``weights`` as :func:`check_run_dir`)."""
     gd = Path(grid_dir)
     problems: list[str] = []
     grid = _json(gd / "grid.json", problems)

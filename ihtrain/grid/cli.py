@@ -275,26 +275,16 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
                          "(deleting the run directory trains it again), then rerun the same command")
         print(f"error: {len(failed)} run(s) not done" + "".join(f"; {h}" for h in hints), file=sys.stderr)
         return EXIT_FAILED
-    logs_only = [r.run_id for r in runs
-                 if run_state(r, grid_dir)[0] == "done" and not (grid_dir / r.run_id / "checkpoints").exists()]
-    problems = check_grid_dir(grid_dir, weights=False) + missing_final_weights(grid_dir, runs)
+    problems = check_grid_dir(grid_dir, weights="where-kept")  # runs copied from a shipped set have no weights
     if problems:  # the runs are done, but the directory breaks the contract: no reader will accept it
         print(f"error: schema check of {grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:5])
               + f"; see python -m ihstats.schema {grid_dir}", file=sys.stderr)
         return EXIT_FAILED
-    print("schema check: ok" + (f" ({len(logs_only)} done run(s) are logs without weights, as copied from a "
-                                 "shipped set: ablations and scoring need their weights)" if logs_only else ""))
+    done_ids = summary.loc[summary["status"] == "done", "run_id"]
+    logs_only = sum(not (grid_dir / rid / "checkpoints").exists() for rid in done_ids)
+    print("schema check: ok" + (f" ({logs_only} done run(s) are logs without weights, as copied from a "
+                                "shipped set: ablations and scoring need their weights)" if logs_only else ""))
     return 0
-
-
-def missing_final_weights(grid_dir: Path, runs: list[PlannedRun]) -> list[str]:
-    """A done run that has a checkpoints folder but no final.pt lost its weights. A run with no
-    checkpoints folder at all is a logs-only copy (data/reference_runs), which the grid resumes
-    from by skipping it: its logs are checked, its weights are not asked for."""
-    return [f"{grid_dir / r.run_id}/checkpoints/final.pt: missing for a done run"
-            for r in runs if (grid_dir / r.run_id / "checkpoints").is_dir()
-            and run_state(r, grid_dir)[0] == "done"
-            and not (grid_dir / r.run_id / "checkpoints" / "final.pt").is_file()]
 
 
 def build_parser() -> argparse.ArgumentParser:
