@@ -18,7 +18,7 @@ import torch
 HF_CONFIG = "config.json"  # what makes a directory a transformers checkpoint
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 OFFLINE_HINT = ("without network, download the revisions where there is one (e.g. "
-                "`huggingface-cli download MODEL --revision REV --local-dir DIR/REV`) and pass DIR")
+                "`hf download MODEL --revision REV --local-dir DIR/REV`) and pass DIR")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -91,15 +91,42 @@ def resolve_revisions(model: str, revisions: list[str] | None, steps: list[int] 
     return revs
 
 
+REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json")  # where ``auto_map`` asks for a checkpoint's own code
+
+
+def refuse_remote_code(folder: Path) -> None:
+    """A checkpoint is data, never code: a local revision whose config or tokenizer config names
+    its own Python (``auto_map``) is refused before transformers sees it (which would otherwise ask
+    "trust remote code?" on stdin, and a piped ``y`` would run the checkpoint's code)."""
+    for name in REMOTE_CODE_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise ScoreError(f"{path}: cannot read ({e.strerror})") from None
+        if '"auto_map"' in text:
+            raise ScoreError(f"{folder}: {name} asks to run the checkpoint's own code (auto_map); "
+                             "ihlaw loads weights as data only and refuses it")
+
+
 def _from_pretrained(cls: Any, rev: Revision, **kw: Any) -> Any:
-    """``cls.from_pretrained`` of a local directory or a Hub revision; a Hub failure (offline) is
-    one line naming the model and revision."""
+    """``cls.from_pretrained`` of a local directory or a Hub revision, never running code the
+    checkpoint ships (``trust_remote_code=False``); a Hub failure (offline) or a refusal is one line
+    naming the model and revision."""
+    where = rev.source if rev.hub_revision is None else f"{rev.source} revision {rev.hub_revision!r} (Hub)"
     try:
         if rev.hub_revision is None:
-            return cls.from_pretrained(rev.source, local_files_only=True, **kw)
-        return cls.from_pretrained(rev.source, revision=rev.hub_revision, **kw)
+            refuse_remote_code(Path(rev.source))
+            return cls.from_pretrained(rev.source, local_files_only=True, trust_remote_code=False, **kw)
+        return cls.from_pretrained(rev.source, revision=rev.hub_revision, trust_remote_code=False, **kw)
+    except ValueError as e:
+        if "trust_remote_code" in str(e) or "custom code" in str(e):
+            raise ScoreError(f"{where}: it asks to run its own code; ihlaw loads weights as data only "
+                             "and refuses it") from None
+        raise
     except OSError as e:
-        where = rev.source if rev.hub_revision is None else f"{rev.source} revision {rev.hub_revision!r} (Hub)"
         hint = "" if rev.hub_revision is None else f"; {OFFLINE_HINT}"
         raise ScoreError(f"{where}: cannot load ({str(e).splitlines()[0]}){hint}") from None
 
@@ -128,9 +155,14 @@ def vocabulary(rev: Revision, vocab_size: int) -> tuple[tuple[int, int], int | N
     local = rev.hub_revision is None
     if local and not any((Path(rev.source) / f).is_file() for f in TOKENIZER_FILES):
         return everything
+    if local:
+        refuse_remote_code(Path(rev.source))  # a tokenizer with code is refused, not skipped
     try:
         tok = _from_pretrained(transformers.AutoTokenizer, rev)
-    except (ScoreError, ValueError, KeyError, ImportError):  # no usable tokenizer beside the weights
+    except (ScoreError, ValueError, KeyError, ImportError) as e:
+        if "its own code" in str(e):
+            raise
+  # no usable tokenizer beside the weights
         return everything
     top = min(len(tok), vocab_size)
     if top < 2:  # recent transformers builds an empty tokenizer from a config alone
@@ -154,4 +186,4 @@ def count_params(model: torch.nn.Module) -> tuple[int, int]:
 
 
 __all__ = ["DTYPES", "HF_CONFIG", "Revision", "ScoreError", "count_params", "load_checkpoint",
-           "resolve_revisions", "step_of", "vocabulary"]
+           "refuse_remote_code", "resolve_revisions", "step_of", "vocabulary"]

@@ -14,7 +14,7 @@ from ihstats.schema import check_run_dir
 from ihstats.series import read_series
 from ihtrain.score import scorer
 from ihtrain.score.__main__ import main
-from ihtrain.score.load import Revision, ScoreError, load_checkpoint, resolve_revisions, step_of
+from ihtrain.score.load import Revision, ScoreError, load_checkpoint, refuse_remote_code, resolve_revisions, step_of
 from tests.ihtrain.score.conftest import save_revisions
 
 ARGS = ["--batch-size", "8", "--context", "32", "--probe-seqs", "12", "--threads", "1", "--no-progress"]
@@ -130,3 +130,28 @@ def test_probes_use_the_tokenizer_vocabulary(tmp_path):
     assert probe["ordinary_range"] == [2, 252]  # specials 0, 1 and the 48 padding rows left out
     m = pd.read_parquet(out / "metrics.parquet")
     assert np.isfinite(m["value"]).all()
+
+
+def test_a_checkpoint_that_ships_code_is_refused_and_its_code_never_runs(tmp_path, monkeypatch, capsys):
+    """auto_map in config.json (or tokenizer_config.json) asks transformers to import the folder's own
+    Python; with a piped 'y' on stdin that code would run. The scorer refuses in one line, exit 2."""
+    import io as _io
+    import json
+
+    src = save_revisions(tmp_path / "ckpt", "gpt2", (1, 2))
+    marker = tmp_path / "ran"
+    for rev in ("step1", "step2"):
+        (src / rev / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+        cfg = json.loads((src / rev / "config.json").read_text())
+        cfg["auto_map"] = {"AutoModelForCausalLM": "evil.Evil", "AutoConfig": "evil.Evil"}
+        (src / rev / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.setattr("sys.stdin", _io.StringIO("y\n" * 20))
+    with pytest.raises(ScoreError, match=r"step1: config.json asks to run the checkpoint's own code"):
+        load_checkpoint(resolve_revisions(str(src), None, None)[0], "float32", "cpu")
+    assert main([str(src), "--out", str(tmp_path / "s"), *ARGS]) == 2
+    assert "own code" in capsys.readouterr().err
+    assert not marker.exists()
+    tok_only = save_revisions(tmp_path / "tok", "gpt2", (3,)) / "step3"
+    (tok_only / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["evil.T", None]}}))
+    with pytest.raises(ScoreError, match="tokenizer_config.json asks to run"):
+        refuse_remote_code(tok_only)
