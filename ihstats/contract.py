@@ -103,7 +103,9 @@ LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metri
                # the generators' mechanism knobs (issue 53), in both repeat-planting sources
                **{("data", sect, leaf): default for sect in ("markov", "seminatural")
                   for leaf, default in (("repeat_distance", "uniform"), ("max_distance", 0),
-                                        ("frequency_exponent", 0.0), ("frequency_ref_context", 64))},
+                                        ("frequency_exponent", 0.0), ("frequency_ref_context", 64),
+                                        # the decoupled setting (issue 66)
+                                        ("min_distance", 0), ("copies_per_token", -1.0))},
                ("data", "seminatural", "repeat_start"): 0}
 # Every factor name config_factors can give, in its order.
 FACTORS = ("cell_id", "seed", *FACTOR_FIELDS, "N", "n_params", "source", "frequency", "reliability",
