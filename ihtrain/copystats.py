@@ -43,7 +43,7 @@ def source_table(cfg: Any, contexts: list[int], n_seqs: int = 512, seed: int = 0
         c = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, context=C),
                                 model=dataclasses.replace(cfg.model, context=max(cfg.model.context, C)))
         validate(c)
-        src = build_source(c.data, seed=c.seed, progress=False, context=C)
+        src = build_source(c.data, seed=c.stream_seed, progress=False, context=C)
         toks, stats = src.sample(np.random.default_rng([seed, C]), n_seqs, C + 1)
         row = {"C": C, "repeat_start": repeat_start_of(c.data, C + 1), **copy_table(np.asarray(toks))}
         chain = getattr(src, "chain", None)  # a Markov source: its transitions, ids shifted by its specials
