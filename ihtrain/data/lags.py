@@ -167,4 +167,5 @@ def check_mechanism(sect: Any, context: int, name: str) -> None:
     try:
         planted_frequency(sect, context, sect.repeat_start or (context + 1) // 2, name)
     except ValueError as e:
-        need(False, f"{name}.copies_per_token" if sect.copies_per_token >= 0 else f"{name}.frequency_exponent", str(e))
+        field = f"{name}.copies_per_token" if sect.copies_per_token >= 0 else f"{name}.frequency_exponent"
+        need(False, field, str(e).removeprefix(f"{field}: "))
