@@ -78,7 +78,8 @@ def fit_circuits(table: pd.DataFrame, spec: UPTLawSpec, *, single=None, labels: 
                  **fit_kw) -> dict:
     """``{SINGLE: the power law of spec, MIXTURE: the two-circuit mixture}`` (``single`` reuses a fit).
     Both without a seed effect: the mixture has none, and the two are compared like for like."""
-    law = replace(spec, form="power", sigma_by=None, size_term=False, seed_effect=False, seed_within=None)
+    law = replace(spec, form="power", sigma_by=None, size_term=False, seed_effect=False, seed_within=None,
+                  seed_kinds=False)
     if single is None:
         progress.step("circuits: fitting the single-circuit law")
         single = UPTLawModel.from_table(table, law).fit(**fit_kw)

@@ -56,3 +56,28 @@ def test_fit_separates_the_kinds_and_predicts_a_new_seed():
     width = float(np.log(pred["pred_hi"].iloc[0] / pred["pred_lo"].iloc[0]))
     # a new run draws both kinds: wider than the within-seed scatter's 90% interval alone
     assert width > 2 * 1.645 * SIGMA
+
+
+def test_new_seed_headline_keeps_runs_at_seeds_of_both_kinds_the_fit_never_saw():
+    from ihstats.law.validation import LAW, new_seed_headline
+    runs = pd.DataFrame({"model": LAW, "run_id": list("abcd"), "weight_seed": [0, 7, 7, 8], "data_seed": [7, 0, 7, 9],
+                         "pit": [0.05, 0.5, 0.55, 0.95], "inside_90": [True, True, True, False],
+                         "hi_lo_ratio_90": [2.0, 3.0, 4.0, 6.0]})
+    train = kinds_table()  # weight and data seeds 0-2
+    h = new_seed_headline(runs, train)
+    assert h["n_runs"] == 2 and h["cover"] == 0.5 and h["median_hi_lo_ratio"] == 5.0  # runs c and d
+    assert h["pit_hist"][5] == 1 and h["pit_hist"][9] == 1 and sum(h["pit_hist"]) == 2
+    assert new_seed_headline(runs, None)["n_runs"] == 4  # no training table: every run, said so
+    assert "not known" in new_seed_headline(runs, None)["basis"]
+
+
+@pytest.mark.slow
+def test_holdout_at_new_seeds_draws_both_kinds():
+    from ihstats.law.validation import ValidationSpec, validate_holdout
+    train = kinds_table()
+    test = kinds_table(seed=5).query("weight_seed == 0 and data_seed == 0").assign(
+        run_id=lambda d: d["run_id"] + "-new", weight_seed=9, data_seed=9)
+    res = validate_holdout(test, ValidationSpec(law=SPEC, baselines=False), train_table=train,
+                           fit_kw=dict(draws=300, tune=300, chains=2, seed=1))
+    h = res.meta["new_seed"]
+    assert h["n_runs"] == 4 and h["median_hi_lo_ratio"] > np.exp(2 * 1.645 * SIGMA)
