@@ -129,3 +129,13 @@ def measured_variances(summary: pd.DataFrame) -> tuple[Variances, dict]:
     fit = fit_mixed(np.log(df["onset"].to_numpy(float)), np.log(B), np.log(C), [cell, seed])
     sig, cell_sd, seed_sd = fit["sds"]
     return Variances(float(sig), float(cell_sd), float(seed_sd), 0.0), {**fit, "n_runs": len(df)}
+
+
+def contrast_width(sigma: float, seeds: int, log_span: float = 1.0, level: float = 0.9) -> float:
+    """The floor of a one-factor contrast (the mechanism factorial): the ``level`` interval width of the
+    slope of log onset over ``log_span`` (the log ratio of the factor's two arms), each arm ``seeds``
+    packed replicates at the same seeds (the seed terms cancel), within-cell scatter ``sigma``:
+    ``2 z sigma sqrt(2 / seeds) / log_span``."""
+    if seeds < 1 or not log_span > 0:
+        raise ValueError(f"seeds must be >= 1 and log_span > 0, got {seeds}, {log_span}")
+    return float(2 * stats.norm.ppf(0.5 + level / 2) * sigma * np.sqrt(2.0 / seeds) / log_span)

@@ -41,3 +41,13 @@ def test_variances_from_the_shipped_grid():
     var, fit = measured_variances(pd.read_csv(ROOT / "data/reference_runs/bxc-cross/summary.csv"))
     assert fit["n_runs"] == 21 and 0.3 < var.sigma < 0.6 and var.weight_sd < 0.6
     assert 0.3 < fit["a"] < 0.9  # the default law's a 0.68 [0.27, 1.08]
+
+
+def test_contrast_floor():
+    import numpy as np
+    from ihstats.simulate.design import contrast_width
+    w = contrast_width(0.44, 5, np.log(4))  # the mechanism factorial's C arm
+    assert w == pytest.approx(2 * 1.6449 * 0.44 * np.sqrt(0.4) / np.log(4), rel=1e-3)
+    assert contrast_width(0.44, 20, np.log(4)) == pytest.approx(w / 2, rel=1e-9)
+    with pytest.raises(ValueError):
+        contrast_width(0.44, 0)
