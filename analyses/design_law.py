@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.cli_checks import check_out_dir, claim_folder
 from ihstats.fileio import atomic_write_text
 from ihstats.simulate.design import Variances, design_cells, design_widths, measured_variances
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.sims < 10:
         p.error("--sims must be >= 10")
+    check_out_dir(args.out, inputs=[args.summary], parser=p)  # never over what it reads
     try:
         var, fit = measured_variances(pd.read_csv(args.summary))
     except (OSError, KeyError, ValueError) as e:
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell_sd is not None:
         var = Variances(var.sigma, args.cell_sd, var.weight_sd, var.data_sd)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    claim_folder(out)
     t = table(var, args.sims)
     atomic_write_text(out / "design_widths.csv", t.to_csv(index=False))
     head = (f"variances from {args.summary} ({fit['n_runs']} formed runs, maximum likelihood): sigma {var.sigma:.3f}, "
