@@ -12,7 +12,7 @@ the same sequence, at ``j < a`` (the ``A B ... A -> B`` event an induction head 
 For each ``C`` the command draws ``--seqs`` training sequences of ``C + 1`` tokens the way the trainer does (``source.sample``:
 the generator's pool, or random windows of a natural stream) and prints copies per token (per
 predicted position, ``C`` per sequence), copies per sequence and the distance distribution (mean and
-quantiles), and where the source has a transition matrix (Markov) the successor payoff in nats
+quantiles), and where the source has a transition matrix (Markov, V <= 4096) the successor payoff in nats
 (``payoff_mean``, ``payoff_q50``: :func:`ihtrain.data.copystats.successor_payoff`). Where the source
 records the repeats it planted, the generator's own values (``realised_*``) are printed beside, as a
 check: they are not used for the measurement.
@@ -34,6 +34,10 @@ from ihtrain.data.copystats import copy_table, successor_payoff
 from ihtrain.errors import ConfigError
 
 
+#: the successor payoff needs the dense (V, V) transition matrix: measured up to this vocabulary
+MAX_PAYOFF_VOCAB = 4096
+
+
 def source_table(cfg: Any, contexts: list[int], n_seqs: int = 512, seed: int = 0) -> list[dict[str, Any]]:
     """:func:`copy_table` of ``n_seqs`` training sequences per context of ``cfg``'s source (a
     RunConfig; ``train.context`` set to each ``C`` in turn), with the generator's own ``realised_*``
@@ -47,7 +51,7 @@ def source_table(cfg: Any, contexts: list[int], n_seqs: int = 512, seed: int = 0
         toks, stats = src.sample(np.random.default_rng([seed, C]), n_seqs, C + 1)
         row = {"C": C, "repeat_start": repeat_start_of(c.data, C + 1), **copy_table(np.asarray(toks))}
         chain = getattr(src, "chain", None)  # a Markov source: its transitions, ids shifted by its specials
-        if chain is not None:
+        if chain is not None and chain.V <= MAX_PAYOFF_VOCAB:
             lo = src.ordinary_range[0]
             row.update(successor_payoff(np.asarray(toks) - lo, chain.dense()))
         row.update({f"gen_{k.removeprefix('realised_')}": v for k, v in stats.items() if k.startswith("realised_")})
