@@ -90,8 +90,12 @@ def parse_args(argv=None):
                         "across cells (the seed lottery); auto = on when some seed was run in several cells "
                         "(default off)")
     p.add_argument("--seed-within", default=None, metavar="COLUMN",
-                   help="with --seed-effect: one offset per seed and level of this column (e.g. C: the initial "
-                        "weights of one seed differ between context lengths, whose position embeddings differ)")
+                   help="with --seed-effect: one offset per seed and level of this column (in the shipped grids "
+                        "model.context is 128 at every C, so a seed's initial weights are the same in every cell)")
+    p.add_argument("--seed-kinds", action="store_true",
+                   help="seeds by kind: crossed effects of the weight seed and the data seed (columns weight_seed, "
+                        "data_seed; = seed in grids that do not set them, where the two are confounded); a new "
+                        "run's prediction draws a new seed of each kind. Not with --seed-effect on")
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="a seed-level scatter per level of this emergence-table column (C for the "
                         "context, or any column), partially pooled; compared by LOO with one shared "
@@ -190,6 +194,7 @@ def main(argv=None) -> int:
     spec_kw["cell_effect"] = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     spec_kw["seed_effect"] = args.seed_effect == "on" or (args.seed_effect == "auto" and seeds_crossed(table))
     spec_kw["seed_within"] = args.seed_within  # without the seed effect, refused by the spec
+    spec_kw["seed_kinds"] = args.seed_kinds
     try:
         spec = UPTLawSpec(size_term=args.size_term == "on", form="power" if args.form == "best" else args.form,
                           **spec_kw)

@@ -65,8 +65,11 @@ def parse_args(argv=None):
                    help="the law's crossed seed effect (seed_sd; a held-out run at a seed the fit saw takes that "
                         "seed's offset); auto = on when some seed was run in several cells (default off)")
     p.add_argument("--seed-within", default=None, metavar="COLUMN",
-                   help="with --seed-effect: one offset per seed and level of this column (e.g. C: the initial "
-                        "weights of one seed differ between context lengths, whose position embeddings differ)")
+                   help="with --seed-effect: one offset per seed and level of this column (in the shipped grids "
+                        "model.context is 128 at every C, so a seed's initial weights are the same in every cell)")
+    p.add_argument("--seed-kinds", action="store_true",
+                   help="the law's seed terms by kind (weight_seed_sd, data_seed_sd; as analyses/fit_upt_law.py "
+                        "--seed-kinds): every held-out run draws a new seed of each kind")
     p.add_argument("--sigma-by", default=None, metavar="COLUMN",
                    help="one seed-level sigma per level of this emergence-table column (e.g. C), "
                         "as analyses/fit_upt_law.py --sigma-by (default: one shared sigma)")
@@ -125,7 +128,7 @@ def _spec(args, table: pd.DataFrame) -> ValidationSpec:
     cell = args.cell_effect == "on" or (args.cell_effect == "auto" and replicated)
     seed = args.seed_effect == "on" or (args.seed_effect == "auto" and seeds_crossed(table))
     law = UPTLawSpec(likelihood=args.likelihood, cell_effect=cell, sigma_by=args.sigma_by, form=args.form,
-                     seed_effect=seed, seed_within=args.seed_within)
+                     seed_effect=seed and not args.seed_kinds, seed_within=args.seed_within, seed_kinds=args.seed_kinds)
     return ValidationSpec(law=law, baselines=not args.no_baselines, seed=args.seed,
                           forms=FORMS if args.compare_forms else (), circuits=args.circuits)
 
@@ -146,7 +149,18 @@ def run(args):
                                   train_table=train, idata=idata, fit_kw=fit_kw, source=src)
 
 
+def print_new_seed(meta: dict) -> None:
+    """The headline first: coverage and width of the new-run interval at seeds the fit never saw."""
+    h = meta.get("new_seed")
+    if not h:
+        return
+    print(f"new seeds ({h['basis']}; {h['model']}): {h['n_runs']} runs, {h['level']:.0%} interval covers "
+          f"{h['cover']:.0%}, median width {h['median_hi_lo_ratio']:.1f}x (hi / lo in UPT); "
+          f"PIT histogram (10 bins) {h['pit_hist']}")
+
+
 def print_tables(res) -> None:
+    print_new_seed(res.meta)
     cols = ["model", "n_runs", "n_censored", "cover_50", "cover_90", "mean_lpd", "median_abs_err",
             "median_hi_lo_ratio_90", "pit_ks_p"]
     print(res.summary()[cols].round(3).to_string(index=False))

@@ -99,14 +99,17 @@ SHIPPED_WRAPPER_FACTORS = {
 }
 # Config fields added after runs were shipped, with the default that reproduces those runs
 # (ihstats.ids.config_hash hashes them only when set otherwise, so every shipped run keeps its id).
-LATE_FIELDS = {("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps",
+LATE_FIELDS = {("weight_seed",): -1, ("data_seed",): -1,  # seeds by kind (issue 66); -1: the run's seed
+               ("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps",
                # the generators' mechanism knobs (issue 53), in both repeat-planting sources
                **{("data", sect, leaf): default for sect in ("markov", "seminatural")
                   for leaf, default in (("repeat_distance", "uniform"), ("max_distance", 0),
-                                        ("frequency_exponent", 0.0), ("frequency_ref_context", 64))},
+                                        ("frequency_exponent", 0.0), ("frequency_ref_context", 64),
+                                        # the decoupled setting (issue 66)
+                                        ("min_distance", 0), ("copies_per_token", -1.0))},
                ("data", "seminatural", "repeat_start"): 0}
 # Every factor name config_factors can give, in its order.
-FACTORS = ("cell_id", "seed", *FACTOR_FIELDS, "N", "n_params", "source", "frequency", "reliability",
+FACTORS = ("cell_id", "seed", "weight_seed", "data_seed", *FACTOR_FIELDS, "N", "n_params", "source", "frequency", "reliability",
            *MARKOV_KNOBS, "biinduct", *BIINDUCT_KNOBS)
 
 # ----------------------------------------------------------------------------- status values

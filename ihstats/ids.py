@@ -39,10 +39,21 @@ def config_hash(d: dict[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()[:12]
 
 
+#: The seeds a cell's replicates differ by: the replicate seed and its kinds (weights, data).
+SEED_FIELDS = ("seed", "weight_seed", "data_seed")
+
+
 def cell_hash(d: dict[str, Any]) -> str:
-    """``cell_id``: :func:`config_hash` of the config with ``seed`` removed (shared by a grid
-    cell's seed replicates)."""
-    return config_hash({k: v for k, v in d.items() if k != "seed"})
+    """``cell_id``: :func:`config_hash` of the config with the :data:`SEED_FIELDS` removed (shared
+    by a grid cell's seed replicates, crossed seed kinds included)."""
+    return config_hash({k: v for k, v in d.items() if k not in SEED_FIELDS})
 
 
-__all__ = ["EXECUTION_ONLY_FIELDS", "LATE_FIELDS", "cell_hash", "config_hash"]
+def seed_kinds(d: dict[str, Any]) -> dict[str, Any]:
+    """``{"weight_seed": ..., "data_seed": ...}`` of a config dict: each kind's own value, or the
+    run's ``seed`` where it is -1 or absent (every shipped run)."""
+    seed = d.get("seed")
+    return {k: seed if d.get(k, -1) is None or d.get(k, -1) < 0 else d[k] for k in ("weight_seed", "data_seed")}
+
+
+__all__ = ["EXECUTION_ONLY_FIELDS", "LATE_FIELDS", "SEED_FIELDS", "cell_hash", "config_hash", "seed_kinds"]

@@ -21,7 +21,7 @@ from ihstats.contract import (
     UNKNOWN_STATUS, SchemaError, emergence_metric, emergence_threshold, run_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
-from ihstats.ids import cell_hash
+from ihstats.ids import cell_hash, seed_kinds
 from ihstats.run_check import duplicate_runs, run_dirs_of, run_problems
 from ihstats.series import is_series_dir, read_series, series_factors
 from ihstats.sources import source_factors, wrapper_factors
@@ -143,7 +143,8 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     """Map a ``config.json`` dict to short factor names.
 
     ``cell_id`` (the run_id hash of the config without its seed, as ``RunConfig.cell_id``: shared by
-    the seed replicates of a grid cell), ``seed``, ``B`` (train.batch_size), ``C`` (train.context),
+    the seed replicates of a grid cell), ``seed``, ``weight_seed`` and ``data_seed`` (the seeds of the
+    initial weights and of the data: ``seed`` unless the config sets them), ``B`` (train.batch_size), ``C`` (train.context),
     ``N`` (n_params_non_embedding), ``n_params``, ``n_layer``, ``n_head``, ``d_model``, ``lr``,
     ``source``; ``frequency``, ``reliability`` and the active source's knobs by leaf name
     (:func:`ihstats.sources.source_factors`: ``data.seminatural.*`` for ``seminatural``,
@@ -153,6 +154,7 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     """
     cfg = meta.get("config", {})
     out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": meta.get("seed", _get(cfg, "seed"))}
+    out.update(seed_kinds({**cfg, "seed": out["seed"]}))  # weight_seed, data_seed: = seed unless set (issue 66)
     out.update({k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()})
     out["N"] = meta.get("n_params_non_embedding")
     out["n_params"] = meta.get("n_params")

@@ -125,7 +125,12 @@ class MetricsConfig:
 @dataclass
 class RunConfig:
     name: str = "run"
-    seed: int = 0
+    seed: int = 0  # the replicate seed; each kind below defaults to it
+    # seeds by kind (issue 66); -1: = seed (every shipped run). weight_seed draws the initial weights
+    # (torch.manual_seed); data_seed the data: a generator's chain and pool, the training stream, the
+    # validation tokens and the probes. A grid may cross them (axes weight_seed, data_seed).
+    weight_seed: int = -1
+    data_seed: int = -1
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -140,6 +145,16 @@ class RunConfig:
     @property
     def micro_batch(self) -> int:
         return self.train.micro_batch_size or self.train.batch_size
+
+    @property
+    def init_seed(self) -> int:
+        """The seed of the initial weights: ``weight_seed``, or ``seed`` when it is -1."""
+        return self.seed if self.weight_seed < 0 else self.weight_seed
+
+    @property
+    def stream_seed(self) -> int:
+        """The seed of the data (chain, pool, stream, validation tokens, probes): ``data_seed`` or ``seed``."""
+        return self.seed if self.data_seed < 0 else self.data_seed
 
     @property
     def tokens_per_step(self) -> int:
@@ -184,7 +199,8 @@ class RunConfig:
         return config_hash(self.to_dict())
 
     def cell_id(self) -> str:
-        """The :meth:`run_id` rule without ``seed``: replicates of one grid cell share it."""
+        """The :meth:`run_id` rule without the seeds (``seed``, ``weight_seed``, ``data_seed``):
+        replicates of one grid cell share it."""
         return cell_hash(self.to_dict())
 
 

@@ -21,6 +21,8 @@ def validate(cfg: Any) -> Any:
     """Check a ``RunConfig``'s ranges and cross-field constraints; raise ConfigError naming the field."""
     need(is_plain_name(cfg.name), "name", f"must be a plain name (no '/', '\\', '.' or '..'), got {cfg.name!r}")
     need(cfg.seed >= 0, "seed", f"must be an integer >= 0, got {cfg.seed}")
+    for kind in ("weight_seed", "data_seed"):
+        need(getattr(cfg, kind) >= -1, kind, f"must be an integer >= 0 (or -1: the run's seed), got {getattr(cfg, kind)}")
     _validate_model(cfg.model)
     _validate_train(cfg.train, cfg.model)
     need(cfg.metrics.n_evals >= 2, "metrics.n_evals", f"must be >= 2, got {cfg.metrics.n_evals}")

@@ -12,8 +12,10 @@ the same sequence, at ``j < a`` (the ``A B ... A -> B`` event an induction head 
 For each ``C`` the command draws ``--seqs`` training sequences of ``C + 1`` tokens the way the trainer does (``source.sample``:
 the generator's pool, or random windows of a natural stream) and prints copies per token (per
 predicted position, ``C`` per sequence), copies per sequence and the distance distribution (mean and
-quantiles). Where the source records the repeats it planted, the generator's own values
-(``realised_*``) are printed beside, as a check: they are not used for the measurement.
+quantiles), and where the source has a transition matrix (Markov, V <= 4096) the successor payoff in nats
+(``payoff_mean``, ``payoff_q50``: :func:`ihtrain.data.copystats.successor_payoff`). Where the source
+records the repeats it planted, the generator's own values (``realised_*``) are printed beside, as a
+check: they are not used for the measurement.
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ import numpy as np
 import pandas as pd
 
 from ihtrain.config import parse_set_args, resolve, validate
-from ihtrain.data import build_source
-from ihtrain.data.copystats import copy_table
+from ihtrain.data import build_source, repeat_start_of
+from ihtrain.data.copystats import copy_table, successor_payoff
 from ihtrain.errors import ConfigError
+
+
+#: the successor payoff needs the dense (V, V) transition matrix: measured up to this vocabulary
+MAX_PAYOFF_VOCAB = 4096
 
 
 def source_table(cfg: Any, contexts: list[int], n_seqs: int = 512, seed: int = 0) -> list[dict[str, Any]]:
@@ -41,9 +47,13 @@ def source_table(cfg: Any, contexts: list[int], n_seqs: int = 512, seed: int = 0
         c = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, context=C),
                                 model=dataclasses.replace(cfg.model, context=max(cfg.model.context, C)))
         validate(c)
-        src = build_source(c.data, seed=c.seed, progress=False, context=C)
+        src = build_source(c.data, seed=c.stream_seed, progress=False, context=C)
         toks, stats = src.sample(np.random.default_rng([seed, C]), n_seqs, C + 1)
-        row = {"C": C, **copy_table(np.asarray(toks))}
+        row = {"C": C, "repeat_start": repeat_start_of(c.data, C + 1), **copy_table(np.asarray(toks))}
+        chain = getattr(src, "chain", None)  # a Markov source: its transitions, ids shifted by its specials
+        if chain is not None and chain.V <= MAX_PAYOFF_VOCAB:
+            lo = src.ordinary_range[0]
+            row.update(successor_payoff(np.asarray(toks) - lo, chain.dense()))
         row.update({f"gen_{k.removeprefix('realised_')}": v for k, v in stats.items() if k.startswith("realised_")})
         rows.append(row)
     return rows

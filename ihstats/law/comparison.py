@@ -6,6 +6,9 @@ Two scores, each as an elpd difference with its standard error, best model first
 - PSIS-LOO on the fitted runs (``az.compare`` through :func:`ihstats._bayes.compare`):
   :func:`compare_forms`, :func:`compare_circuits`. Every model's ``log_likelihood`` group holds the
   same quantity per run, the (censored) density of its log onset, so the elpds are comparable.
+  ``elpd_loo = lpd - p_loo``: the in-sample fit minus the penalty for effective parameters. Each
+  table reports the two apart (:func:`split_penalty`: ``lpd_diff`` and ``p_loo_diff`` beside
+  ``elpd_diff``), so a lead won on the penalty (one parameter fewer) is not read as a better fit.
 - The held-out log score on runs no fit saw (:func:`heldout_table`, from the per-run scores of
   :mod:`ihstats.law.validation`): the summed log predictive density per model, and the paired
   difference to the best with its SE ``sqrt(n var(d_i))``, as ``az.compare`` computes ``dse``.
@@ -29,7 +32,7 @@ from ihstats.law.spec import FORMS, OBS, UPTLawSpec
 MIXTURE = "two-circuit mixture"
 SINGLE = "single-circuit law"
 #: Columns of a comparison table as the CLIs print them.
-COLUMNS = ["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse", "weight"]
+COLUMNS = ["rank", "elpd_loo", "p_loo", "elpd_diff", "lpd_diff", "p_loo_diff", "se", "dse", "weight"]
 
 
 def form_label(form: str) -> str:
@@ -48,10 +51,22 @@ def fit_forms(table: pd.DataFrame, spec: UPTLawSpec, forms=FORMS, *, fits: dict 
     return out
 
 
+def split_penalty(frame: pd.DataFrame) -> pd.DataFrame:
+    """A LOO comparison (best first) with its elpd difference split: ``lpd`` (in-sample log
+    pointwise predictive density, ``elpd_loo + p_loo``), ``lpd_diff`` (the best's lpd minus this
+    model's: how much better the best fits) and ``p_loo_diff`` (this model's effective parameters
+    minus the best's), so ``elpd_diff = lpd_diff + p_loo_diff``."""
+    out = frame.copy()
+    out["lpd"] = out["elpd_loo"] + out["p_loo"]
+    out["lpd_diff"] = float(out["lpd"].iloc[0]) - out["lpd"]
+    out["p_loo_diff"] = out["p_loo"] - float(out["p_loo"].iloc[0])
+    return out
+
+
 def _compare(idatas: dict) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Pareto-k warnings: the table's "warning" column says it
-        return _bayes.compare(idatas, var_name=OBS)
+        return split_penalty(_bayes.compare(idatas, var_name=OBS))
 
 
 def compare_forms(fits: dict) -> pd.DataFrame:
@@ -63,7 +78,8 @@ def fit_circuits(table: pd.DataFrame, spec: UPTLawSpec, *, single=None, labels: 
                  **fit_kw) -> dict:
     """``{SINGLE: the power law of spec, MIXTURE: the two-circuit mixture}`` (``single`` reuses a fit).
     Both without a seed effect: the mixture has none, and the two are compared like for like."""
-    law = replace(spec, form="power", sigma_by=None, size_term=False, seed_effect=False, seed_within=None)
+    law = replace(spec, form="power", sigma_by=None, size_term=False, seed_effect=False, seed_within=None,
+                  seed_kinds=False)
     if single is None:
         progress.step("circuits: fitting the single-circuit law")
         single = UPTLawModel.from_table(table, law).fit(**fit_kw)
@@ -101,8 +117,12 @@ def preference(frame: pd.DataFrame, what: str, *, elpd: str = "elpd_loo") -> str
     first, second = frame.index[0], frame.index[1]
     d, se = float(frame["elpd_diff"].iloc[1]), float(frame["dse"].iloc[1])
     how = "clearly" if d > 2 * se else "not clearly (difference within 2 SE)"
+    split = ""
+    if "lpd_diff" in frame.columns:  # a LOO table: the fit and the penalty apart
+        split = (f"; of it, fit {float(frame['lpd_diff'].iloc[1]):.2f} and parameter penalty "
+                 f"{float(frame['p_loo_diff'].iloc[1]):.2f}")
     return (f"{what}: the data prefer {first} over {second}, {how}: elpd difference {d:.1f} "
-            f"(SE {se:.1f}; {elpd} {float(frame[elpd].iloc[0]):.1f} vs {float(frame[elpd].iloc[1]):.1f})")
+            f"(SE {se:.1f}; {elpd} {float(frame[elpd].iloc[0]):.1f} vs {float(frame[elpd].iloc[1]):.1f}{split})")
 
 
 def best_form(frame: pd.DataFrame) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from ihstats.fit_protocol import FitData
-from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.spec import SEED_KINDS, UPTLawError, UPTLawSpec
 from ihstats.tables import formed_column, numeric_column, one_row_per_run, onsets_within_runs, rows
 
 REQUIRED_COLUMNS = ("run_id", "B", "C", "onset", "censored", "last_step")
@@ -39,6 +39,7 @@ class LawData(FitData):
     sigma_levels: list | None = None     # the sigma_by column's levels, as strings, in index order
     seed_idx: np.ndarray | None = None   # run -> index into seeds (seed_effect)
     seeds: list | None = None            # seed labels (seed_label) in index order
+    kinds: dict | None = None            # seed_kinds: {kind: (run -> index, labels)} per SEED_KINDS
 
     @property
     def x(self) -> dict:
@@ -84,7 +85,8 @@ def prepare(table: pd.DataFrame, spec: UPTLawSpec) -> LawData:
     cell_idx, cells = _cells(df, spec)
     sigma_idx, sigma_levels = _sigma_levels(df, cens, spec)
     seed_idx, seeds = _seeds(df, spec)
-    return LawData(table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
+    kinds = _seed_kinds(df) if spec.seed_kinds else None
+    return LawData(kinds=kinds, table=df.reset_index(drop=True), y=y, upper=upper, censored=cens,
                    me_sd=me_sd, logs=logs, centres=centres, cell_idx=cell_idx, cells=cells,
                    sigma_idx=sigma_idx, sigma_levels=sigma_levels, seed_idx=seed_idx, seeds=seeds)
 
@@ -254,6 +256,27 @@ def _seeds(df: pd.DataFrame, spec: UPTLawSpec):
         _fail(f"seed: one seed ({seeds[0]!r}) in the table; a seed effect needs runs at two or more "
               f"seeds: fit without seed_effect / --seed-effect off")
     return np.array([seeds.index(v) for v in labels], dtype=int), seeds
+
+
+def _seed_kinds(df: pd.DataFrame) -> dict:
+    """Run -> index per seed kind (``weight_seed``, ``data_seed``; ``seed`` where a column is
+    missing or blank). A kind with a single value is left out (its effect is not identified)."""
+    if "seed" not in df.columns and not set(SEED_KINDS) <= set(df.columns):
+        _fail("seed: the seed effect by kind needs weight_seed and data_seed columns (or seed); "
+              "fit without seed_kinds")
+    out = {}
+    for kind in SEED_KINDS:
+        col = df[kind] if kind in df.columns else df["seed"]
+        col = col.where(col.notna(), df["seed"]) if "seed" in df.columns else col
+        if col.isna().any():
+            _fail(f"{kind}: blank in {rows(df, col.isna().to_numpy())}; each run needs its {kind} (or seed)")
+        labels = [seed_label(v) for v in col.tolist()]
+        levels = sorted(set(labels), key=_numeric_first)
+        if len(levels) > 1:
+            out[kind] = (np.array([levels.index(v) for v in labels], dtype=int), levels)
+    if not out:
+        _fail("seed_kinds: one weight seed and one data seed in the table; nothing to estimate: fit without seed_kinds")
+    return out
 
 
 def _sigma_levels(df: pd.DataFrame, cens: np.ndarray, spec: UPTLawSpec):

@@ -120,6 +120,7 @@ class UPTLawModel:
             coords["sigma_level"] = d.sigma_levels
         if d.seeds is not None:
             coords["seed"] = d.seeds
+        coords.update({kind: labels for kind, (_, labels) in (d.kinds or {}).items()})
         with pm.Model(coords=coords) as model:
             alpha = pm.Normal("alpha", mu=float(d.y[~d.censored].mean()), sigma=pr["alpha_sd"])
             mu = alpha + pymc_line(pm, self.spec.form, d.x, d.centres, pr)  # the form's line
@@ -131,6 +132,10 @@ class UPTLawModel:
                 seed_sd = pm.HalfNormal("seed_sd", sigma=pr["seed_sd"])
                 seed_z = pm.Normal("seed_z", 0.0, 1.0, dims="seed")
                 mu = mu + seed_sd * seed_z[d.seed_idx]
+            for kind, (idx, _) in (d.kinds or {}).items():  # seeds by kind: weights and data, crossed
+                kind_sd = pm.HalfNormal(f"{kind}_sd", sigma=pr[f"{kind}_sd"])
+                kind_z = pm.Normal(f"{kind}_z", 0.0, 1.0, dims=kind)
+                mu = mu + kind_sd * kind_z[idx]
             sigma = self._sigma(pm, pr)
             scale = pt.sqrt(sigma**2 + pm.Data("me_sd", d.me_sd, dims="run") ** 2)
             obs, cen = np.flatnonzero(~d.censored), np.flatnonzero(d.censored)
@@ -177,6 +182,8 @@ class UPTLawModel:
             idata.posterior[name] = value
         if "seed_z" in idata.posterior:  # each seed's offset on log UPT, as reports print it
             idata.posterior["seed_offset"] = idata.posterior["seed_sd"] * idata.posterior["seed_z"]
+        for kind in self.data.kinds or {}:
+            idata.posterior[f"{kind}_offset"] = idata.posterior[f"{kind}_sd"] * idata.posterior[f"{kind}_z"]
         runs = {"run": self.data.table["run_id"].astype(str).tolist()}
         _bayes.add_group(idata, "log_likelihood",
                          {OBS: (("chain", "draw", "run"), loglik(self.data, idata, self.spec.form))}, coords=runs)
@@ -190,7 +197,7 @@ class UPTLawModel:
             attrs.update({f"min_{k}": float(v.min()), f"max_{k}": float(v.max())})
         attrs.update(size_term=int(self.spec.size_term), likelihood=self.spec.likelihood, form=self.spec.form,
                      cell_effect=int(self.spec.cell_effect), seed_effect=int(self.spec.seed_effect),
-                     seed_within=self.spec.seed_within or "",
+                     seed_within=self.spec.seed_within or "", seed_kinds=json.dumps(sorted(self.data.kinds or {})),
                      sigma_by=self.spec.sigma_by or "",
                      sigma_levels=json.dumps(self.data.sigma_levels or []),
                      model="ihstats.law.model", ihstats_versions=json.dumps(_bayes.versions()))

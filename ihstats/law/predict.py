@@ -208,6 +208,8 @@ def law_name(idata) -> str:
 
 def _seed_note(idata, run_seed, design: dict) -> str:
     """What the new-run interval holds of the seed effect, when the posterior has one."""
+    if "weight_seed_sd" in idata.posterior or "data_seed_sd" in idata.posterior:  # seeds by kind: always new
+        return " and a new weight seed's and data seed's offsets"
     if "seed_sd" not in idata.posterior:
         return ""
     within = idata.posterior.attrs.get("seed_within") or None

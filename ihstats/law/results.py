@@ -20,7 +20,7 @@ from scipy import stats
 from ihstats import _bayes
 from ihstats.law.data import LawData, design_values, seed_key
 from ihstats.law.forms import FORM_PARAMS, FORM_TEXT, line_draws, posterior_form
-from ihstats.law.spec import COEF, OBS, PUBLISHED, UPTLawError, UPTLawSpec
+from ihstats.law.spec import COEF, OBS, PUBLISHED, SEED_KINDS, UPTLawError, UPTLawSpec
 
 
 def sigma_draws(data: LawData, idata) -> np.ndarray:
@@ -43,7 +43,8 @@ def mu_draws(data: LawData, idata, form: str | None = None) -> np.ndarray:
     posterior's attribute (the prior's draws carry none)."""
     mu = _bayes.posterior_draws(idata, "alpha")[:, None] + line_draws(
         form or posterior_form(idata), lambda name: _bayes.posterior_draws(idata, name)[:, None], data.logs, data.centres)
-    for term, idx in (("cell", data.cell_idx), ("seed", data.seed_idx)):  # the fitted offsets sd * z[level]
+    kinds = [(kind, idx) for kind, (idx, _) in (data.kinds or {}).items()]
+    for term, idx in (("cell", data.cell_idx), ("seed", data.seed_idx), *kinds):  # the fitted offsets sd * z[level]
         if idx is not None:
             z = np.asarray(idata.posterior[f"{term}_z"].values, dtype=float).reshape(mu.shape[0], -1)
             mu = mu + _bayes.posterior_draws(idata, f"{term}_sd")[:, None] * z[:, idx]
@@ -109,6 +110,17 @@ def seed_offset_draws(idata, run_seeds, rng: np.random.Generator, pick=None) -> 
     for j, key in enumerate(run_seeds):
         if key is not None and str(key) in known:
             out[:, j] = sd * z[:, known.index(str(key))]
+    return out
+
+
+def new_kind_offsets(idata, rng: np.random.Generator, shape: tuple) -> np.ndarray | float:
+    """A new run's offsets of every seed kind the posterior has (``weight_seed_sd``, ``data_seed_sd``):
+    a new weight seed and a new data seed, summed, shape ``shape`` (S, n); 0.0 without seed kinds.
+    The headline prediction for a new seed integrates both."""
+    out = 0.0
+    for kind in SEED_KINDS:
+        if f"{kind}_sd" in idata.posterior:
+            out = out + _bayes.posterior_draws(idata, f"{kind}_sd")[:, None] * rng.standard_normal(shape)
     return out
 
 
@@ -184,7 +196,7 @@ def predict_from_posterior(idata, B, C, N=None, *, hdi_prob: float = 0.9,
         cell = mu + _bayes.posterior_draws(idata, "cell_sd")[:, None] * rng.standard_normal(mu.shape)
     design = {"B": B, "C": C, "N": N}
     new = (cell + seed_offset_draws(idata, _run_seeds(idata, run_seed, design), rng)
-           + planned_run_sigma(idata, design, rng) * eps)
+           + new_kind_offsets(idata, rng, mu.shape) + planned_run_sigma(idata, design, rng) * eps)
     out = []
     for j in range(mu.shape[1]):
         lo, hi = _bayes.hdi(mu[:, j], hdi_prob=hdi_prob)
@@ -292,6 +304,7 @@ class UPTLawResults(LawPosterior):
         p = FORM_PARAMS[self.spec.form] + (["c"] if self.spec.size_term else []) + ["sigma"]
         p += ["cell_sd"] if self.spec.cell_effect else []
         p += ["seed_sd", "seed_offset"] if self.spec.seed_effect else []
+        p += [f"{k}_sd" for k in SEED_KINDS if k in (self.data.kinds or {})]
         p += ["log_sigma_mu", "log_sigma_sd"] if self.spec.sigma_by else []
         return p + (["nu"] if self.spec.likelihood == "student_t" else [])
 

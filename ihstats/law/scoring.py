@@ -36,7 +36,7 @@ from ihstats import _bayes
 from ihstats.law.data import LawData, seed_keys
 from ihstats.law.forms import line_draws, posterior_form
 from ihstats.law.results import planned_run_sigma, seed_offset_draws
-from ihstats.law.spec import OBS
+from ihstats.law.spec import OBS, SEED_KINDS
 
 #: Baselines with fixed exponents ``(a, b)``; ``log T`` and the scatter are fitted.
 FIXED_BASELINES = {
@@ -197,6 +197,9 @@ def law_predictive(idata, data: LawData, *, new_cell: bool = True, known_seeds: 
     t = data.table
     seeds = seed_keys(t, attrs.get("seed_within") or None) if known_seeds else [None] * len(t)
     loc = loc + seed_offset_draws(idata, seeds, rng, pick)
+    for kind in SEED_KINDS:  # seeds by kind: a held-out run draws a new weight seed and a new data seed
+        if f"{kind}_sd" in post:
+            loc = loc + draws(f"{kind}_sd") * rng.standard_normal(loc.shape)
     # shared sigma, or with sigma_by each run's level (a level the fit never saw: a new one)
     design = {k: np.exp(v) for k, v in data.logs.items()}
     sigma = planned_run_sigma(idata, design, rng)[pick]

@@ -18,6 +18,8 @@ COEF = {"B": "a", "C": "b", "N": "c"}
 PUBLISHED = {"a": 0.37, "b": 0.62, "log_T": 13.26}
 #: Name of the observed log UPT in the model and in the InferenceData groups.
 OBS = "log_upt"
+#: The seed kinds of ``seed_kinds=True``: table columns, each with its own crossed effect.
+SEED_KINDS = ("weight_seed", "data_seed")
 #: The law's forms (:mod:`ihstats.law.forms`): the default power law and the two compared with it.
 FORMS = ("power", "critical_batch", "tokens")
 
@@ -35,6 +37,8 @@ DEFAULT_PRIORS = {
     "nu": (2.0, 0.1),         # Gamma(alpha, beta)
     "cell_sd": 0.5,           # HalfNormal(sd) of the cell effect (cell_effect=True)
     "seed_sd": 0.5,           # HalfNormal(sd) of the crossed seed effect (seed_effect=True)
+    "weight_seed_sd": 0.5,    # HalfNormal(sd) of the weight seed's effect (seed_kinds=True)
+    "data_seed_sd": 0.5,      # HalfNormal(sd) of the data seed's effect (seed_kinds=True)
     "log_sigma_mu": (-1.0, 1.0),  # Normal(mu, sd) of the levels' mean log sigma (sigma_by)
     "log_sigma_sd": 1.0,      # HalfNormal(sd) of the levels' spread in log sigma (sigma_by)
     "g": (0.5, 0.5),          # Normal(mu, sd): the tokens form's exponent on B C (form="tokens")
@@ -75,9 +79,15 @@ class UPTLawSpec:
         cell from the same initial weights and data order. ``sigma`` is then the scatter left after
         it; a prediction at a seed the fit saw uses that seed's offset, at a new seed draws one.
     seed_within : str or None
-        With ``seed_effect``: one offset per seed *and* level of this column (e.g. ``"C"``: a GPT's
-        position embedding has C rows and is drawn before the blocks, so one seed gives the same
-        initial weights only at one C). None: one offset per seed across the whole table.
+        With ``seed_effect``: one offset per seed *and* level of this column. None: one offset per
+        seed across the whole table (right for the shipped grids: every bxc-cross run has
+        ``model.context`` 128, so the position table has 128 rows at every C and seed s starts from
+        bit-identical weights in every cell).
+    seed_kinds : bool
+        Seeds by kind (issue 66): two crossed effects, ``weight_seed_sd * z[weight seed]`` and
+        ``data_seed_sd * z[data seed]`` (columns ``weight_seed`` and ``data_seed``; a table without
+        them takes ``seed`` for both, where the two are confounded). A prediction for a new run draws
+        a new offset of each kind. Not with ``seed_effect``.
     form : {"power", "critical_batch", "tokens"}
         The law's line (:mod:`ihstats.law.forms`); the rest of the model is the same in each.
     """
@@ -94,6 +104,7 @@ class UPTLawSpec:
     form: str = "power"
     seed_effect: bool = False
     seed_within: str | None = None
+    seed_kinds: bool = False
 
     def __post_init__(self):
         if self.form not in FORMS:
@@ -106,6 +117,9 @@ class UPTLawSpec:
                                                   and self.seed_within):
             raise UPTLawError(f"seed_within: a column name (like 'C') with seed_effect=True, got "
                               f"{self.seed_within!r} with seed_effect={self.seed_effect}")
+        if self.seed_kinds and self.seed_effect:
+            raise UPTLawError("seed_kinds: the seed effect by kind replaces the plain seed effect; set one of "
+                              "seed_kinds and seed_effect")
         if self.likelihood not in ("student_t", "normal"):
             raise UPTLawError(f"likelihood: must be 'student_t' or 'normal', got {self.likelihood!r}")
         unknown = set(self.priors) - set(DEFAULT_PRIORS)

@@ -11,7 +11,11 @@ Two ways to ask how often the law's interval holds for a run it did not see:
 
 With a seed effect (``UPTLawSpec(seed_effect=True)``) a run whose training seed the fit saw is
 predicted with that seed's offset, and the law is scored a second time with every seed new
-(``NEW_SEED``: what knowing the seed is worth).
+(``NEW_SEED``: what knowing the seed is worth). With seeds by kind (``seed_kinds=True``) every
+held-out run draws a new weight seed and a new data seed. The headline (:func:`new_seed_headline`,
+``meta["new_seed"]``, printed first by ``analyses/validate_law.py``) is the score on the held-out
+runs whose weight seed and data seed the fit never saw: coverage of the 90% interval, its median
+width and the PIT histogram.
 
 Each prediction is scored by :func:`ihstats.law.scoring.score_runs` (coverage of the 50% and 90%
 intervals, PIT, log predictive density, error of the median; censored runs by their survival
@@ -53,7 +57,7 @@ from ihstats.law.model import UPTLawModel
 from ihstats.law.results import fitted_range
 from ihstats.law.scoring import (LAW, add_predictions, baseline_predictives, law_predictive, score_runs,
                                  summarize_scores)
-from ihstats.law.spec import UPTLawError, UPTLawSpec
+from ihstats.law.spec import SEED_KINDS, UPTLawError, UPTLawSpec
 from ihstats.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
@@ -207,7 +211,8 @@ def score_fold(spec: ValidationSpec, idata, train: LawData | None, test: LawData
         "cell_id": (t["cell_id"].astype(str).to_numpy() if "cell_id" in t else
                     t["run_id"].astype(str).to_numpy()),
         "B": np.exp(test.logs["B"]), "C": np.exp(test.logs["C"]), "y": test.y,
-        "censored": test.censored, "region": _region(test, fitted_range(idata))})
+        "censored": test.censored, "region": _region(test, fitted_range(idata)),
+        **{k: t[k].to_numpy() for k in ("seed", *SEED_KINDS) if k in t}})
     frames = [pd.concat([base.assign(model=name),
                          score_runs(p, test.y, test.censored, levels=spec.levels, seed=spec.seed)],
                         axis=1)
@@ -341,18 +346,51 @@ def validate_holdout(test_table: pd.DataFrame, spec: ValidationSpec | None = Non
     # with one run, or none formed, is still predicted: from the fitted level's sigma, or a new
     # level's for a value the fit never saw)
     test = prepare(test_table, replace(spec.law, cell_effect=False, size_term=False, sigma_by=None,
-                                       seed_effect=False, seed_within=None))
+                                       seed_effect=False, seed_within=None, seed_kinds=False))
     _disjoint(_fitted_runs(train, idata), test)
     extra, compared = alternatives(spec, train_table, main, fit_kw, test=test) if train_table is not None else ({}, {})
     runs = score_fold(spec, idata, train, test, fold="held-out", extra=extra)
     add_predictions(idata, test, seed=spec.seed)
     meta = _meta(spec, "holdout", source, fit_kw, idata)
-    meta.update(n_folds=1, wall_s=time.perf_counter() - t0, **compared)
+    meta.update(n_folds=1, wall_s=time.perf_counter() - t0, **compared,
+                new_seed=new_seed_headline(runs, train.table if train is not None else None))
     for key, names in (("heldout_forms", [form_label(f) for f in spec.forms]),
                        ("heldout_circuits", [SINGLE, MIXTURE] if spec.circuits else [])):
         if names:
             meta[key] = heldout_table(runs, names).reset_index().to_dict(orient="records")
     return ValidationResults(runs, meta, idata)
+
+
+def _kind(frame: pd.DataFrame, kind: str) -> pd.Series | None:
+    """A table's seeds of one kind as labels (the ``seed`` where the kind's column is missing)."""
+    col = frame[kind] if kind in frame else frame.get("seed")
+    if col is None:
+        return None
+    if "seed" in frame:
+        col = col.where(col.notna(), frame["seed"])
+    return col.map(lambda v: "" if pd.isna(v) else f"{float(v):g}")
+
+
+def new_seed_headline(runs: pd.DataFrame, train: pd.DataFrame | None, level: float = 0.9) -> dict:
+    """The held-out score at new seeds: among ``runs`` (per-run scores) those whose weight seed and
+    data seed no run of ``train`` had (all runs, ``basis`` saying so, without a training table or
+    seeds), under the law's every-seed-new predictive where there is one, else the law's:
+    ``n_runs``, coverage and median width (hi / lo) of the ``level`` interval, the PIT histogram
+    (10 bins over [0, 1])."""
+    model = NEW_SEED if (runs["model"] == NEW_SEED).any() else LAW
+    r = runs[runs["model"] == model]
+    basis = "every held-out run (the fit's seeds are not known here)"
+    if train is not None and all(_kind(r, k) is not None and _kind(train, k) is not None for k in SEED_KINDS):
+        new = np.ones(len(r), dtype=bool)
+        for k in SEED_KINDS:
+            new &= ~_kind(r, k).isin(set(_kind(train, k))).to_numpy()
+        r, basis = r[new], "held-out runs whose weight seed and data seed the fit never saw"
+    tag = f"{round(100 * level)}"
+    hist = np.histogram(r["pit"].to_numpy(dtype=float), bins=10, range=(0.0, 1.0))[0] if len(r) else np.zeros(10)
+    return {"model": model, "basis": basis, "n_runs": int(len(r)), "level": level,
+            "cover": float(r[f"inside_{tag}"].mean()) if len(r) else float("nan"),
+            "median_hi_lo_ratio": float(r[f"hi_lo_ratio_{tag}"].median()) if len(r) else float("nan"),
+            "pit_hist": hist.astype(int).tolist()}
 
 
 def alternatives(spec: ValidationSpec, table: pd.DataFrame, main, fit_kw: dict, *,

@@ -148,7 +148,7 @@ def load_trained_run(run_dir: str | Path, device: str = "cpu", progress: bool = 
     retrain = f"the run must be trained again: delete {run_dir} and rerun its training command"
     meta = read_config_record(run_dir, retrain)  # the readers' run check: an edited config is refused
     cfg = from_dict(meta["config"])
-    source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=cfg.train.context)
+    source = build_source(cfg.data, seed=cfg.stream_seed, progress=progress, context=cfg.train.context)
     return LoadedRun(loaded.model, cfg, source, loaded.step)
 
 

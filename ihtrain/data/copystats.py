@@ -5,6 +5,15 @@ same sequence, at ``j < a`` (the ``A B ... A -> B`` event an induction head pred
 *distance* is ``a - j`` for the nearest such ``j``. The generators' own record of what they planted
 (``copy_source``, :mod:`ihtrain.data.repeats`) is not used: these functions check it. The command
 ``python -m ihtrain.copystats`` prints them per source and context length.
+
+The *successor payoff* (:func:`successor_payoff`) says how much the successor shortcut pays on these
+copies: a successor-only predictor knows the source's transitions ``P(t | x[a])`` and the tokens
+already in the window, and predicts ``P(t | x[a])`` renormalised over the distinct tokens of
+``x[0 .. a]``. At a copy the next token is in the window, so against the source's own prediction
+``P(x[a+1] | x[a])`` it gains ``-log sum_{t in x[0..a]} P(t | x[a])`` nats: much where the window holds
+few distinct tokens (short windows, early positions), little where it holds many. An induction
+head's gain is the rest of the copy's loss, so a large payoff is a strong pull towards the shortcut
+before the jump.
 """
 
 from __future__ import annotations
@@ -42,3 +51,25 @@ def copy_table(tokens: np.ndarray) -> dict[str, float]:
     qs = np.quantile(d, QUANTILES) if d.size else [float("nan")] * len(QUANTILES)
     out.update({f"d_q{round(q * 100)}": float(v) for q, v in zip(QUANTILES, qs)})
     return out
+
+
+def successor_payoff(tokens: np.ndarray, transitions: np.ndarray) -> dict[str, float]:
+    """The successor payoff (module docstring) of ``tokens`` (n, T), ids indexing ``transitions``
+    (V, V), rows summing to 1: ``payoff_mean`` (nats, mean over the copies of
+    :func:`copy_distances`) and ``payoff_q50`` (median); NaN without copies."""
+    x = np.asarray(tokens, dtype=np.int64)
+    P = np.asarray(transitions, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] != P.shape[1] or x.size and not 0 <= x.min() <= x.max() < P.shape[0]:
+        raise ValueError(f"transitions: expected a square (V, V) matrix covering the token ids, got {P.shape} "
+                         f"for ids in [{x.min() if x.size else 0}, {x.max() if x.size else 0}]")
+    rows, queries, _ = copy_distances(x)
+    n, T = x.shape
+    mass = np.empty((n, T))  # mass[i, a]: P(x[0..a] | x[a]), the window's share of the successors
+    for i in range(n):
+        seen = np.zeros((T, P.shape[0]), dtype=bool)
+        seen[np.arange(T), x[i]] = True
+        seen = np.logical_or.accumulate(seen, axis=0)
+        mass[i] = (P[x[i]] * seen).sum(1)
+    gain = -np.log(np.clip(mass[rows, queries], 1e-300, None))
+    return {"payoff_mean": float(gain.mean()) if gain.size else float("nan"),
+            "payoff_q50": float(np.median(gain)) if gain.size else float("nan")}

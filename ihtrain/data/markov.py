@@ -36,7 +36,9 @@ semi-natural data (:mod:`ihtrain.data.repeats`) with fresh tokens drawn from the
 The mechanism knobs act there too: ``repeat_start`` (repeats from early positions), the copy
 distances (``repeat_distance``, ``max_distance``: :mod:`ihtrain.data.lags`) and a frequency that
 scales with the context, ``f(C) = frequency (C / frequency_ref_context)^frequency_exponent``
-(:func:`ihtrain.data.repeats.frequency_at`; ``C`` is ``train.context``).
+(:func:`ihtrain.data.repeats.frequency_at`; ``C`` is ``train.context``), or the decoupled setting:
+a distance floor ``min_distance`` and ``copies_per_token`` fixed across C
+(:func:`ihtrain.data.lags.planted_frequency`).
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights
-from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
+from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights, planted_frequency
+from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource
 from ihtrain.errors import need
 
@@ -421,7 +423,7 @@ class MarkovSource:
                  **_: Any):
         self.cfg, self.seed, self.context = cfg, int(seed), context
         self.lag_weights = lag_weights(getattr(cfg, "repeat_distance", "uniform"), getattr(cfg, "max_distance", 0),
-                                       "data.markov")
+                                       "data.markov", getattr(cfg, "min_distance", 0))
         imposed = cfg.frequency >= 0
         if imposed:
             check_prob(cfg.frequency, "data.markov.frequency")
@@ -439,16 +441,17 @@ class MarkovSource:
     @property
     def fingerprint(self) -> dict[str, Any]:
         t = {k: v for k, v in self.truth.items() if k != "ignored_targets"}
-        if getattr(self.cfg, "frequency_exponent", 0.0) and self.context:  # only where it is set: old runs'
+        if (getattr(self.cfg, "frequency_exponent", 0.0) or getattr(self.cfg, "copies_per_token", -1.0) >= 0) \
+                and self.context:  # only where it is set: old runs'
             t["frequency_at_context"] = self.frequency(0)  # fingerprints stay as they were
         return {"kind": "markov", "chain_hash": self.chain.digest(), "seed": self.seed,
                 "pool_tokens": self.pool_tokens, **t}
 
     def frequency(self, length: int) -> float:
-        """The frequency planted in sequences of ``length`` tokens (``f(C)``; see the module docstring)."""
-        cfg = self.cfg
-        return frequency_at(cfg.frequency, getattr(cfg, "frequency_exponent", 0.0), getattr(cfg, "frequency_ref_context", 64),
-                            self.context or length - 1, "data.markov.frequency")
+        """The frequency planted in sequences of ``length`` tokens (``f(C)``, or the one that holds
+        ``copies_per_token``: :func:`ihtrain.data.lags.planted_frequency`)."""
+        C = self.context or length - 1
+        return planted_frequency(self.cfg, C, getattr(self.cfg, "repeat_start", 0) or (C + 1) // 2, "data.markov")
 
     def _make(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
         return generate_markov(self.chain, n_seqs, length, self.frequency(length), self.cfg.reliability, rng,

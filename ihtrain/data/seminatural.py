@@ -27,8 +27,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ihtrain.data.natural import load_stream
-from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights
-from ihtrain.data.repeats import SequencePool, as_rng, check_prob, frequency_at, plant_repeats, truth_stats
+from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights, planted_frequency
+from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource, resolve_cache_dir
 from ihtrain.errors import need
 
@@ -180,7 +180,7 @@ class SeminaturalSource:
                  pool_tokens: int | None = None, context: int | None = None):
         self.cfg, self.seed, self.context = cfg, int(seed), context
         check_prob(cfg.frequency, "data.seminatural.frequency")
-        self.lag_weights = lag_weights(cfg.repeat_distance, cfg.max_distance, "data.seminatural")
+        self.lag_weights = lag_weights(cfg.repeat_distance, cfg.max_distance, "data.seminatural", cfg.min_distance)
         check_prob(cfg.reliability, "data.seminatural.reliability")
         if cfg.top_v < 4:
             raise ValueError(f"data.seminatural.top_v: must be >= 4, got {cfg.top_v}")
@@ -230,13 +230,14 @@ class SeminaturalSource:
                 "top_v": self.cfg.top_v, "top_v_effective": self.bigram.V, "base_source": self.cfg.base_source,
                 "bigram_hash": self.bigram.digest(), "pool_tokens": self.pool_tokens, "seed": self.seed,
                 "base": self._base_fp,
-                **({"frequency_at_context": self.frequency(0)} if self.cfg.frequency_exponent and self.context else {})}
+                **({"frequency_at_context": self.frequency(0)}
+                   if (self.cfg.frequency_exponent or self.cfg.copies_per_token >= 0) and self.context else {})}
 
     def frequency(self, length: int) -> float:
-        """The frequency planted in sequences of ``length`` tokens (``f(C)``; see the module docstring)."""
-        cfg = self.cfg
-        return frequency_at(cfg.frequency, cfg.frequency_exponent, cfg.frequency_ref_context,
-                            self.context or length - 1, "data.seminatural.frequency")
+        """The frequency planted in sequences of ``length`` tokens (``f(C)``, or the one that holds
+        ``copies_per_token``: :func:`ihtrain.data.lags.planted_frequency`)."""
+        C = self.context or length - 1
+        return planted_frequency(self.cfg, C, self.cfg.repeat_start or (C + 1) // 2, "data.seminatural")
 
     def _make(self, rng: np.random.Generator, n_seqs: int, length: int) -> tuple[np.ndarray, dict]:
         return generate_seminatural(self.bigram, n_seqs, length, self.frequency(length), self.cfg.reliability, rng,

@@ -135,14 +135,14 @@ class Trainer:
 
     def _build(self, progress: bool) -> None:
         cfg, t = self.cfg, self.cfg.train
-        self.source = source = build_source(cfg.data, seed=cfg.seed, progress=progress, context=t.context)
+        self.source = source = build_source(cfg.data, seed=cfg.stream_seed, progress=progress, context=t.context)
         vocab = source.vocab_size
         if cfg.model.vocab_size not in (0, vocab):
             raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} does not match the tokenizer's vocabulary "
                               f"size {vocab} for data.source={cfg.data.source!r}; set model.vocab_size=0 to take it "
                               f"from the data")
         self.model_cfg = dataclasses.replace(cfg.model, vocab_size=vocab)
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(cfg.init_seed)  # the weights' seed (issue 66: a kind of its own)
         self.model = GPT(self.model_cfg).to(self.device)
         self.optimizer = self.model.configure_optimizer(t.weight_decay, t.lr, (t.beta1, t.beta2), self.device.type)
         self.total = cfg.cap_steps
@@ -150,7 +150,7 @@ class Trainer:
             if cfg.metrics.enabled else set()
         if t.budget == "until-emergence" and not cfg.metrics.enabled:
             raise ConfigError("train.budget: 'until-emergence' needs metrics.enabled=true (it watches the PS curve)")
-        self.probes = make_probes(vocab, t.context, seed=cfg.seed, ordinary_range=source.ordinary_range,
+        self.probes = make_probes(vocab, t.context, seed=cfg.stream_seed, ordinary_range=source.ordinary_range,
                                   sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
                                   n=cfg.metrics.probe_len)
         self.val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
@@ -225,7 +225,7 @@ class Trainer:
         self.lr = lr_at(self.step, cfg, self.total, self.crossing)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
-        rng = np.random.default_rng([cfg.seed, TRAIN_DATA_STREAM, self.step])
+        rng = np.random.default_rng([cfg.stream_seed, TRAIN_DATA_STREAM, self.step])
         tokens, self.stats = self.source.sample(rng, t.batch_size, t.context + 1, progress=self.step / self.total)
         batch = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.int64))
         if self.on_cuda:

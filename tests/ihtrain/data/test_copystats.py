@@ -153,3 +153,71 @@ def test_command(capsys):
     assert [ln.split()[0] for ln in out.splitlines()[2:]] == ["16", "32"]
     assert main(["--source", "markov", "--context", "16", "--set", "data.markov.max_distance=1",
                  "--set", "data.markov.frequency=0.5", "--set", "data.markov.reliability=0.5"]) == 2
+
+
+# ---------------------------------------------------------------- the decoupled setting (issue 66)
+#: bxc-ident's source (ihtrain/presets/bxc-ident.toml): repeats from position 12, copy distances
+#: uniform on [8, 12], 0.4 copies per token at every C
+DECOUPLED = {"data.markov.repeat_start": 12, "data.markov.min_distance": 8, "data.markov.max_distance": 12,
+             "data.markov.copies_per_token": 0.4}
+
+
+def _markov_rows(extra):
+    from ihtrain.copystats import source_table
+    cfg = apply_overrides(RunConfig(), {"data.source": "markov", "data.markov.vocab": 512, "data.markov.frequency": 0.9,
+                                        "data.markov.reliability": 0.9, "data.markov.pool_tokens": 0,
+                                        "model.context": 128, "train.context": 64, **extra})
+    return {r["C"]: r for r in source_table(cfg, [32, 64, 128], n_seqs=128)}
+
+
+def test_decoupled_setting_holds_copy_statistics_across_C():
+    rows = _markov_rows(DECOUPLED)
+    for stat in ("copies_per_token", "d_mean", "repeat_start"):
+        vals = [rows[C][stat] for C in (32, 64, 128)]
+        assert max(vals) <= 1.1 * min(vals), (stat, vals)  # constant within 10%
+    assert rows[32]["repeat_start"] == 12 and rows[64]["copies_per_token"] == pytest.approx(0.4, rel=0.03)
+    assert 8 <= rows[128]["d_q10"] and rows[128]["d_q90"] <= 12
+    shipped = _markov_rows({})  # the shipped layout: distance and repeat start grow with C
+    assert shipped[128]["d_mean"] > 3 * shipped[32]["d_mean"] and shipped[128]["repeat_start"] == 64
+    # the shortcut's payoff still falls with C (more distinct tokens in view), less than in the shipped layout
+    assert rows[32]["payoff_mean"] > rows[128]["payoff_mean"] > shipped[128]["payoff_mean"]
+
+
+def test_successor_payoff_by_hand():
+    from ihtrain.data.copystats import successor_payoff
+    P = np.full((4, 4), 0.25)
+    # 0 1 2 0 1: the copy at a = 3 (bigram 0 1 seen at 0) sees tokens {0, 1, 2}: mass 3/4
+    out = successor_payoff(np.array([[0, 1, 2, 0, 1]]), P)
+    assert out["payoff_mean"] == pytest.approx(-np.log(0.75)) == pytest.approx(out["payoff_q50"])
+    assert np.isnan(successor_payoff(np.array([[0, 1, 2, 3]]), P)["payoff_mean"])  # no copies
+    with pytest.raises(ValueError, match="transitions"):
+        successor_payoff(np.array([[0, 5, 0, 5]]), P)
+
+
+def test_planted_frequency_and_its_errors():
+    from ihtrain.data.lags import planted_frequency
+    sect = MarkovConfig(frequency=0.9, reliability=0.8, copies_per_token=0.4, min_distance=8, max_distance=12)
+    # f = k C / (r (C - max(h, min_distance)))
+    assert planted_frequency(sect, 64, 4, "data.markov") == pytest.approx(0.4 * 64 / (0.8 * 56))
+    assert planted_frequency(sect, 64, 12, "data.markov") == pytest.approx(0.4 * 64 / (0.8 * 52))
+    base = RunConfig()
+    over = {"data.source": "markov", "data.markov.frequency": 0.5, "data.markov.reliability": 0.5, "train.context": 32}
+    with pytest.raises(ConfigError, match="data.markov.copies_per_token"):
+        validate(apply_overrides(base, {**over, "data.markov.copies_per_token": 0.45, "data.markov.repeat_start": 16}))
+    with pytest.raises(ConfigError, match="data.markov.min_distance"):
+        validate(apply_overrides(base, {**over, "data.markov.min_distance": 20, "data.markov.max_distance": 12}))
+    with pytest.raises(ValueError, match="data.markov.min_distance"):
+        lag_weights("uniform", 12, "data.markov", min_distance=1)
+    w = lag_weights("uniform", 12, "data.markov", min_distance=8)
+    assert w.size == 13 and w[:8].sum() == 0 and (w[8:] == 1).all()
+
+
+def test_decoupled_fields_at_defaults_keep_run_ids():
+    d = RunConfig().to_dict()
+    old = json.loads(json.dumps(d))
+    for sect in ("markov", "seminatural"):
+        for k in ("min_distance", "copies_per_token"):
+            del old["data"][sect][k]
+    assert config_hash(d) == config_hash(old)
+    d["data"]["markov"]["copies_per_token"] = 0.4
+    assert config_hash(d) != config_hash(old)
