@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:  # run as a script, the repository root is not on 
 
 from ihstats.cli_checks import NONNEG_INT, check_args  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
-from paper_figures.builders import (BUDGET, EXAMPLES, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
+from paper_figures.builders import (BUDGET, EXAMPLES, FIGURE_CLAIMS, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
                                     Skip, rel_path)
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, write_constraints  # noqa: E402
@@ -99,6 +99,11 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
         files = ", ".join(f"`{p.name}`" for p in r.get("files", []))
         lines.append(f"| {r['name']} | {r['status']} | {r['source']} | {files} | "
                      f"`{r['command']}` | {r['seconds']:.1f} |")
+    lines += ["", "## Each figure's grid and claim", "",
+              "\"Crossed\": max PS reached the run's own level (an uncensored onset); the shipped logs "
+              "lack the induction certificate's probe, so no figure says a head formed.", ""]
+    lines += [f"- **{r['name']}** ({r['source'].split(' (')[0]}): {FIGURE_CLAIMS.get(r['name'], '-')}"
+              for r in results]
     lines += ["", "## Notes", ""]
     lines += [f"- **{r['name']}** ({REGISTRY[r['name']].description}): {r['note'] or '-'}"
               for r in results]
@@ -109,7 +114,7 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
 
 def _figure_of_file(stem: str) -> str | None:
     """The registry figure that writes the file ``stem`` (``name`` or ``name_<table>``; the
-    longest name wins, so ``upt_law_fast_law`` belongs to ``upt_law_fast``)."""
+    longest name wins, so ``upt_law_default_law`` belongs to ``upt_law_default``)."""
     owners = [n for n in REGISTRY if stem == n or stem.startswith(n + "_")]
     return max(owners, key=len) if owners else None
 
@@ -194,7 +199,7 @@ def check(args: argparse.Namespace) -> int:
         problems = [d for p in made for d in csv_differences(p, args.out / p.name, **limits)]
     names = {p.name for p in made}
     wanted = {p.name for p in args.out.glob("*.csv")
-              if args.only is None or p.name.split(".")[0].startswith(tuple(args.only))}
+              if args.only is None or _figure_of_file(p.name.split(".")[0]) in args.only}
     problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
     for line in problems:
         print(f"[differs] {line}")
