@@ -13,7 +13,9 @@ Figure, from ``ihstats.plots_paper``); this file runs them and writes the files,
 and the ``--check`` report (``check.py``: sampler tables within Monte Carlo tolerance, the rest
 exact); it says when the running versions differ from those recorded.
 By default every figure reads the real logs shipped in ``data/reference_runs/`` (natural text:
-``bxc-cpu-h200-bf16``; fast regime: ``bxc-law``; ``freqrel``, ``markov``, ``biinduct``). A
+``bxc-cpu-h200-bf16``; the default ``bxc-cross`` and its held-out grid; ``law-mechanism``;
+``freqrel`` and ``freqrel-extend``; ``markov`` and its entropy-matched companions;
+``biinduct-text-cpu``), and the planted series ``data/example_series_planted``. A
 figure whose set is not shipped is *skipped* with the reason in ``INDEX.md``; the simulated
 examples in ``data/`` are used only with ``--simulated`` (and say so in the title and INDEX.md).
 A failing figure is reported and the others still run; the exit status is 1 if any failed
