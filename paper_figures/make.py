@@ -6,7 +6,7 @@
     python paper_figures/make.py --only upt_law --simulated --out /tmp/figs  # simulated example
     python paper_figures/make.py --list
 
-Each figure is an entry of ``builders.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
+Each figure is an entry of ``registry.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
 built with the package's own ``ihstats`` functions) and its drawing (tidy DataFrame -> matplotlib
 Figure, from ``ihstats.plots_paper``); this file runs them and writes the files, ``INDEX.md``,
 ``constraints.txt`` (the package versions they were made with, usable with ``pip install -c``)
@@ -46,8 +46,8 @@ if str(ROOT) not in sys.path:  # run as a script, the repository root is not on 
 
 from ihstats.cli_checks import NONNEG_INT, check_args  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
-from paper_figures.builders import (BUDGET, EXAMPLES, FIGURE_CLAIMS, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
-                                    Skip, rel_path)
+from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
+from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, write_constraints  # noqa: E402
 
