@@ -168,7 +168,8 @@ def _in_cells_with_runs(grid: Any, f_edges: Any, r_edges: Any, f: Any, r: Any) -
 
 
 def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
-                      title: str = "", title_size: float = 9, path: str | Path | None = None) -> Any:
+                      title: str = "", title_size: float = 9, path: str | Path | None = None,
+                      colour_label: str = "fraction of runs with an induction head") -> Any:
     """Heatmap of the formed fraction per (frequency, reliability) cell with the frontier's
     posterior median, its band and the GLM contour.
 
@@ -186,7 +187,7 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     if grid.isna().to_numpy().any():  # a transect design: cells without runs show as grey
         ax.set_facecolor("0.8")
         ax.fill_between([], [], color="0.8", label="no runs in this cell")
-    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
+    fig.colorbar(mesh, ax=ax, label=colour_label)
     fr = frontier
     # lines only over cells that hold runs: across a transect's empty cells they would be drawn
     # where nothing was measured

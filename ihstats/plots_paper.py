@@ -468,10 +468,10 @@ def plot_biinduct_text(curves: pd.DataFrame, panels: dict[str, str], claims: pd.
     ax.set_xlabel("p-value (log scale)")
     ax.legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)
     for yi, v in zip(y, c["verdict"]):
-        text.annotate(textwrap.shorten(str(v), 95, placeholder=" ..."), (0.0, yi), xycoords=("axes fraction", "data"),
+        text.annotate(textwrap.shorten(str(v), 80, placeholder=" ..."), (0.0, yi), xycoords=("axes fraction", "data"),
                       fontsize=6.5, va="center", color="0.15")
-    text.set_title("the tool's verdict (claims.csv of analyses/biinduct_verdicts.py); docs/RESULTS.md section 5\n"
-                   "qualifies the emergence rows (a crossing, not a timing), ICL (the random control overlaps) "
+    text.set_title("the tool's verdict (claims.csv of analyses/biinduct_verdicts.py);\ndocs/RESULTS.md section 5 "
+                   "qualifies the emergence rows (a crossing,\nnot a timing), ICL (the random control overlaps) "
                    "and backward copy", fontsize=7, loc="left")
     text.axis("off")
     fig.suptitle("Bi-Induct on the builtin text (biinduct-text-cpu, 5 conditions x 3 seeds): curves, and each claim's "

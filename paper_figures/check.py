@@ -194,9 +194,11 @@ def _near_a_level(rule: SamplerTable, new, old, ess: tuple[float, float]) -> np.
 def _exact(x: pd.Series, y: pd.Series) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
         x, y = x.to_numpy(float), y.to_numpy(float)
-        span = np.nanmax(np.abs(y)) if np.isfinite(y).any() else 0.0
-        return (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= EXACT_REL * span + 1e-12)
-    return (x.astype(str) == y.astype(str)).to_numpy()
+        span = np.nanmax(np.abs(y[np.isfinite(y)])) if np.isfinite(y).any() else 0.0
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities compare by ==
+            return (np.isnan(x) & np.isnan(y)) | (x == y) | (np.abs(x - y) <= EXACT_REL * span + 1e-12)
+    # a missing cell is missing on both sides (pandas' string dtype keeps NaN through astype(str))
+    return (x.astype(object).where(x.notna(), "").astype(str) == y.astype(object).where(y.notna(), "").astype(str)).to_numpy()
 
 
 def _within(rule, col, new, old, ess) -> tuple[np.ndarray, np.ndarray]:

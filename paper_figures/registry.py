@@ -66,18 +66,18 @@ REGISTRY: dict[str, Figure] = {
                         lambda d: plot_mechanism(d.frame, d.extra["b"]),
                         "law-mechanism: onsets per arm x C and the C exponent b per arm"),
     "frontier": Figure(analysis_frontier,
-                       lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
-                                                   title="Frontier at the 4,200-update cap (freqrel; formed = "
-                                                         "crossed PS 0.3)" + _sim_tag(d)),
+                       lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI, colour_label=CROSSED_LABEL,
+                                                   title="Frontier at the 4,200-update cap (freqrel; crossings "
+                                                         "of PS 0.3)" + _sim_tag(d)),
                        "freqrel: crossed fraction over frequency x reliability with the logistic frontier band",
                        ("frontier_table",)),
     "frontier_onsets": Figure(analysis_frontier_onsets,
                               lambda d: plot_frontier_product(d.frame, d.extra["line"], d.extra["boundary"]),
                               "freqrel + freqrel-extend: onsets against f r with the product model and its budget lines"),
     "frontier_markov": Figure(lambda i: analysis_frontier(i, "freqrel-markov"),
-                              lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
-                                                          title="Frontier at the 12,000-update cap, Markov tokens "
-                                                                "(freqrel-markov, one seed)"),
+                              lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI, colour_label=CROSSED_LABEL,
+                                                          title="Frontier at 12,000 updates, Markov tokens "
+                                                                "(1 seed)"),
                               "the former frequency x reliability grid on Markov tokens (freqrel-markov)"),
     "markov_factors": Figure(analysis_markov_factors, lambda d: plot_markov_factors(d.extra["cells"]),
                              "markov: crossed / max PS over marginal x dependency x categoriality x regime (not "
@@ -127,6 +127,7 @@ FIGURE_CLAIMS = {
                       "planted); a tool check, not a finding."),
 }
 
+CROSSED_LABEL = "fraction of runs whose max PS crossed 0.3 (not certified)"
 VALIDATION_TITLE = ("bxc-cross's law (cell effect on) predicting the 12 runs of bxc-cross-holdout (new cells; "
                     "seeds 0 and 1, which the fit saw)")
 ABLATION_TITLE = ("Bi-Induct on text (biinduct-text-cpu): top-PS head per layer (previous-token head left out)\n"

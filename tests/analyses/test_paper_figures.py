@@ -203,3 +203,14 @@ def test_figures_without_a_sampler_from_their_shipped_sets(tmp_path):
         line = next(x for x in index.splitlines() if x.startswith(f"- **{name}** ("))
         assert len(line) > 40 and "data/" in line
     assert "PLANTED" in index
+
+
+def test_check_compares_missing_text_and_infinities_exactly(tmp_path):
+    """A missing text cell and an infinite median (a side where most runs did not cross) compare
+    equal to themselves; a changed finite value still differs."""
+    a = pd.DataFrame({"what": ["x", None, "y"], "median": [np.inf, 3961.1, np.nan]})
+    a.to_csv(tmp_path / "a.csv", index=False)
+    a.to_csv(tmp_path / "b.csv", index=False)
+    assert make.csv_differences(tmp_path / "a.csv", tmp_path / "b.csv") == []
+    a.assign(median=[np.inf, 3962.1, np.nan]).to_csv(tmp_path / "b.csv", index=False)
+    assert make.csv_differences(tmp_path / "a.csv", tmp_path / "b.csv") == ["b.csv: column 'median' differs in 1 row(s)"]
