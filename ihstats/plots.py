@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 # the fallback font draws the same figure, so it is noise on every fit's console
 logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator, StrMethodFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ihstats import _bayes_compat  # noqa: E402
@@ -168,7 +168,8 @@ def _in_cells_with_runs(grid: Any, f_edges: Any, r_edges: Any, f: Any, r: Any) -
 
 
 def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
-                      title: str = "", title_size: float = 9, path: str | Path | None = None) -> Any:
+                      title: str = "", title_size: float = 9, path: str | Path | None = None,
+                      colour_label: str = "fraction of runs with an induction head") -> Any:
     """Heatmap of the formed fraction per (frequency, reliability) cell with the frontier's
     posterior median, its band and the GLM contour.
 
@@ -186,7 +187,7 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     if grid.isna().to_numpy().any():  # a transect design: cells without runs show as grey
         ax.set_facecolor("0.8")
         ax.fill_between([], [], color="0.8", label="no runs in this cell")
-    fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
+    fig.colorbar(mesh, ax=ax, label=colour_label)
     fr = frontier
     # lines only over cells that hold runs: across a transect's empty cells they would be drawn
     # where nothing was measured
@@ -323,3 +324,49 @@ def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float 
     return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
                              glm_label=f"GLM ({results.glm.method})", title=title,
                              title_size=7 if note else 9, path=path)
+
+
+# ================================================================== the mechanism experiment
+ARM_COLOURS = {"fixed": "C0", "density": "C1", "capped": "C2"}
+
+
+def plot_mechanism(onsets: pd.DataFrame, b: pd.DataFrame) -> Any:
+    """Onset of every run per arm against C (left; ^ at its last step: did not reach the level)
+    and the C exponent b per arm with its HDI (right).
+
+    ``onsets``: ``arm, C, seed, onset, censored, last_step``; ``b``: ``arm, b, b_lo, b_hi`` and, for
+    the arms other than fixed, ``diff, diff_lo, diff_hi, p_diff_pos``."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.8, 3.6), width_ratios=(1.25, 1), layout="constrained")
+    arms = [a for a in ARM_COLOURS if a in set(onsets["arm"])]
+    for k, arm in enumerate(arms):
+        g = onsets[onsets["arm"] == arm]
+        x = g["C"] * np.exp((k - 1) * 0.06)  # the arms side by side at each C
+        cen = g["censored"].astype(bool)
+        ax1.plot(x[~cen], g.loc[~cen, "onset"], "o", color=ARM_COLOURS[arm], ms=5, label=f"{arm}: crossed 0.5")
+        ax1.plot(x[cen], g.loc[cen, "last_step"], "^", mfc="none", color=ARM_COLOURS[arm], ms=7,
+                 label=f"{arm}: not by its last step")
+    cs = sorted(onsets["C"].unique())
+    ax1.set(xscale="log", yscale="log", xlabel="C (context, tokens)", ylabel="onset (updates)",
+            title="B 32, 2 seeds per arm and C (density's C 32 = fixed's runs)")
+    ax1.set_xticks(cs, labels=[f"{c:g}" for c in cs])
+    ax1.xaxis.set_minor_locator(NullLocator())
+    ax1.set_yticks([1_000, 2_000, 3_000, 4_000, 6_000])
+    ax1.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax1.yaxis.set_minor_formatter(NullFormatter())
+    ax1.legend(fontsize=6.5, frameon=False, ncol=1, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    y = np.arange(len(b))[::-1]
+    for yi, r in zip(y, b.itertuples()):
+        col = ARM_COLOURS.get(r.arm, "0.3")
+        ax2.errorbar(r.b, yi, xerr=[[r.b - r.b_lo], [r.b_hi - r.b]], fmt="o", color=col, capsize=3)
+        txt = f"b {r.b:+.2f} [{r.b_lo:+.2f}, {r.b_hi:+.2f}]"
+        if np.isfinite(getattr(r, "diff", np.nan)):
+            txt += f"\nminus fixed {r.diff:+.2f} [{r.diff_lo:+.2f}, {r.diff_hi:+.2f}], P(> 0) {r.p_diff_pos:.2f}"
+        ax2.annotate(txt, (r.b_hi, yi), xytext=(6, 0), textcoords="offset points", va="center", fontsize=6.5)
+    ax2.axvline(0, color="0.6", lw=0.8, ls=":")
+    ax2.set_yticks(y, b["arm"])
+    lo, hi = b["b_lo"].min(), b["b_hi"].max()
+    ax2.set(xlim=(lo - 0.3, hi + 3.2), ylim=(-0.6, len(b) - 0.4),
+            xlabel="b, the C exponent (90% HDI; UPT ~ C^-b)", title="one exponent per arm")
+    fig.suptitle("law-mechanism: does C act through copy density (density arm) or copy distance (capped arm)?",
+                 fontsize=9)
+    return fig

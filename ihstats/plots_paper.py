@@ -9,6 +9,7 @@ figures mark simulated input with it).
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -103,10 +104,10 @@ def plot_upt_law(frame: pd.DataFrame, law: pd.DataFrame, params: pd.DataFrame, *
     ax1.errorbar(unc["log_predicted"], unc["log_observed"],
                  xerr=[unc["log_predicted"] - np.log(unc["pred_lo"]),
                        np.log(unc["pred_hi"]) - unc["log_predicted"]],
-                 fmt="o", ms=4, lw=0.8, color="C0", label="formed")
+                 fmt="o", ms=4, lw=0.8, color="C0", label="crossed the level")
     if len(cen):
         ax1.scatter(cen["log_predicted"], cen["log_observed"], marker="^", facecolors="none",
-                    edgecolors="C3", label="not formed (UPT > last step)")
+                    edgecolors="C3", label="did not cross (UPT > last step)")
     lo = min(f["log_observed"].min(), f["log_predicted"].min()) - 0.3
     hi = max(f["log_observed"].max(), f["log_predicted"].max()) + 0.3
     ax1.plot([lo, hi], [lo, hi], "--", color="0.5", lw=1, label="y = x")
@@ -221,43 +222,6 @@ def plot_ablation_summary(drops: pd.DataFrame, tests: pd.DataFrame, *,
 
 
 # ================================================================== frontier onsets at two budgets
-def plot_frontier_onsets(runs: pd.DataFrame, short: float, long: float, *, tag: str = "") -> Any:
-    """Onset of every run along each knob at the other knob's highest level (a transect, or a
-    grid's top edge), with the two budgets it is read at: a run formed by the short budget lies
-    below the lower line; one that formed only by the long one between them; ^ at the long
-    budget: not formed by it. Where onsets climb towards the long budget as a knob falls, the
-    boundary drawn at a budget is an iso-onset line.
-
-    ``runs``: one row per run with ``frequency, reliability, seed, formed_long, onset_long``
-    (:func:`ihstats.frontier.budget.per_run`).
-    """
-    knobs = ("frequency", "reliability")
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True, layout="constrained")
-    for ax, knob, other in zip(axes, knobs, knobs[::-1]):
-        edge = runs[np.isclose(runs[other], runs[other].max())]
-        seeds = sorted(edge["seed"].unique())
-        step = np.diff(np.sort(edge[knob].unique())).min(initial=0.1) * 0.12
-        for i, seed in enumerate(seeds):  # replicates side by side at each level
-            g = edge[edge["seed"] == seed]
-            x = g[knob] + (i - (len(seeds) - 1) / 2) * step
-            formed = g["formed_long"].astype(bool)
-            ax.plot(x[formed], g.loc[formed, "onset_long"], "o", color=f"C{i}", ms=5,
-                    label=f"seed {seed}")
-            ax.plot(x[~formed], np.full((~formed).sum(), long), "^", mfc="none", color=f"C{i}", ms=7)
-        for b, ls in ((short, ":"), (long, "--")):
-            ax.axhline(b, color="0.4", ls=ls, lw=1)
-            ax.annotate(f"budget {b:,.0f}", (ax.get_xlim()[0], b), fontsize=7, va="bottom", color="0.3")
-        ax.set(yscale="log", xlabel=knob, title=f"{knob} at {other} = {runs[other].max():g}")
-    low = np.nanmin([short, runs["onset_long"].min()])
-    axes[0].set_ylim(low * 0.8, long * 1.25)
-    axes[0].yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-    axes[0].yaxis.set_minor_formatter(StrMethodFormatter("{x:,.0f}"))
-    axes[0].set_ylabel("onset (updates); ^ = not formed by the cap")
-    axes[0].legend(fontsize=7, frameon=False, loc="upper right")
-    fig.suptitle("Onsets along the frontier's knobs, read at two budgets" + tag, fontsize=9)
-    return fig
-
-
 # ================================================================== Markov factors
 def plot_markov_factors(cells: pd.DataFrame) -> Any:
     """Final max PS (colour, mean over seeds), the runs formed out of the cell's runs and the
@@ -279,7 +243,7 @@ def plot_markov_factors(cells: pd.DataFrame) -> Any:
         m = ax.imshow(g.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
         for (i, j), v in np.ndenumerate(n.to_numpy(float)):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.0f}/{runs.to_numpy(float)[i, j]:.0f} formed\nH {H[i, j]:.2f} bits",
+                ax.text(j, i, f"{v:.0f}/{runs.to_numpy(float)[i, j]:.0f} crossed\nH {H[i, j]:.2f} bits",
                         ha="center", va="center", fontsize=7,
                         color="k" if g.to_numpy(float)[i, j] > 0.5 else "w")
         ax.set_xticks(range(g.shape[1]), g.columns)
@@ -308,35 +272,6 @@ def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str],
         ax.set(xlabel="step (updates)", title=label)
     axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode (one line per seed)", title_fontsize=7)
     fig.suptitle(title, fontsize=9)
-    return fig
-
-
-KV_PANELS = {"hits1": "HITS@1 of the value", "mean_logprob": "log-prob of the value (nats)"}
-KV_CONTROLS = (("true", "true pairs", "C0"), ("permuted", "values permuted (control)", "0.55"),
-               ("absent", "query key absent (control)", "0.8"))
-
-
-def plot_kv_recall(frame: pd.DataFrame, order: list[str] | None = None) -> Any:
-    """Key -> value recall per Bi-Induct condition against its two controls: the demonstrations'
-    values permuted among the keys, and a query key absent from the demonstrations. Bars: the
-    mean over runs (seeds); dots: each run. A model that recalls the value in context beats both.
-    ``frame``: one row per (condition, seed, control) with ``hits1, mean_logprob``."""
-    conds = order or sorted(frame["condition"].unique())
-    x = np.arange(len(conds))
-    width = 0.27
-    fig, axes = plt.subplots(1, len(KV_PANELS), figsize=(9.5, 3.3), layout="constrained")
-    for ax, (col, label) in zip(axes, KV_PANELS.items()):
-        for k, (control, name, color) in enumerate(KV_CONTROLS):
-            sub = frame[frame["control"] == control]
-            pos = x + (k - 1) * width
-            ax.bar(pos, sub.groupby("condition")[col].mean().reindex(conds), width, color=color, label=name)
-            for i, c in enumerate(conds):  # every run, jittered within its bar
-                v = sub.loc[sub["condition"] == c, col].to_numpy()
-                ax.plot(pos[i] + np.linspace(-0.08, 0.08, len(v)), v, ".", ms=3, color="k", alpha=0.7)
-        ax.set_xticks(x, conds)
-        ax.set(title=label, xlabel="Bi-Induct condition")
-    axes[0].legend(fontsize=7, frameon=False)
-    fig.suptitle("Key -> value recall in context; bars = mean over seeds, dots = runs", fontsize=9)
     return fig
 
 
@@ -378,4 +313,188 @@ def plot_law_validation(runs: pd.DataFrame, *, title: str = "") -> Any:
                  f"median interval spans {runs['hi_lo_ratio_90'].median():.1f}x in UPT"
                  + (f"\n{title}" if title else ""), fontsize=9)
     fig.tight_layout()
+    return fig
+
+
+# ================================================================== the frontier's product model
+def plot_frontier_product(runs: pd.DataFrame, line: pd.DataFrame, boundary: pd.DataFrame) -> Any:
+    """Left: every run's onset against the product f r (^ at its cap where it did not cross), the
+    product model's median onset with its HDI band, and the budgets as horizontal lines. Right: the
+    design points in the (f, r) plane (filled: crossed by the cap) with the boundary f r = const at
+    each budget (heads form by that budget above its line; band: HDI).
+
+    ``runs``: ``frequency, reliability, product, seed, cap, crossed, onset``; ``line``: ``product,
+    median_onset, lo, hi``; ``boundary``: ``budget, product, product_lo, product_hi``."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
+    # a trajectory read by two grids (freqrel-extend continues freqrel's r 0.5 runs) is drawn once,
+    # at its longer read
+    runs = (runs.sort_values("cap").drop_duplicates(["frequency", "reliability", "seed"], keep="last")
+            .sort_index().reset_index(drop=True))
+    transect = np.where(np.isclose(runs["reliability"], runs["reliability"].max()) & (runs["frequency"] < 0.9),
+                        "frequency varies (r 0.9)", np.where(runs["frequency"] >= 0.9 - 1e-9,
+                                                             "reliability varies (f 0.9)", "other"))
+    transect = np.where(np.isclose(runs["frequency"], 0.9) & np.isclose(runs["reliability"], 0.9), "f = r = 0.9",
+                        transect)
+    styles = {"frequency varies (r 0.9)": "C0", "reliability varies (f 0.9)": "C1", "f = r = 0.9": "0.2",
+              "other": "C4"}
+    jitter = (runs["seed"] - 1) * 0.006
+    for name, col in styles.items():
+        g = runs[transect == name]
+        if not len(g):
+            continue
+        ok = g["crossed"].astype(bool)
+        x = g["product"] * np.exp(jitter[g.index])
+        if ok.any():
+            ax1.plot(x[ok], g.loc[ok, "onset"], "o", color=col, ms=4.5, label=f"{name}: crossed")
+        if (~ok).any():
+            ax1.plot(x[~ok], g.loc[~ok, "cap"], "^", mfc="none", color=col, ms=6.5, label=f"{name}: not by its cap")
+    ax1.plot(line["product"], line["median_onset"], color="0.25", lw=1.2, label="product model: median onset")
+    ax1.fill_between(line["product"], line["lo"], line["hi"], color="0.5", alpha=0.2, lw=0)
+    for k, T in enumerate(boundary["budget"]):
+        ax1.axhline(T, color="0.45", ls=(":", "--", "-.")[k % 3], lw=0.9, label=f"budget {T:,.0f} updates")
+    ax1.set(xscale="log", yscale="log", xlabel="f r (frequency x reliability)", ylabel="onset (updates)",
+            title="onset against f r: one elasticity")
+    ticks = [0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8]
+    ax1.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+    ax1.xaxis.set_minor_locator(plt.NullLocator())
+    ax1.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    ax1.yaxis.set_minor_formatter(plt.NullFormatter())
+    ax1.set_ylim(250, 40_000)  # room below the runs for the legend
+    ax1.set_yticks([1_000, 2_000, 5_000, 10_000, 20_000])
+    ax1.legend(fontsize=6, frameon=False, loc="lower left", ncol=2)
+    f = np.linspace(0.4, 1.0, 200)
+    for k, r in enumerate(boundary.itertuples()):
+        ax2.plot(f, r.product / f, color="0.3", ls=(":", "--", "-.")[k % 3], lw=1,
+                 label=f"f r = {r.product:.2f} [{r.product_lo:.2f}, {r.product_hi:.2f}] at {r.budget:,.0f} updates")
+        ax2.fill_between(f, r.product_lo / f, r.product_hi / f, color="0.5", alpha=0.15, lw=0)
+    cells = runs.groupby(["frequency", "reliability"]).agg(n=("crossed", "size"), k=("crossed", "sum"),
+                                                          cap=("cap", "max")).reset_index()
+    for c in cells.itertuples():
+        ax2.scatter(c.frequency, c.reliability, s=40, color=plt.get_cmap("viridis")(c.k / c.n), edgecolors="k",
+                    linewidths=0.6, zorder=3)
+        ax2.annotate(f"{c.k}/{c.n}", (c.frequency, c.reliability), xytext=(5, -9), textcoords="offset points",
+                     fontsize=6.5)
+    ax2.set(xlim=(0.55, 0.95), ylim=(0.45, 0.95), xlabel="frequency f", ylabel="reliability r",
+            title="design points (crossed / runs by each grid's cap; colour: share crossed)\nand the boundary at each budget (HDI band)")
+    ax2.legend(fontsize=6, frameon=False, loc="lower left")
+    fig.suptitle("Frequency x reliability (freqrel, cap 4,200; freqrel-extend, cap 12,600): crossings of PS 0.3; "
+                 "r 0.5's 3 runs, read by both grids, drawn once", fontsize=9)
+    return fig
+
+
+# ================================================================== Markov factors at matched entropy
+MARGINAL_COLOURS = {"uniform": "C0", "gaussian": "C1", "zipf": "C2"}
+CATEGORIALITY_MARKERS = {"none": "o", "low": "s", "high": "D"}
+
+
+def plot_markov_entropy(runs: pd.DataFrame, cap: float = 12_000) -> Any:
+    """Onset of every Markov run against its chain's entropy rate, one panel per regime; runs that
+    did not cross by the cap sit on the band above it; the i.i.d. runs (no onset) as x at their
+    marginal's entropy. Colour: marginal; marker: categoriality; black edge: the entropy-matched
+    companion grids. ``runs``: ``grid, regime, dependency, categoriality, marginal, formed, onset,
+    entropy_rate``."""
+    regimes = sorted(runs["regime"].unique(), reverse=True)
+    fig, axes = plt.subplots(1, len(regimes), figsize=(5.0 * len(regimes), 3.8), sharey=True, squeeze=False,
+                             layout="constrained")
+    top = cap * 1.6
+    rng = np.random.default_rng(0)
+    for ax, reg in zip(axes[0], regimes):
+        g = runs[runs["regime"] == reg]
+        for r in g.itertuples():
+            y = r.onset if r.formed else top * np.exp(rng.uniform(-0.12, 0.12))
+            companion = r.grid != "markov"
+            if r.dependency == "iid":
+                ax.plot(r.entropy_rate, y, "x", color=MARGINAL_COLOURS.get(r.marginal, "0.4"), ms=5)
+                continue
+            ax.scatter(r.entropy_rate, y, marker=CATEGORIALITY_MARKERS.get(r.categoriality, "o"), s=30,
+                       color=MARGINAL_COLOURS.get(r.marginal, "0.4"), edgecolors="k" if companion else "none",
+                       linewidths=0.9, alpha=0.85)
+        ax.axhline(cap, color="0.5", lw=0.8, ls="--")
+        ax.annotate(f"cap {cap:,.0f}: above = did not cross", (0.01, cap), xycoords=("axes fraction", "data"),
+                    fontsize=6.5, va="bottom", color="0.3")
+        ax.set(yscale="log", xlabel="entropy rate of the chain (bits/token)", title=f"regime {reg}")
+        ax.axvspan(4.25, 4.75, color="0.9", zorder=0)
+    axes[0][0].set_ylabel("onset (updates)")
+    axes[0][0].yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    axes[0][0].yaxis.set_minor_formatter(plt.NullFormatter())
+    axes[0][0].set_ylim(1_500, top * 1.5)
+    axes[0][0].set_yticks([2_000, 3_000, 5_000, 8_000, 12_000])
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], ls="none", marker="o", color=c, label=m) for m, c in MARGINAL_COLOURS.items()]
+    handles += [Line2D([], [], ls="none", marker=mk, mfc="0.6", mec="0.6", label=f"categoriality {c}")
+                for c, mk in CATEGORIALITY_MARKERS.items()]
+    handles += [Line2D([], [], ls="none", marker="x", color="0.3", label="i.i.d. tokens (never crossed)"),
+                Line2D([], [], ls="none", marker="o", mfc="0.9", mec="k", label="matched companion grid (4.50 bits)")]
+    axes[0][-1].legend(handles=handles, fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle("Markov factors against the entropy rate (markov, markov-entropy, markov-entropy-high; 3 seeds; "
+                 "grey band: the companions' 4.50 bits)", fontsize=9)
+    return fig
+
+
+# ================================================================== Bi-Induct on the builtin text
+def plot_biinduct_text(curves: pd.DataFrame, panels: dict[str, str], claims: pd.DataFrame) -> Any:
+    """Top: every run's curves per Bi-Induct mode (as :func:`plot_biinduct`). Bottom: the verdict
+    table as a chart: per measure, the p-value in the paper's predicted direction (Holm; dot) against
+    the design's floor (|) and 0.05 (dashed), with the verdict beside it.
+
+    ``claims``: ``claim, label`` (or ``column``), ``p_for_holm, floor_holm, verdict``."""
+    f = curves[curves["step"] > 0]
+    modes = sorted(f["mode"].unique())
+    fig = plt.figure(figsize=(13, 7.6), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.15))
+    axes = top.subplots(1, len(panels))
+    for ax, (metric, label) in zip(axes, panels.items()):
+        for i, mode in enumerate(modes):
+            sub = f[(f["metric"] == metric) & (f["mode"] == mode)]
+            for j, (_, g) in enumerate(sub.groupby("run_id")):
+                ax.plot(g["step"], g["value"], lw=1.0, alpha=0.8, color=f"C{i}", label=mode if j == 0 else None)
+        ax.set(xlabel="step (updates)", title=label)
+        ax.title.set_fontsize(8)
+    axes[0].legend(fontsize=7, frameon=False, title="mode (one line per seed)", title_fontsize=7)
+    ax, text = bottom.subplots(1, 2, width_ratios=(1, 1.05), sharey=True)
+    c = claims.reset_index(drop=True)
+    y = np.arange(len(c))[::-1]
+    p = c["p_for_holm"].astype(float)
+    ax.scatter(p.fillna(1.0), y, color=np.where(p.isna(), "0.7", "C0"), zorder=3,
+               label="p, predicted direction (Holm; grey: not computed)")
+    ax.scatter(c["floor_holm"].astype(float), y, marker="|", s=120, color="k", label="floor of the design (Holm)")
+    ax.axvline(0.05, color="C3", ls="--", lw=0.8, label="0.05")
+    ax.set_xscale("log")
+    ax.set_xlim(2e-3, 1.6)
+    labels = [f"{a}: {str(m)[:46]} (vs {base})" for a, m, base in zip(c["claim"], c["measure"], c["baseline"])]
+    ax.set_yticks(y, labels, fontsize=6.5)
+    ax.set_ylim(-0.6, len(c) - 0.4)
+    ax.set_xticks([1e-2, 0.05, 0.1, 1], labels=["0.01", "0.05", "0.1", "1"])
+    ax.set_xlabel("p-value (log scale)")
+    ax.legend(fontsize=6.5, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3)
+    for yi, v in zip(y, c["verdict"]):
+        text.annotate(textwrap.shorten(str(v), 80, placeholder=" ..."), (0.0, yi), xycoords=("axes fraction", "data"),
+                      fontsize=6.5, va="center", color="0.15")
+    text.set_title("the tool's verdict (claims.csv of analyses/biinduct_verdicts.py);\ndocs/RESULTS.md section 5 "
+                   "qualifies the emergence rows (a crossing,\nnot a timing), ICL (the random control overlaps) "
+                   "and backward copy", fontsize=7, loc="left")
+    text.axis("off")
+    fig.suptitle("Bi-Induct on the builtin text (biinduct-text-cpu, 5 conditions x 3 seeds): curves, and each claim's "
+                 "p against its floor (9 curriculum runs vs 3 natural-only unless the row says otherwise)", fontsize=9)
+    return fig
+
+
+# ================================================================== a scored checkpoint series
+def plot_scored_series(frame: pd.DataFrame) -> Any:
+    """Max PS per scored revision of each series (log steps) with the onset ``ihstats.emergence``
+    found (solid, its interval shaded) and the planted midpoint (dotted). ``frame``: ``run_id, B,
+    step, max_ps, onset, onset_lo, onset_hi, planted_midpoint``."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    for i, (B, g) in enumerate(frame.groupby("B")):
+        col = f"C{i}"
+        g = g[g["step"] > 0]
+        ax.plot(g["step"], g["max_ps"], "o-", ms=3, lw=1, color=col, label=f"B {B}: max PS per revision")
+        r = g.iloc[0]
+        ax.axvline(r["onset"], color=col, lw=1.2, label=f"B {B}: onset found {r['onset']:,.0f}")
+        ax.axvspan(r["onset_lo"], r["onset_hi"], color=col, alpha=0.12, lw=0)
+        ax.axvline(r["planted_midpoint"], color=col, lw=1, ls=":", label=f"B {B}: planted midpoint {r['planted_midpoint']:,.0f}")
+    ax.set(xscale="log", xlabel="checkpoint step", ylabel="max PS over heads", ylim=(0, 1.05))
+    ax.legend(fontsize=6.5, frameon=False, loc="upper left")
+    fig.suptitle("A PLANTED checkpoint series, scored by python -m ihtrain.score\n(hand-wired induction weights "
+                 "blended in on a known schedule; not a trained model)", fontsize=8)
     return fig

@@ -1,14 +1,15 @@
-"""The paper figures' builders: for each figure, an analysis (inputs -> the tidy frame behind it,
-built with the package's own ``ihstats`` functions) and its plot (the tidy frame -> a Figure, drawn by
-:mod:`ihstats.plots_paper`), collected in ``REGISTRY``. ``make.py`` runs them and owns the command
+"""The paper figures' analyses: for each figure, inputs -> the tidy frame behind it, built with the
+package's own ``ihstats`` functions (and ``analyses/*.py``'s, loaded by path). ``registry.py``
+pairs each with its drawing (:mod:`ihstats.plots_paper`); ``make.py`` runs them and owns the command
 line, the files, ``INDEX.md`` and ``--check``.
 
 Adding a figure: ``analysis_NAME(inputs) -> FigureData`` here, its drawing in
-``ihstats/plots_paper.py``, and one ``REGISTRY`` entry.
+``ihstats/plots_paper.py``, and one entry in ``registry.py``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ihstats.ablation.biinduct import curves_frame
+from ihstats.ablation.biinduct import claim_tests, curves_frame, run_table
 from ihstats.ablation.data import ablation_families, prepare as ablation_data
 from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.results import run_ablation_tests
@@ -25,16 +26,19 @@ from ihstats.emergence import curve_series, emergence_table, onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.spec import FrontierSpec
-from ihstats.io import load_grid
+from ihstats.io import load_grid, load_grids
+from ihstats.law.arms import fit_arms
+from ihstats.law.scoring import LAW
+from ihstats.law.validation import ValidationSpec, validate_holdout
+from ihstats.onset.model import OnsetModel
+from ihstats.onset.product import fit_product
+from ihstats.onset.spec import OnsetSpec
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import obs_vs_pred_frame
 from ihstats.law.spec import UPTLawSpec
 from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.spec import SEED_SEP
-from ihstats.plots import plot_frontier_map
 from ihstats.frontier.glm import SEPARATION_WORDS
-from ihstats.plots_paper import (plot_ablation_summary, plot_biinduct, plot_emergence_curves,
-                                 plot_frontier_onsets, plot_kv_recall, plot_markov_factors, plot_upt_law)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -43,7 +47,7 @@ EXAMPLES = {"emergence": DATA / "example_emergence.csv", "frontier": DATA / "exa
 REFERENCE = DATA / "reference_runs"
 HDI = 0.9
 # the shipped real sets each figure reads by default (data/reference_runs/<set>)
-NATURAL, FAST = "bxc-cpu-h200-bf16", "bxc-law"
+NATURAL, DEFAULT, HOLDOUT = "bxc-cpu-h200-bf16", "bxc-cross", "bxc-cross-holdout"
 # published laws (docs/REFERENCES.md): ln UPT = 13.26 - 0.37 ln B - 0.62 ln C (arXiv 2511.16893),
 # and its earlier tokens form N = 10^5.7 sqrt(B C), i.e. UPT = 10^5.7 / sqrt(B C)
 PUBLISHED = {"published": (13.26, 0.37, 0.62), "published_early": (5.7 * np.log(10), 0.5, 0.5)}
@@ -118,10 +122,6 @@ def _source(path: Path | None, key: str, flag: str) -> tuple[pd.DataFrame, str, 
     return _read_table(path, flag), desc, simulated
 
 
-def _sim_tag(d: FigureData) -> str:
-    return " [simulated example data]" if d.simulated else ""
-
-
 # ================================================================== 1. emergence curves
 def _grid_emergence(inp: Inputs, runs: Path):
     """Load a grid once and detect emergence once (shared by several figures)."""
@@ -158,21 +158,12 @@ def analysis_emergence_curves(inp: Inputs, shipped: str = NATURAL) -> FigureData
 
 
 # ====================================================================== 2. UPT law
-def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
-    mine = shipped == NATURAL  # --emergence / --runs / --simulated replace the natural-text set
-    if mine and (inp.emergence is not None or inp.simulated):
-        table, source, simulated = _source(inp.emergence, "emergence", "--emergence")
-    else:
-        runs = inp.runs if mine and inp.runs is not None else _shipped(inp, shipped)
-        table = _grid_emergence(inp, runs)[2]
-        source, simulated = f"{rel_path(runs)} (real logs; emergence by ihstats.emergence)", False
-    b = inp.budget
-    res = UPTLawModel.from_table(table, UPTLawSpec(hdi_prob=HDI)).fit(draws=b["draws"], tune=b["tune"],
-                                                    chains=b["chains"], seed=inp.seed)
+def _law_figure(res, source: str, simulated: bool, b: dict) -> FigureData:
+    """The tidy frames of a law figure from a fitted law: observed vs predicted per run, the fit's
+    summary and the fitted law along B at each observed C beside the published forms."""
     frame = obs_vs_pred_frame(res, HDI)
     frame["log_observed"], frame["log_predicted"] = np.log(frame["observed"]), np.log(frame["predicted"])
     summ = res.summary(HDI).reset_index()
-    # the fitted law along B for each observed C (posterior median line and its HDI)
     Bs = np.exp(np.linspace(np.log(frame["B"].min()), np.log(frame["B"].max()), 30))
     lines = []
     for c in sorted(frame["C"].unique()):
@@ -180,13 +171,68 @@ def analysis_upt_law(inp: Inputs, shipped: str = NATURAL) -> FigureData:
         if res.spec.size_term:
             N = float(np.exp(res.data.centres["N"]))  # law at the design's centre size
         p = res.predict(Bs, np.full_like(Bs, c), N, HDI)
-        pub = {k: np.exp(t - a * np.log(Bs) - b * np.log(c)) for k, (t, a, b) in PUBLISHED.items()}
+        pub = {k: np.exp(t - a * np.log(Bs) - b_ * np.log(c)) for k, (t, a, b_) in PUBLISHED.items()}
         lines.append(p.assign(B=Bs, C=c, **pub)[["B", "C", "upt", "upt_lo", "upt_hi", *pub]])
     diag = res.diagnostics()
     note = (f"r(pred, obs log UPT) = {res.r_obs_pred:.3f}; {b['chains']} chains x {b['draws']} "
             f"draws" + (f"; warnings: {'; '.join(diag)}" if diag else ""))
     return FigureData(frame, source, simulated, extra={"params": summ, "law": pd.concat(lines)},
                       note=note)
+
+
+def _fit_law(table: pd.DataFrame, spec: UPTLawSpec, inp: Inputs):
+    b = inp.budget
+    return UPTLawModel.from_table(table, spec).fit(draws=b["draws"], tune=b["tune"], chains=b["chains"],
+                                                   seed=inp.seed)
+
+
+def analysis_upt_law(inp: Inputs) -> FigureData:
+    """The law on the natural-text grid (or ``--runs``/``--emergence``/``--simulated``)."""
+    if inp.emergence is not None or inp.simulated:
+        table, source, simulated = _source(inp.emergence, "emergence", "--emergence")
+    else:
+        runs = inp.runs if inp.runs is not None else _shipped(inp, NATURAL)
+        table = _grid_emergence(inp, runs)[2]
+        source, simulated = f"{rel_path(runs)} (real logs; emergence by ihstats.emergence)", False
+    return _law_figure(_fit_law(table, UPTLawSpec(hdi_prob=HDI), inp), source, simulated, inp.budget)
+
+
+def _default_law(inp: Inputs):
+    """The default grid's emergence table and its law, fitted once (``fit_upt_law.py``'s default
+    on a replicated grid: the cell effect on); shared by the law and the held-out figures."""
+    key = f"law:{DEFAULT}"
+    if key not in inp.cache:
+        table = _grid_emergence(inp, _shipped(inp, DEFAULT))[2]
+        inp.cache[key] = (table, _fit_law(table, UPTLawSpec(hdi_prob=HDI, cell_effect=True), inp))
+    return inp.cache[key]
+
+
+def analysis_upt_law_default(inp: Inputs) -> FigureData:
+    _, res = _default_law(inp)
+    source = (f"{rel_path(inp.reference / DEFAULT)} (real logs; onsets in distribution, the rise that "
+              f"reaches the level 0.5; law with the cell effect, as analyses/fit_upt_law.py)")
+    return _law_figure(res, source, False, inp.budget)
+
+
+# ====================================================================== 2b. held-out validation
+def analysis_validation(inp: Inputs) -> FigureData:
+    """The default's law (its posterior, reused) scored on the held-out grid's runs
+    (``ihstats.law.validation.validate_holdout``, as ``analyses/validate_law.py --fit --test``)."""
+    train, res = _default_law(inp)
+    test_dir = _shipped(inp, HOLDOUT)
+    test = _grid_emergence(inp, test_dir)[2]
+    v = validate_holdout(test, ValidationSpec(law=res.spec, seed=inp.seed), train_table=train, idata=res.idata,
+                         source=rel_path(test_dir))
+    law = v.runs[v.runs["model"] == LAW].reset_index(drop=True)
+    summary = v.summary(by=("model", "region"))
+    seeds = sorted(test["seed"].dropna().astype(int).unique()) if "seed" in test else []
+    s = v.law_scores()
+    note = (f"{int(law['inside_90'].sum())} of {len(law)} held-out runs inside their 90% interval, "
+            f"median span {law['hi_lo_ratio_90'].median():.1f}x; {int((law['pit'] < 0.4).sum())} of {len(law)} "
+            f"PIT values below 0.4 (KS p {s['pit_ks_p']:.2g}); mean log score {s['mean_lpd']:.2f}. The held-out runs use "
+            f"seeds {', '.join(map(str, seeds))}, which the fit saw at other cells: new cells, not new seeds")
+    return FigureData(law, f"{rel_path(test_dir)} predicted by the law fitted on {rel_path(inp.reference / DEFAULT)} "
+                           f"(real logs)", False, extra={"summary": summary}, note=note)
 
 
 # ====================================================================== 3. frontier
@@ -229,18 +275,42 @@ def analysis_frontier(inp: Inputs, name: str = "freqrel") -> FigureData:
     return FigureData(res.frontier(HDI), source, simulated, extra=extra, note=note)
 
 
+EXTEND = "freqrel-extend"
+#: the budgets the frontier figure draws a boundary at: freqrel's third of its cap, its cap, the extension's cap
+FRONTIER_BUDGETS = (1_400, 4_200, 12_600)
+
+
 def analysis_frontier_onsets(inp: Inputs) -> FigureData:
-    """Every freqrel run read at its cap and at a third of it (ihstats.frontier.budget)."""
-    grid = _shipped(inp, "freqrel")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        long, short, comparison = two_budgets(load_grid(grid, on_error="raise"))
-    runs = per_run(long, short)  # the run factors, seed included, formed and onset at both budgets
-    cols = ["run_id", "frequency", "reliability", "seed", "formed_short", "onset_short",
-            "formed_long", "onset_long"]
-    return FigureData(runs[cols].sort_values(["frequency", "reliability", "seed"]).reset_index(drop=True),
-                      f"{rel_path(grid)} (real logs, every run read at two budgets)", False,
-                      extra={"budgets": comparison.table()}, note=comparison.verdict())
+    """freqrel and freqrel-extend, each run read at its own cap (``ihstats.frontier.budget``, as
+    ``analyses/fit_frontier.py --grid freqrel freqrel-extend``), the product model (one elasticity
+    on f r, ``ihstats.onset.product.fit_product``) and its boundary at each budget."""
+    longs, runs = [], []
+    for name in ("freqrel", EXTEND):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            long, short, _ = two_budgets(load_grid(_shipped(inp, name), on_error="raise"))
+        longs.append(long), runs.append(per_run(long, short).assign(grid=name, cap=float(long["last_step"].max())))
+    model = OnsetModel.from_table(pd.concat(longs, ignore_index=True), OnsetSpec())
+    b = inp.budget
+    prod = fit_product(model, draws=b["draws"], tune=b["tune"], chains=b["chains"], seed=inp.seed)
+    boundary = prod.boundary(list(FRONTIER_BUDGETS), HDI)
+    products = np.exp(np.linspace(np.log(0.42), np.log(0.82), 40))
+    line = prod.median_onset([(p, 1.0) for p in products], HDI).rename(columns={"frequency": "product"})
+    cols = ["run_id", "grid", "frequency", "reliability", "seed", "cap", "formed_long", "onset_long"]
+    frame = pd.concat(runs, ignore_index=True)[cols].rename(columns={"formed_long": "crossed", "onset_long": "onset"})
+    frame["product"] = frame["frequency"] * frame["reliability"]
+    e = prod.elasticity(HDI)
+    longest = frame.sort_values("cap").drop_duplicates(["frequency", "reliability", "seed"], keep="last")
+    note = (f"product model: one elasticity e = {e['median']:.2f} [{e['lo']:.2f}, {e['hi']:.2f}] on f r "
+            f"({b['chains']} x {b['draws']} draws); boundary f r at " + ", ".join(
+                f"{r.budget:,.0f} updates {r.product:.3f} [{r.product_lo:.3f}, {r.product_hi:.3f}]"
+                for r in boundary.itertuples())
+            + f"; {int(longest['crossed'].sum())} of {len(longest)} trajectories crossed PS 0.3 by their longest read "
+              f"({len(frame) - len(longest)} trajectories read by both grids, counted once)")
+    return FigureData(frame.sort_values(["product", "seed"]).reset_index(drop=True),
+                      f"{rel_path(inp.reference / 'freqrel')} + {rel_path(inp.reference / EXTEND)} (real logs, each "
+                      f"read at its own cap)", False,
+                      extra={"boundary": boundary, "line": line.drop(columns="reliability")}, note=note)
 
 
 # ====================================================================== 4. ablation
@@ -248,10 +318,10 @@ ABLATION_PRIMARY = "repeat_nat_logprob"  # a seeded grid's figure metric: in dis
 
 
 def analysis_ablation(inp: Inputs) -> FigureData:
-    shipped = inp.reference / "biinduct" / "ablation.parquet"
+    shipped = inp.reference / BIINDUCT_TEXT / "ablation.parquet"
     if inp.ablation_table is None and not inp.simulated:
         if not shipped.is_file():
-            raise Skip(f"{rel_path(shipped)} missing (python -m ihtrain.ablate on the biinduct runs, "
+            raise Skip(f"{rel_path(shipped)} missing (python -m ihtrain.ablate on the {BIINDUCT_TEXT} runs, "
                        f"shipped with paper_figures/ship_runs.py --extra); no simulated fallback")
         table, source, simulated = _read_table(shipped, "ablation"), rel_path(shipped) + " (real)", False
     else:
@@ -276,8 +346,9 @@ def analysis_ablation(inp: Inputs) -> FigureData:
                  for s, v in zip(a.set_ids, a.random.mean(1))]
     note = f"{b['n_resamples']} sign flips, {b['n_boot']} bootstrap draws, Holm across tests"
     if "pooled" in extra:
-        note += "; seeds pooled (Holm over conditions x metrics): " + "; ".join(
-            f"{r['condition']}/{r['metric']} p {r['p_pooled_holm']:.2g}" for r in extra["pooled"].to_dict("records")
+        note += f"; seeds pooled on {ABLATION_PRIMARY} (Fisher, exact null; Holm over conditions x metrics): " + "; ".join(
+            f"{r['condition']} p {r['p_pooled']:.2g} (Holm {r['p_pooled_holm']:.2g})"
+            for r in extra["pooled"].to_dict("records")
             if r["metric"] == ABLATION_PRIMARY)
     return FigureData(pd.DataFrame(rows), source, simulated, extra={"tests": tests, **extra}, note=note)
 
@@ -296,116 +367,124 @@ def analysis_markov_factors(inp: Inputs) -> FigureData:
              .agg(n_runs=("formed", "size"), n_formed=("formed", "sum"),
                   max_ps=("max_ps", "mean"), entropy_rate=("data_entropy_rate", "mean")).reset_index())
     iid, mk = (frame.loc[frame["dependency"] == d, "formed"] for d in ("iid", "markov"))
-    note = (f"formed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; "
-            f"formed = an uncensored Bayesian onset and final max PS >= 0.3 (the grid summary's verdict)")
+    note = (f"crossed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; crossed = an "
+            f"uncensored Bayesian onset and final max PS >= 0.3 (the grid summary's 'formed'; not certified)")
     return FigureData(frame.sort_values(["regime", "condition", "marginal"]).reset_index(drop=True),
                       f"{rel_path(grid)}/summary.csv (real logs)", False, extra={"cells": cells},
                       note=note)
 
 
-# ====================================================================== 6. Bi-Induct curves
-BIINDUCT_METRICS = {"ps": "induction (max PS over heads)",
-                    "ps_nat": "induction on natural-stream repeats (max PS)",
-                    "copy_fwd": "forward copy on S SEP S (max over heads)",
-                    "dup_bwd": "duplicate-token on S SEP rev(S) (max over heads)",
-                    "val_loss": "held-out loss (nats/token)"}
+# ====================================================================== 5b. Markov factors at matched entropy
+ENTROPY_GRIDS = ("markov", "markov-entropy", "markov-entropy-high")
 
 
-def analysis_biinduct(inp: Inputs) -> FigureData:
-    path = _shipped(inp, "biinduct")
-    frame = curves_frame(load_grid(path, on_error="skip"), BIINDUCT_METRICS)
-    last = frame[frame["step"] == frame.groupby("run_id")["step"].transform("max")]
-    final = last.pivot_table(index=["run_id", "mode"], columns="metric", values="value").reset_index()
-    if "val_loss" in final:
-        final["val_perplexity"] = np.exp(final["val_loss"])
-    means = final.drop(columns="run_id").groupby("mode").mean()
-    note = "mean over seeds at the end; " + "; ".join(
-        f"{mode}: max PS {r.get('ps', np.nan):.2f}, copy {r.get('copy_fwd', np.nan):.2f}, "
-        f"duplicate-token {r.get('dup_bwd', np.nan):.2f}, val loss {r.get('val_loss', np.nan):.3f}"
-        for mode, r in means.iterrows())
-    return FigureData(frame, f"{rel_path(inp.reference / 'biinduct')} (real logs)", False,
-                      extra={"final": final}, note=note)
+def _analysis_module(name: str):
+    """``analyses/<name>.py`` as a module: the figures reuse the analysis scripts' own functions."""
+    spec = importlib.util.spec_from_file_location(f"analyses_{name}", ROOT / "analyses" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-# ====================================================================== 7. Bi-Induct ICL probes
-ICL_ORDER = ["none", "forward", "backward", "balanced", "random"]  # as in the curves' legend
+def analysis_markov_entropy(inp: Inputs) -> FigureData:
+    """Every run of the markov grid and its entropy-matched companions with its chain's entropy
+    rate; the matched contrasts of ``analyses/markov_entropy.py`` (same functions, default tolerance)."""
+    me = _analysis_module("markov_entropy")
+    runs = pd.concat([me.read_runs(_shipped(inp, g)) for g in ENTROPY_GRIDS], ignore_index=True)
+    cells = me.cell_table(runs)
+    contr = me.contrasts(cells, ENTROPY_TOLERANCE)
+    mk = runs[runs["dependency"] == "markov"]
+    note = (f"crossed PS 0.3 by 12,000 updates: i.i.d. {int(runs.loc[runs['dependency'] == 'iid', 'formed'].sum())}/"
+            f"{int((runs['dependency'] == 'iid').sum())}, Markov {int(mk['formed'].sum())}/{len(mk)}; matched within "
+            f"{ENTROPY_TOLERANCE:g} bits: " + "; ".join(
+                f"{r.contrast} ({r.regime}): {r.formed_tested}/{r.runs_tested} vs {r.formed_other}/{r.runs_other}, "
+                f"p {r.p_value:.2g}" + (f", onsets p {r.onset_p:.2g}" if np.isfinite(r.onset_p) else "")
+                for r in contr.itertuples() if r.n_strata and r.contrast in MATCHED_SHOWN))
+    return FigureData(runs.sort_values(["grid", "regime", "marginal", "categoriality", "seed"]).reset_index(drop=True),
+                      ", ".join(rel_path(inp.reference / g) for g in ENTROPY_GRIDS) + " (real logs)", False,
+                      extra={"cells": cells.drop(columns="times"), "contrasts": contr}, note=note)
 
 
-def analysis_icl(inp: Inputs) -> FigureData:
-    """Key -> value recall per condition and run under its controls (``icl_kv.csv`` of every run,
-    ``python -m ihtrain.ablate RUN --icl``, gathered with the run's condition and seed)."""
-    path = inp.reference / "biinduct" / "icl_kv.csv"
-    if not path.is_file():
-        raise Skip(f"{rel_path(path)} missing (python -m ihtrain.ablate RUN_DIR --icl on the biinduct runs, "
-                   f"gathered by paper_figures/ship_runs.py --extra)")
-    t = _read_table(path, "icl_kv")
-    frame = t[["condition", "seed", "control", "n_prompts", "shots_mean", "hits1", "mean_logprob"]]
-    order = [c for c in ICL_ORDER if c in set(frame["condition"])] + sorted(set(frame["condition"]) - set(ICL_ORDER))
-    summary = (frame.pivot_table(index="condition", columns="control", values=["hits1", "mean_logprob"])
-               .reindex(order))
-    summary.columns = [f"{v}_{c}" for v, c in summary.columns]
-    summary = summary.reset_index()
-    note = "key -> value HITS@1 true / permuted / absent (mean over seeds): " + "; ".join(
-        f"{r['condition']} {r['hits1_true']:.2f}/{r['hits1_permuted']:.2f}/{r['hits1_absent']:.2f}"
-        for r in summary.to_dict("records"))
-    frame = frame.sort_values(["condition", "seed", "control"], key=lambda c: c.map(order.index)
-                              if c.name == "condition" else c)
-    return FigureData(frame.reset_index(drop=True),
-                      f"{rel_path(path)} (real; python -m ihtrain.ablate --icl per run)", False,
-                      extra={"summary": summary}, note=note)
+ENTROPY_TOLERANCE = 0.25  # analyses/markov_entropy.py's default: the spread of one cell's seeds' chains
+MATCHED_SHOWN = ("high categoriality vs none or low", "Zipf vs the other marginals", "Gaussian vs the other marginals")
 
 
-# ====================================================================== registry
-def _curves(d: FigureData) -> Any:
-    return plot_emergence_curves(d.frame, tag=_sim_tag(d))
+# ====================================================================== 6. Bi-Induct on the builtin text
+BIINDUCT_TEXT = "biinduct-text-cpu"
+BIINDUCT_PANELS = {"ps": "induction (max PS over heads)", "ps_nat": "induction on natural-text repeats (max PS)",
+                   "prev_token": "previous-token attention (max)", "val_loss": "held-out loss (nats/token)"}
 
 
-def _law(d: FigureData) -> Any:
-    return plot_upt_law(d.frame, d.extra["law"], d.extra["params"], tag=_sim_tag(d))
+def analysis_biinduct_text(inp: Inputs) -> FigureData:
+    """Every run's curves and the verdict table of ``analyses/biinduct_verdicts.py`` (its defaults:
+    concentration at PS 0.2, the ablation gap on natural-text repeats, alpha 0.05)."""
+    path = _shipped(inp, BIINDUCT_TEXT)
+    ablation = _read_table(path / "ablation.parquet", "ablation") if (path / "ablation.parquet").is_file() else None
+    runs = run_table(path, 0.2, ablation, "repeat_nat_logprob", "auto")
+    claims = claim_tests(runs)
+    curves = curves_frame(load_grid(path, on_error="skip"), BIINDUCT_PANELS)
+    keep = ["claim", "measure", "column", "runs", "baseline", "n", "n_baseline", "mean", "mean_baseline", "chance",
+            "chance_what", "p_for_holm", "p_against_holm", "floor_holm", "verdict"]
+    claims = claims[[c for c in keep if c in claims]]
+    crossed = runs.groupby("mode")["formed"].agg(["sum", "size"])
+    note = ("runs whose max PS crossed 0.3 (crossings, not certified): " + ", ".join(
+        f"{m} {int(r['sum'])}/{int(r['size'])}" for m, r in crossed.iterrows())
+        + "; verdicts: p one-sided (Holm over a claim's measures) against the design's floor, 'not testable' when "
+          "both groups sit within a factor 2 of the measure's chance level")
+    return FigureData(curves, f"{rel_path(path)} (real logs, ablation.parquet, icl_kv.csv)", False,
+                      extra={"claims": claims, "runs": runs}, note=note)
 
 
-@dataclass(frozen=True)
-class Figure:
-    analysis: Callable[[Inputs], FigureData]
-    plot: Callable[[FigureData], Any]
-    description: str
-    inputs: tuple[str, ...] = ()     # the command-line inputs it reads (its command in INDEX.md)
+# ====================================================================== 7. a scored checkpoint series
+PLANTED = DATA / "example_series_planted"
 
 
-REGISTRY: dict[str, Figure] = {
-    "emergence_curves": Figure(analysis_emergence_curves,
-                               _curves,
-                               "max-PS curves of every run (log steps), colour B, facet C, onsets", ("runs",)),
-    "upt_law": Figure(analysis_upt_law,
-                      _law,
-                      "observed vs predicted log UPT and the fitted law UPT(B, C)", ("runs", "emergence")),
-    "frontier": Figure(analysis_frontier,
-                       lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
-                                                   title="Formation frontier" + _sim_tag(d)),
-                       "formed fraction over frequency x reliability with the frontier band", ("frontier_table",)),
-    "frontier_onsets": Figure(analysis_frontier_onsets,
-                              lambda d: plot_frontier_onsets(d.frame, *d.extra["budgets"]["budget"]),
-                              "freqrel: onset per run along each knob, read at the cap and at 1/3 of it"),
-    "frontier_markov": Figure(lambda i: analysis_frontier(i, "freqrel-markov"),
-                              lambda d: plot_frontier_map(d.extra["cells"], d.frame, hdi_prob=HDI,
-                                                          title="Formation frontier, Markov tokens"),
-                              "the former frequency x reliability grid on Markov tokens (freqrel-markov)"),
-    "ablation": Figure(analysis_ablation,
-                       lambda d: plot_ablation_summary(d.frame, d.extra["tests"],
-                                                       title="Top-k vs random-k head ablations" + _sim_tag(d)),
-                       "top-k vs random-k head-ablation drops with p-values", ("ablation_table",)),
-    "emergence_curves_fast": Figure(lambda i: analysis_emergence_curves(i, FAST),
-                                    _curves,
-                                    "max-PS curves of the fast-regime grid (bxc-law)"),
-    "upt_law_fast": Figure(lambda i: analysis_upt_law(i, FAST),
-                           _law,
-                           "the UPT law fitted to the fast-regime grid (bxc-law)"),
-    "markov_factors": Figure(analysis_markov_factors, lambda d: plot_markov_factors(d.extra["cells"]),
-                             "formed / max PS over marginal x dependency x categoriality x regime"),
-    "biinduct": Figure(analysis_biinduct, lambda d: plot_biinduct(d.frame, BIINDUCT_METRICS),
-                       "Bi-Induct: induction, copy, anti-induction and held-out loss per condition"),
-    "biinduct_icl": Figure(analysis_icl,
-                           lambda d: plot_kv_recall(d.frame, list(d.extra["summary"]["condition"])),
-                           "Bi-Induct: key -> value recall per condition vs its permuted and absent controls"),
-}
+def analysis_scored_series(inp: Inputs) -> FigureData:
+    """The planted series (data/example_series_planted: checkpoints blended from a random GPT to a
+    hand-wired induction GPT on a known schedule, scored by ``python -m ihtrain.score`` as the
+    scorer's tests do): max PS per revision and the onsets ``ihstats.emergence`` finds."""
+    dirs = sorted(p for p in PLANTED.glob("B*") if (p / "series.json").is_file())
+    if not dirs:
+        raise Skip(f"{rel_path(PLANTED)} has no series (see its README for the command)")
+    grid = load_grids(dirs)
+    metric = onset_metric(grid.metrics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = emergence_table(grid, metric=metric, head="max", method="bayes", level=HDI)
+    curves = curve_series(grid.metrics, metric, "max").rename(columns={"value": "max_ps"})
+    frame = curves[["run_id", "step", "max_ps"]].merge(grid.runs[["run_id", "B", "C"]], on="run_id").merge(
+        table[["run_id", "onset", "onset_lo", "onset_hi", "censored"]], on="run_id", how="left")
+    frame["planted_midpoint"] = PLANTED_MIDPOINT * frame["B"] ** PLANTED_EXPONENT
+    ratio = table.set_index("B")["onset"]
+    note = (f"PLANTED series, not a trained or public model: onsets found " + ", ".join(
+        f"B {b}: {o:,.0f}" for b, o in ratio.items()) + f"; planted midpoints 20000 B^-0.8 (B 8: 3,789, B 32: 1,250); "
+        f"onset ratio {ratio.iloc[0] / ratio.iloc[-1]:.2f} against the planted 3.03")
+    return FigureData(frame.sort_values(["B", "step"]).reset_index(drop=True),
+                      f"{rel_path(PLANTED)} (PLANTED test series scored by python -m ihtrain.score)", False, note=note)
 
+
+PLANTED_MIDPOINT, PLANTED_EXPONENT = 20000.0, -0.8  # the planting schedule of tests/ihtrain/score/test_planted.py
+
+
+# ====================================================================== 8. the mechanism experiment
+def analysis_mechanism(inp: Inputs) -> FigureData:
+    """Onsets per arm and C and the C exponent b per arm (``analyses/law_mechanism.py``'s functions,
+    its default share: the density arm's C 32 cell is the fixed arm's)."""
+    grid = _shipped(inp, "law-mechanism")
+    lm = _analysis_module("law_mechanism")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = lm.onsets_from_grid(grid, {"density": ["fixed-c32"]})
+    b = inp.budget
+    draws, div = fit_arms(table, draws=b["draws"], tune=b["tune"], chains=b["chains"], seed=inp.seed)
+    bt = lm.b_table(draws, HDI)
+    frame = table.sort_values(["arm", "C", "seed"])[["arm", "C", "seed", "run_id", "onset", "onset_lo", "onset_hi",
+                                                     "censored", "last_step"]].reset_index(drop=True)
+    note = ("b per arm (90% HDI; arm - fixed, P(> 0)): " + "; ".join(
+        f"{r.arm} {r.b:+.2f} [{r.b_lo:+.2f}, {r.b_hi:+.2f}]"
+        + (f", diff {r.diff:+.2f} [{r.diff_lo:+.2f}, {r.diff_hi:+.2f}], P {r.p_diff_pos:.2f}"
+           if np.isfinite(getattr(r, "diff", np.nan)) else "") for r in bt.itertuples())
+        + f"; {b['chains']} x {b['draws']} draws, Student-t, runs below the level censored at their last step"
+        + (f"; {div} divergences" if div else ""))
+    return FigureData(frame, f"{rel_path(grid)} (real logs; fixed arm = bxc-cross's B 32 runs)", False,
+                      extra={"b": bt}, note=note)

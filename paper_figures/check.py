@@ -102,12 +102,32 @@ _FRONTIER = SamplerTable({
 
 #: Every sampler CSV of the figures, by file name.
 SAMPLER_TABLES: dict[str, SamplerTable] = {
-    "upt_law_params.csv": PARAMS, "upt_law_fast_params.csv": PARAMS,
+    "upt_law_params.csv": PARAMS, "upt_law_default_params.csv": PARAMS,
     "frontier_params.csv": PARAMS,
     "upt_law.csv": _upt_rows("upt_law_params.csv"),
-    "upt_law_fast.csv": _upt_rows("upt_law_fast_params.csv"),
+    "upt_law_default.csv": _upt_rows("upt_law_default_params.csv"),
     "upt_law_law.csv": _law_rows("upt_law_params.csv"),
-    "upt_law_fast_law.csv": _law_rows("upt_law_fast_params.csv"),
+    "upt_law_default_law.csv": _law_rows("upt_law_default_params.csv"),
+    # the held-out runs' predictive (draws of the default's posterior): medians and interval ends
+    # with the fit's ESS; the scores derived from them (log density, errors, spans) not compared
+    "validation_holdout.csv": SamplerTable({"median": Estimate("point", "lo_90", "hi_90"),
+                                            **_interval("lo_90", "hi_90"), **_interval("lo_50", "hi_50"),
+                                            "pit": Estimate("fraction")},
+                                           skip=("lpd", "abs_err", "hi_lo_ratio_50", "hi_lo_ratio_90"),
+                                           params="upt_law_default_params.csv"),
+    "validation_holdout_summary.csv": SamplerTable({}, skip=("mean_lpd", "median_abs_err", "median_hi_lo_ratio_50",
+                                                            "median_hi_lo_ratio_90", "pit_ks_p")),
+    # posterior summaries without their own ESS (b per arm; the product model's boundary and line):
+    # the ESS is taken as n_boot (2,000 at full sampling, below the 4 x 1,000 draws' typical ESS)
+    "mechanism_b.csv": SamplerTable({"b": Estimate("point", "b_lo", "b_hi"), **_interval("b_lo", "b_hi"),
+                                     "diff": Estimate("point", "diff_lo", "diff_hi"),
+                                     **_interval("diff_lo", "diff_hi"), "p_diff_pos": Estimate("fraction")},
+                                    bootstrap=True),
+    "frontier_onsets_boundary.csv": SamplerTable({c: Estimate("point", "product_lo", "product_hi") for c in
+                                                  ("product", "reliability_at", "frequency_at")}
+                                                 | _interval("product_lo", "product_hi"), bootstrap=True),
+    "frontier_onsets_line.csv": SamplerTable({"median_onset": Estimate("point", "lo", "hi"), **_interval("lo", "hi")},
+                                             bootstrap=True),
     "frontier.csv": _FRONTIER,
     # percentile bootstrap intervals over examples (fixed seed): a Monte Carlo estimate from
     # n_boot draws; a ratio whose denominator's interval covers 0 moves by whole units when the
@@ -174,9 +194,11 @@ def _near_a_level(rule: SamplerTable, new, old, ess: tuple[float, float]) -> np.
 def _exact(x: pd.Series, y: pd.Series) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y):
         x, y = x.to_numpy(float), y.to_numpy(float)
-        span = np.nanmax(np.abs(y)) if np.isfinite(y).any() else 0.0
-        return (np.isnan(x) & np.isnan(y)) | (np.abs(x - y) <= EXACT_REL * span + 1e-12)
-    return (x.astype(str) == y.astype(str)).to_numpy()
+        span = np.nanmax(np.abs(y[np.isfinite(y)])) if np.isfinite(y).any() else 0.0
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities compare by ==
+            return (np.isnan(x) & np.isnan(y)) | (x == y) | (np.abs(x - y) <= EXACT_REL * span + 1e-12)
+    # a missing cell is missing on both sides (pandas' string dtype keeps NaN through astype(str))
+    return (x.astype(object).where(x.notna(), "").astype(str) == y.astype(object).where(y.notna(), "").astype(str)).to_numpy()
 
 
 def _within(rule, col, new, old, ess) -> tuple[np.ndarray, np.ndarray]:

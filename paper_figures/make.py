@@ -6,14 +6,16 @@
     python paper_figures/make.py --only upt_law --simulated --out /tmp/figs  # simulated example
     python paper_figures/make.py --list
 
-Each figure is an entry of ``builders.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
+Each figure is an entry of ``registry.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
 built with the package's own ``ihstats`` functions) and its drawing (tidy DataFrame -> matplotlib
 Figure, from ``ihstats.plots_paper``); this file runs them and writes the files, ``INDEX.md``,
 ``constraints.txt`` (the package versions they were made with, usable with ``pip install -c``)
 and the ``--check`` report (``check.py``: sampler tables within Monte Carlo tolerance, the rest
 exact); it says when the running versions differ from those recorded.
 By default every figure reads the real logs shipped in ``data/reference_runs/`` (natural text:
-``bxc-cpu-h200-bf16``; fast regime: ``bxc-law``; ``freqrel``, ``markov``, ``biinduct``). A
+``bxc-cpu-h200-bf16``; the default ``bxc-cross`` and its held-out grid; ``law-mechanism``;
+``freqrel`` and ``freqrel-extend``; ``markov`` and its entropy-matched companions;
+``biinduct-text-cpu``), and the planted series ``data/example_series_planted``. A
 figure whose set is not shipped is *skipped* with the reason in ``INDEX.md``; the simulated
 examples in ``data/`` are used only with ``--simulated`` (and say so in the title and INDEX.md).
 A failing figure is reported and the others still run; the exit status is 1 if any failed
@@ -44,8 +46,8 @@ if str(ROOT) not in sys.path:  # run as a script, the repository root is not on 
 
 from ihstats.cli_checks import NONNEG_INT, check_args  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
-from paper_figures.builders import (BUDGET, EXAMPLES, REFERENCE, REGISTRY, FigureData, Inputs,  # noqa: E402
-                                    Skip, rel_path)
+from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
+from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, write_constraints  # noqa: E402
 
@@ -99,6 +101,11 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
         files = ", ".join(f"`{p.name}`" for p in r.get("files", []))
         lines.append(f"| {r['name']} | {r['status']} | {r['source']} | {files} | "
                      f"`{r['command']}` | {r['seconds']:.1f} |")
+    lines += ["", "## Each figure's grid and claim", "",
+              "\"Crossed\": max PS reached the run's own level (an uncensored onset); the shipped logs "
+              "lack the induction certificate's probe, so no figure says a head formed.", ""]
+    lines += [f"- **{r['name']}** ({r['source'].split(' (')[0]}): {FIGURE_CLAIMS.get(r['name'], '-')}"
+              for r in results]
     lines += ["", "## Notes", ""]
     lines += [f"- **{r['name']}** ({REGISTRY[r['name']].description}): {r['note'] or '-'}"
               for r in results]
@@ -109,7 +116,7 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
 
 def _figure_of_file(stem: str) -> str | None:
     """The registry figure that writes the file ``stem`` (``name`` or ``name_<table>``; the
-    longest name wins, so ``upt_law_fast_law`` belongs to ``upt_law_fast``)."""
+    longest name wins, so ``upt_law_default_law`` belongs to ``upt_law_default``)."""
     owners = [n for n in REGISTRY if stem == n or stem.startswith(n + "_")]
     return max(owners, key=len) if owners else None
 
@@ -194,7 +201,7 @@ def check(args: argparse.Namespace) -> int:
         problems = [d for p in made for d in csv_differences(p, args.out / p.name, **limits)]
     names = {p.name for p in made}
     wanted = {p.name for p in args.out.glob("*.csv")
-              if args.only is None or p.name.split(".")[0].startswith(tuple(args.only))}
+              if args.only is None or _figure_of_file(p.name.split(".")[0]) in args.only}
     problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
     for line in problems:
         print(f"[differs] {line}")

@@ -443,9 +443,9 @@ def test_make_check_does_not_name_the_temporary_folder_it_deletes(tmp_path, caps
 
     from paper_figures import make
     figs = tmp_path / "figs"
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs)]) == 0
+    assert make.main(["--only", "emergence_curves_default", "--out", str(figs)]) == 0
     capsys.readouterr()
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 0
+    assert make.main(["--only", "emergence_curves_default", "--out", str(figs), "--check"]) == 0
     out = capsys.readouterr().out
     assert "<temporary folder, deleted after the check>" in out
     assert not re.search(re.escape(tempfile.gettempdir()) + r"/tmp\w{8}", out)

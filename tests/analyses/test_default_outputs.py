@@ -84,7 +84,7 @@ def test_make_names_the_committed_files_it_overwrites(capsys):
     hit = announce_overwrite(FIGURES, ["upt_law"])
     names = {p.name for p in hit}
     assert {"upt_law.png", "upt_law.csv", "INDEX.md"} <= names
-    assert not any(n.startswith("upt_law_fast") for n in names)  # another figure's files
+    assert not any(n.startswith("upt_law_default") for n in names)  # another figure's files
     assert "overwriting" in capsys.readouterr().out
     assert announce_overwrite(ROOT / "data", None) == []  # another folder: nothing committed replaced
 

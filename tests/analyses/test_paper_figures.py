@@ -140,8 +140,7 @@ def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
     """Without --simulated a figure whose shipped set is missing is skipped with the reason."""
     empty = tmp_path / "reference"
     empty.mkdir()
-    only = ["emergence_curves", "upt_law", "frontier", "frontier_onsets", "frontier_markov", "ablation",
-            "markov_factors", "biinduct", "biinduct_icl"]
+    only = [n for n in make.REGISTRY if n != "scored_series"]  # every figure of a shipped set
     rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(tmp_path)])
     assert rc == 0
     index = (tmp_path / "INDEX.md").read_text()
@@ -154,9 +153,9 @@ def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
 
 def test_default_reads_only_shipped_real_logs(tmp_path):
     """No flag: the fast-regime curves come from data/reference_runs, INDEX says real."""
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(tmp_path)]) == 0
+    assert make.main(["--only", "emergence_curves_default", "--out", str(tmp_path)]) == 0
     index = (tmp_path / "INDEX.md").read_text()
-    assert "| emergence_curves_fast | ok | real: data/reference_runs/bxc-law" in index
+    assert "| emergence_curves_default | ok | real: data/reference_runs/bxc-cross" in index
     assert "SIMULATED" not in index
     committed = ROOT / "paper_figures" / "figures" / "INDEX.md"
     assert "SIMULATED" not in committed.read_text()
@@ -164,13 +163,13 @@ def test_default_reads_only_shipped_real_logs(tmp_path):
 
 def test_check_flags_a_changed_csv(tmp_path):
     figs = tmp_path / "figs"
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs)]) == 0
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 0
-    csv = figs / "emergence_curves_fast.csv"
+    assert make.main(["--only", "emergence_curves_default", "--out", str(figs)]) == 0
+    assert make.main(["--only", "emergence_curves_default", "--out", str(figs), "--check"]) == 0
+    csv = figs / "emergence_curves_default.csv"
     df = pd.read_csv(csv)
     df.loc[0, "max_ps"] += 1e-3
     df.to_csv(csv, index=False)
-    assert make.main(["--only", "emergence_curves_fast", "--out", str(figs), "--check"]) == 1
+    assert make.main(["--only", "emergence_curves_default", "--out", str(figs), "--check"]) == 1
     assert make.csv_differences(csv, csv) == []
 
 
@@ -180,16 +179,38 @@ def test_committed_figures_pass_check():
     assert make.main(["--check"]) == 0
 
 
-def test_icl_figure_from_shipped_kv_probes(tmp_path):
-    """The Bi-Induct ICL figure: key -> value recall per run as shipped (true pairs and the permuted
-    and absent controls), and per condition the means over seeds."""
-    assert make.main(["--only", "biinduct_icl", "--out", str(tmp_path)]) == 0
-    rows = pd.read_csv(tmp_path / "biinduct_icl.csv")
-    shipped = pd.read_csv(ROOT / "data" / "reference_runs" / "biinduct" / "icl_kv.csv")
-    assert len(rows) == len(shipped) == 15 * 3 and set(rows["control"]) == {"true", "permuted", "absent"}
-    s = pd.read_csv(tmp_path / "biinduct_icl_summary.csv").set_index("condition")
-    assert list(s.index) == ["none", "forward", "backward", "balanced", "random"]
-    fwd = shipped[shipped["condition"] == "forward"].groupby("control")[["hits1", "mean_logprob"]].mean()
-    assert s.at["forward", "hits1_true"] == pytest.approx(fwd.at["true", "hits1"])
-    assert s.at["forward", "mean_logprob_absent"] == pytest.approx(fwd.at["absent", "mean_logprob"])
-    assert (tmp_path / "biinduct_icl.png").stat().st_size > 1000
+def test_figures_without_a_sampler_from_their_shipped_sets(tmp_path):
+    """Bi-Induct on text (verdicts as analyses/biinduct_verdicts.py gives them), the entropy-matched
+    Markov contrasts (as analyses/markov_entropy.py) and the planted series (onsets where planted);
+    INDEX.md names every figure's grid and claim."""
+    only = ["biinduct_text", "markov_entropy", "scored_series"]
+    assert make.main(["--only", *only, "--out", str(tmp_path)]) == 0
+    claims = pd.read_csv(tmp_path / "biinduct_text_claims.csv").set_index("column")
+    assert claims.at["ps", "verdict"] == "agrees" and claims.at["ps", "p_for_holm"] == pytest.approx(1 / 110)
+    assert claims.at["ps", "floor_holm"] == pytest.approx(1 / 110)  # 9 vs 3 runs: 1 / C(12, 3), Holm over 2
+    assert claims.at["kv_hits1", "verdict"].startswith("not testable")
+    c = pd.read_csv(tmp_path / "markov_entropy_contrasts.csv").set_index(["contrast", "regime"])
+    high = c.loc[("high categoriality vs none or low", "f 0.9 r 0.9")]
+    assert (high["formed_tested"], high["runs_tested"], high["formed_other"], high["runs_other"]) == (1, 6, 6, 6)
+    assert high["p_value"] == pytest.approx(0.0216, abs=2e-3)
+    runs = pd.read_csv(tmp_path / "markov_entropy.csv")
+    assert not runs.loc[runs["dependency"] == "iid", "formed"].any()
+    s = pd.read_csv(tmp_path / "scored_series.csv").groupby("B")["onset"].first()
+    assert 2.0 < s[8] / s[32] < 4.5  # planted 4 ** 0.8 = 3.0 on the midpoints
+    assert (s.to_numpy() < 20000 * s.index.to_numpy(float) ** -0.8).all()  # the knee precedes the midpoint
+    index = (tmp_path / "INDEX.md").read_text()
+    for name in only:
+        line = next(x for x in index.splitlines() if x.startswith(f"- **{name}** ("))
+        assert len(line) > 40 and "data/" in line
+    assert "PLANTED" in index
+
+
+def test_check_compares_missing_text_and_infinities_exactly(tmp_path):
+    """A missing text cell and an infinite median (a side where most runs did not cross) compare
+    equal to themselves; a changed finite value still differs."""
+    a = pd.DataFrame({"what": ["x", None, "y"], "median": [np.inf, 3961.1, np.nan]})
+    a.to_csv(tmp_path / "a.csv", index=False)
+    a.to_csv(tmp_path / "b.csv", index=False)
+    assert make.csv_differences(tmp_path / "a.csv", tmp_path / "b.csv") == []
+    a.assign(median=[np.inf, 3962.1, np.nan]).to_csv(tmp_path / "b.csv", index=False)
+    assert make.csv_differences(tmp_path / "a.csv", tmp_path / "b.csv") == ["b.csv: column 'median' differs in 1 row(s)"]
