@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import shutil
+import sys
 import time
 import warnings
 from importlib import metadata
@@ -46,6 +48,9 @@ logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 # ... and "PyTensor could not link to a BLAS installation" is a UserWarning on every fit of a pip
 # install (the fits are small: they run as well without it); filtered here, for every entry point
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning)
+# ArviZ 0.2x announces its 1.0 split on import, as a multi-line FutureWarning on every fit's console;
+# ihstats/_bayes_compat.py already handles both stacks, so the notice tells a user nothing to do
+warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
 
 
 @contextmanager
@@ -58,6 +63,20 @@ def quiet_pymc():
         yield
     finally:
         logger.setLevel(old)
+
+
+#: terminal columns PyMC's per-chain statistics (divergences, step size, gradient evaluations) need
+#: beside the bar; on a narrower terminal or in a log file rich cuts its headers ("Progre...")
+PYMC_STATS_COLUMNS = 120
+
+
+def progress_style(show: bool) -> bool | str:
+    """PyMC's ``progressbar`` value: the bar with the sampler's statistics where the terminal is wide
+    enough to hold their headers, else the bar alone (progress, draws, speed, times: fits 80 columns)."""
+    if not show:
+        return False
+    wide = sys.stderr.isatty() and shutil.get_terminal_size((80, 24)).columns >= PYMC_STATS_COLUMNS
+    return "split+stats" if wide else "split"
 
 
 def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = SAMPLER.target_accept,
@@ -74,7 +93,7 @@ def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accep
     """
     import pymc as pm
 
-    show = progress.enabled() if progressbar is None else progressbar
+    show = progress_style(progress.enabled() if progressbar is None else progressbar)
     progress.step(f"sampling {label}: {chains} chain(s) x ({tune} tune + {draws} draws), one after another")
     t0 = time.perf_counter()
     with model, quiet_pymc():

@@ -285,9 +285,35 @@ def plot_ppc(idata: Any, var_name: str, *, num_samples: int = 100) -> Any:
     """ArviZ's posterior predictive check of ``var_name`` from the fit's ``posterior_predictive``
     group (the saved ``idata.nc`` holds it, so ``az.plot_ppc`` reproduces this figure); titled."""
     fig = _bayes_compat.plot_ppc(idata, var_name, num_samples=num_samples)
+    y = np.asarray(_bayes_compat.group_dataset(idata, "observed_data")[var_name]).ravel()
+    cens = _censored_flags(idata, y.size)
+    lo, hi = float(np.nanmin(y)), float(np.nanmax(y))
+    pad = max(0.5, 0.25 * (hi - lo))  # a heavy-tailed replicate (nu near 1) would stretch the axis to +-20
+    for ax in fig.axes:
+        ax.set_xlim(lo - pad, hi + pad)
+        if cens is not None:  # the runs themselves, split as the likelihood reads them
+            bottom = ax.get_ylim()[0]
+            ax.plot(y[~cens], np.full((~cens).sum(), bottom), "|", color="k", ms=10, label="formed: onset")
+            if cens.any():
+                ax.plot(y[cens], np.full(cens.sum(), bottom), "^", mfc="none", color="C3", ms=7,
+                        label="not formed: its last step (censored)")
+            ax.legend(fontsize=7, loc="upper left", frameon=False)
+    n_cens = int(cens.sum()) if cens is not None else None
     fig.suptitle(f"Posterior predictive check (ArviZ): observed {var_name} against {num_samples} replicates\n"
-                 "(censored runs at their last step, as the likelihood sees them)", fontsize=8)
+                 + (f"({n_cens} censored runs at their last step, as the likelihood sees them; "
+                    f"x axis: the data's range +- {pad:.1f})" if n_cens is not None else
+                    "(censored runs at their last step, as the likelihood sees them)"), fontsize=8)
     return fig
+
+
+def _censored_flags(idata: Any, n: int) -> Any:
+    """``constant_data.censored`` of a law fit (``ihstats.law.model.add_run_data``), else None."""
+    if "constant_data" not in _bayes_compat.groups(idata):
+        return None
+    const = _bayes_compat.group_dataset(idata, "constant_data")
+    if "censored" not in const or const["censored"].size != n:
+        return None
+    return np.asarray(const["censored"], dtype=bool).ravel()
 
 
 def plot_rank(idata: Any, var_names: Any) -> Any:
@@ -307,8 +333,12 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
             ax.axvline(ref_val[name], color="C3", lw=1.4, label=f"published {name} = {ref_val[name]:g}")
         if extra_ref is not None:
             ax.axvline(extra_ref[0], ls=":", color="0.3", lw=1.4, label=extra_ref[1])
+        for text in ax.texts:  # ArviZ's "mean=", "90% HDI" and bound labels sit where a reference line may run
+            text.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+            text.set_zorder(5)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="best", framealpha=0.9)  # a frame: no line runs through the text
+            # below the axes: a legend inside sits on the density or the HDI bar in some panel
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 
