@@ -34,6 +34,7 @@ from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_s
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.fit_protocol import save_and_warn
+from ihstats.display import rounded_csv
 from ihstats.tables import formed_counts
 from ihstats import progress
 from ihstats.progress import cli_warnings
@@ -199,7 +200,7 @@ def main(argv=None) -> int:
         return 2
     spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
-    res.data.table.to_csv(out / "emergence.csv", index=False)
+    (out / "emergence.csv").write_text(rounded_csv(res.data.table))
     if forms is not None:
         forms.rename_axis("model").to_csv(out / "loo_forms.csv")
         print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())

@@ -34,6 +34,7 @@ import ihstats
 from ihstats import _bayes_compat as compat
 from ihstats import progress
 from ihstats.fit_protocol import SAMPLER
+from ihstats.display import CSV_FLOAT_FORMAT
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -271,11 +272,11 @@ def save_fit(out_dir, idata, summary: pd.DataFrame, record: dict,
     out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in FIT_FILES.items()}
     to_netcdf(idata, paths["idata"])
-    summary.to_csv(paths["summary"], index=False)
+    summary.to_csv(paths["summary"], index=False, float_format=CSV_FLOAT_FORMAT)
     paths["fit"].write_text(json.dumps(record, indent=2, default=_json_default))
     for name, frame in (tables or {}).items():
         paths[name] = out / f"{name}.csv"
-        frame.to_csv(paths[name], index=False)
+        frame.to_csv(paths[name], index=False, float_format=CSV_FLOAT_FORMAT)
     return paths
 
 

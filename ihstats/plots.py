@@ -169,36 +169,43 @@ def _in_cells_with_runs(grid: Any, f_edges: Any, r_edges: Any, f: Any, r: Any) -
 
 def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
                       title: str = "", title_size: float = 9, path: str | Path | None = None) -> Any:
-    """Heatmap of the formed fraction per (frequency, reliability) cell with the frontier's
-    posterior median, its band and the GLM contour.
+    """The formed fraction per (frequency, reliability) cell with the frontier's posterior median,
+    its band and the GLM contour. A full grid is a heatmap; a design with empty cells (transects
+    through one corner) draws only the cells that hold runs, as discs labelled formed/runs, on a
+    white ground (a heatmap of such a design is mostly grey "no runs"). The lines are solid only
+    over cells with runs; between transects the median is dotted (the model's, not measured). The
+    legend sits below the axes, off the data.
 
     ``cells``: ``frequency, reliability, n_formed, n_runs``; ``frontier``: ``frequency,
     reliability_median, reliability_lo, reliability_hi, glm_reliability`` (the tidy frames of
     ``ihstats.frontier``, as saved).
     """
-    grid = (cells.groupby(["frequency", "reliability"])[["n_formed", "n_runs"]].sum()
-            .assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"]
-            .unstack("frequency"))                        # rows reliability, cols frequency
+    counts = cells.groupby(["frequency", "reliability"])[["n_formed", "n_runs"]].sum()
+    grid = counts.assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"].unstack("frequency")  # rows r
     # knobs live in (0, 1]: the top cells' padding stops at 1
     fe, re_ = (np.minimum(_log_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
-    fig, ax = plt.subplots(figsize=(5.3, 4.3))
-    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
-    if grid.isna().to_numpy().any():  # a transect design: cells without runs show as grey
-        ax.set_facecolor("0.8")
-        ax.fill_between([], [], color="0.8", label="no runs in this cell")
+    sparse = bool(grid.isna().to_numpy().any())
+    fig, ax = plt.subplots(figsize=(5.3, 4.6))
+    if sparse:
+        mesh = _cell_markers(ax, counts.reset_index())
+        line, band = "k", "0.55"
+    else:
+        mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
+        line, band = "white", "white"
     fig.colorbar(mesh, ax=ax, label="fraction of runs with an induction head")
     fr = frontier
-    # lines only over cells that hold runs: across a transect's empty cells they would be drawn
-    # where nothing was measured
     seen = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["reliability_median"])
     seen_glm = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["glm_reliability"])
-    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color="white",
-                    alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
-    where = " in cells with runs" if grid.isna().to_numpy().any() else ""
-    ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)" + where)
+    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color=band,
+                    alpha=0.35, lw=0, zorder=1, label=f"{int(round(hdi_prob * 100))}% HDI band")
+    where = " (in cells with runs)" if sparse else ""
+    if sparse:  # between the transects the model's line is drawn, thin and dotted: read, not measured
+        ax.plot(fr["frequency"], np.where(seen, np.nan, fr["reliability_median"]), color=line, lw=0.8, ls=":",
+                zorder=4, label="between the cells with runs: the model's frontier (not measured)")
+    ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color=line, lw=2, zorder=4,
+            label="frontier: posterior median of p = 0.5" + where)
     ax.plot(fr["frequency"], np.where(seen_glm, fr["glm_reliability"], np.nan), color="orange", lw=1.2, ls="--",
-            label=glm_label)
+            zorder=4, label=glm_label)
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
     # label the grid's own levels (a log axis under one decade labels every minor tick, and they collide)
@@ -209,12 +216,23 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     if title:
         ax.set_title(title, fontsize=title_size, wrap=True)
     if fr["reliability_median"].notna().any():  # no legend for lines that are not there
-        ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7, frameon=False)
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path)
     return fig
 
+
+def _cell_markers(ax: Any, cells: Any) -> Any:
+    """Each cell with runs as a disc coloured by its formed fraction and labelled ``formed/runs``;
+    returns the mappable for the colour bar."""
+    frac = (cells["n_formed"] / cells["n_runs"]).to_numpy(dtype=float)
+    sc = ax.scatter(cells["frequency"], cells["reliability"], c=frac, cmap="viridis", vmin=0, vmax=1, s=380,
+                    edgecolors="0.25", linewidths=0.6, zorder=3)
+    for c, fr in zip(cells.itertuples(), frac):
+        ax.text(c.frequency, c.reliability, f"{int(c.n_formed)}/{int(c.n_runs)}", ha="center", va="center",
+                fontsize=6.5, color="black" if fr > 0.6 else "white", zorder=5)
+    return sc
 
 
 def _sparse_log_ticks(axis: Any) -> None:
