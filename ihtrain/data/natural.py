@@ -40,6 +40,7 @@ import os
 import platform
 import re
 import socket
+import sys
 import sysconfig
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -54,7 +55,7 @@ from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
-from ihstats.progress import bar as progress_bar
+from ihstats.progress import bar as progress_bar, step
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)
@@ -125,6 +126,7 @@ def build_corpus(source: str, max_chars: int = 0, cache_dir: str | Path = "", pr
         m = json.loads(meta.read_text())
         return Corpus(path, m["fingerprint"], m.get("build_s", 0.0), cached=True)
     t0 = time.perf_counter()
+    step(f"building the {source} corpus on first use (decompress, check, normalise; cached in {path.parent})")
     docs = [d for d in (normalise(d) for d in builder()) if d]
     docs = _truncate(docs, max_chars if max_chars else (HF_DEFAULT_MAX_CHARS if kind == "hf" else 0))
     if not docs:
@@ -139,6 +141,8 @@ def build_corpus(source: str, max_chars: int = 0, cache_dir: str | Path = "", pr
     build_s = time.perf_counter() - t0
     atomic_write_text(path, text)
     atomic_write_json(meta, {"fingerprint": fp, "build_s": build_s})
+    print(f"corpus {source}: {fp['n_chars']:,} characters in {len(docs):,} documents, built in {build_s:.0f} s",
+          file=sys.stderr, flush=True)
     return Corpus(path, fp, build_s, cached=False)
 
 
