@@ -175,6 +175,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def figure_of(stem: str) -> str | None:
+    """The figure a CSV belongs to: the longest registry name it is or starts with (``upt_law_fast_law``
+    is ``upt_law_fast``'s, not ``upt_law``'s)."""
+    names = [n for n in REGISTRY if stem == n or stem.startswith(n + "_")]
+    return max(names, key=len) if names else None
+
+
 def check(args: argparse.Namespace) -> int:
     """Regenerate into a temporary folder and compare every CSV with the committed ones
     (:mod:`paper_figures.check`: sampler tables within Monte Carlo tolerance, others exact)."""
@@ -198,8 +205,7 @@ def check(args: argparse.Namespace) -> int:
         same = [p.name for p in made if (args.out / p.name).is_file()
                 and filecmp.cmp(p, args.out / p.name, shallow=False)]
     names = {p.name for p in made}
-    wanted = {p.name for p in args.out.glob("*.csv")
-              if args.only is None or p.name.split(".")[0].startswith(tuple(args.only))}
+    wanted = {p.name for p in args.out.glob("*.csv") if args.only is None or figure_of(p.stem) in args.only}
     problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
     for line in problems:
         print(f"[differs] {line}")
