@@ -173,8 +173,8 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     its band and the GLM contour. A full grid is a heatmap; a design with empty cells (transects
     through one corner) draws only the cells that hold runs, as discs labelled formed/runs, on a
     white ground (a heatmap of such a design is mostly grey "no runs"). The lines are solid only
-    over cells with runs; between transects the median is dotted (the model's, not measured). The
-    legend sits below the axes, off the data.
+    over cells with runs; between transects the median is dotted (the model's, not measured), and
+    the legend sits below the axes, off the data.
 
     ``cells``: ``frequency, reliability, n_formed, n_runs``; ``frontier``: ``frequency,
     reliability_median, reliability_lo, reliability_hi, glm_reliability`` (the tidy frames of
@@ -216,7 +216,10 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     if title:
         ax.set_title(title, fontsize=title_size, wrap=True)
     if fr["reliability_median"].notna().any():  # no legend for lines that are not there
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7, frameon=False)
+        if sparse:  # below the axes: on white the lines are dark, and the cells stay uncovered
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7, frameon=False)
+        else:  # the heatmap's white lines need its dark ground: inside, over the unformed corner
+            ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path)
