@@ -39,8 +39,9 @@ from ihtrain.grid.plan import (
 )
 from ihtrain.grid.expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
 from ihtrain.grid.spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
+from ihstats.display import rounded_csv
 from ihtrain.grid.status import (
-    format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
+    format_table, narrow_table, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,
 )
 from ihtrain.run.locks import DirectoryLocked, GridLock
@@ -253,8 +254,8 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
     """The final manifest and summary.csv, the closing table, and what to do about runs not done."""
     write_manifest(spec, runs, grid_dir)
     summary = summary_frame(spec, runs, grid_dir)
-    atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
-    print(format_table(round_results(summary_display(summary))))
+    atomic_write_text(grid_dir / "summary.csv", rounded_csv(summary))
+    print(narrow_table(summary_display(summary)))  # summary.csv and --status --wide have every column
     failed = summary[(summary["status"] != "done") & (summary["run_id"].isin(only) if only else True)]
     n_done = int((summary["status"] == "done").sum())
     n_formed = int(summary["formed"].fillna(False).astype(bool).sum())

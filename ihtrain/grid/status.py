@@ -194,6 +194,8 @@ def status_report(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, wide: 
 def narrow_table(show: pd.DataFrame) -> str:
     """The narrow ``--status`` view (:func:`ihstats.display.compact_runs` plus the run's state)."""
     show = show.rename(columns={"batch_size": "B", "context": "C"})  # the factor names of the emergence table
+    if "wall_min" not in show:
+        show = show.assign(wall_min=(show["wall_s"] / 60).round(1))
     compact = compact_runs(show.assign(censored=show["onset"].isna()))
     sorted_show = show.sort_values(varying(show), kind="stable").reset_index(drop=True) if varying(show) else show
     compact.insert(compact.columns.get_loc("onset [90%]"), "status", sorted_show["status"].to_numpy())
