@@ -40,7 +40,6 @@ import os
 import platform
 import re
 import socket
-import sys
 import sysconfig
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -141,8 +140,6 @@ def build_corpus(source: str, max_chars: int = 0, cache_dir: str | Path = "", pr
     build_s = time.perf_counter() - t0
     atomic_write_text(path, text)
     atomic_write_json(meta, {"fingerprint": fp, "build_s": build_s})
-    print(f"corpus {source}: {fp['n_chars']:,} characters in {len(docs):,} documents, built in {build_s:.0f} s",
-          file=sys.stderr, flush=True)
     return Corpus(path, fp, build_s, cached=False)
 
 

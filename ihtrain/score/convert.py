@@ -30,6 +30,10 @@ from pathlib import Path
 
 import torch
 
+from ihtrain.config import from_dict
+from ihtrain.data.natural import build_corpus
+from ihtrain.data.source import resolve_cache_dir
+from ihtrain.data.tokenizer import EOS_TEXT, get_tokenizer
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
 
@@ -119,11 +123,6 @@ def run_tokenizer(run_dir: str | Path):
     """The tokenizer a run trained with, or ``(None, why)``: ``(tokenizer, "")`` for a natural-text
     run (its BPE from the data cache, else rebuilt from the corpus; checked against the hash in
     ``config.json``)."""
-    from ihtrain.config import from_dict
-    from ihtrain.data.natural import build_corpus
-    from ihtrain.data.source import resolve_cache_dir
-    from ihtrain.data.tokenizer import get_tokenizer
-
     meta = json.loads((Path(run_dir) / "config.json").read_text())
     fp = meta.get("data_fingerprint") or {}
     info = fp.get("tokenizer")
@@ -143,8 +142,6 @@ def run_tokenizer(run_dir: str | Path):
 def save_tokenizer(tok, out_dir: Path) -> None:
     """Write ``tok`` where ``transformers.AutoTokenizer.from_pretrained(out_dir)`` finds it."""
     import transformers  # heavy (seconds): only conversion needs it
-
-    from ihtrain.data.tokenizer import EOS_TEXT
 
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok._tok, eos_token=EOS_TEXT)
     fast.save_pretrained(out_dir)
