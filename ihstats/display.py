@@ -82,14 +82,13 @@ def _short(v: Any) -> str:
 
 
 def compact_runs(table: pd.DataFrame, *, factors: Iterable[str] | None = None) -> pd.DataFrame:
-    """One short row per run of an emergence table or grid summary: ``run`` (8 characters of the
-    id), the factors that vary (rows sorted by them), ``onset [interval]``, ``formed``, the class column when present
+    """One short row per run of an emergence table or grid summary: ``run_id``, the factors that vary (rows sorted by them), ``onset [interval]``, ``formed``, the class column when present
     (:data:`CLASS_COLUMNS`), and the top head as ``L1H2``; rounded for the eye."""
     shown = varying(table) if factors is None else [c for c in factors if c in table]
     t = table.sort_values(shown, kind="stable").reset_index(drop=True) if shown else table.reset_index(drop=True)
     cols: dict[str, Any] = {}
-    if "run_id" in t:
-        cols["run"] = t["run_id"].astype(str).str[:8]
+    if "run_id" in t:  # whole: the id --only and the run's folder take
+        cols["run_id"] = t["run_id"].astype(str)
     for f in shown:
         cols[f] = t[f].map(_short)
     lo, hi = (t[c] if c in t else pd.Series(np.nan, index=t.index) for c in ("onset_lo", "onset_hi"))

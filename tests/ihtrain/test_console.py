@@ -94,7 +94,7 @@ def test_compact_rows_and_rounded_csv():
                           "censored": [False, True], "last_step": [6000, 6000], "formed": [True, False],
                           "mechanism_class": ["induction", ""], "ih_head_crossing": ["1.2", ""]})
     show = compact_runs(table)
-    assert list(show.columns) == ["run", "B", "onset [90%]", "formed", "class", "head"]  # C, seed do not vary
+    assert list(show.columns) == ["run_id", "B", "onset [90%]", "formed", "class", "head"]  # C, seed do not vary
     assert show["onset [90%]"].tolist() == [">6,000", "2,418 [2,326, 2,500]"]  # sorted by B
     assert show["head"].tolist() == ["-", "L1H2"] and show["class"].tolist() == ["-", "induction"]
     csv = rounded_csv(table)

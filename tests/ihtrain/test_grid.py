@@ -351,8 +351,8 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
     narrow = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out),
                              "--status"], capture_output=True, text=True, cwd=ROOT, timeout=120).stdout
     rows = narrow.splitlines()[1:-1]
-    assert rows[0].split()[0] == "run" and "onset [90%]" in rows[0] and "crossing" not in rows[0]
-    done_line = next(line for line in rows if man.loc["builtin", "run_id"][:8] in line)
+    assert rows[0].split()[0] == "run_id" and "onset [90%]" in rows[0] and "crossing" not in rows[0]
+    done_line = next(line for line in rows if man.loc["builtin", "run_id"] in line)
     assert " done " in done_line and " 6 " in done_line and max(map(len, rows)) < 120
 
 
