@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
-from ihstats.emergence import formation, onset_metric  # noqa: E402
+from ihstats.contract import PER_HEAD, emergence_threshold, max_over_heads  # noqa: E402
+from ihstats.emergence import FORMED_MIN_PS, formation, onset_metric  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from ihstats.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
 
@@ -46,7 +46,7 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
         if name in per_head:
             axes[0].plot(x, per_head[name], label=label, zorder=z, **style)
     metric = onset_metric(m)  # the PS the emergence table reads (the data's own copies where logged)
-    f = formation(m, metric=metric)
+    f = formation(m, min_ps=_formed_level(run_dir), metric=metric)  # as the grid summary reads the run
     if f["formed"]:  # the onset the README and the emergence table quote, with its interval
         axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
         axes[0].axvline(f["onset"], color="0.4", ls=(0, (4, 3)), lw=0.8, zorder=1,
@@ -62,6 +62,15 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
     fig.suptitle(_title(run_dir), fontsize=9)
     return save_figure(fig, run_dir / "curves", dpi=120, close=True)
+
+
+def _formed_level(run_dir: Path) -> float:
+    """The run's formed level (its ``train.emergence_threshold``; the default where config.json is
+    unreadable), so the onset drawn is the one the grid summary and the emergence table give."""
+    try:
+        return emergence_threshold(read_json(Path(run_dir) / "config.json", "run's config"))
+    except (UnreadableFile, KeyError, TypeError):
+        return FORMED_MIN_PS
 
 
 def _title(run_dir: Path) -> str:
