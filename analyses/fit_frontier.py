@@ -51,6 +51,7 @@ from ihstats.fileio import UnreadableFile
 from ihstats.fit_protocol import save_and_warn
 from ihstats.fileio import read_table as read_checked_table
 from ihstats.progress import cli_warnings
+from ihstats.display import CSV_FLOAT_FORMAT
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -162,7 +163,7 @@ def product_lines(model, res, args, out: Path) -> list[str]:
         unformed = unformed.merge(held_out_check(model, unformed_at, seed=args.seed), on=["frequency", "reliability"])
     for name, frame in (("product", table), ("boundary", boundary), ("local_elasticities", local),
                         ("unformed_cells", unformed)):
-        frame.to_csv(out / "onset" / f"{name}.csv", index=False)
+        frame.to_csv(out / "onset" / f"{name}.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     return compare_lines(table, prod, boundary, local, args.hdi_prob, unformed)
 
 
@@ -182,14 +183,14 @@ def main(argv=None) -> int:
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
     save_and_warn(res, out, label="the frontier")
-    res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
+    res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     extra = [line for c in (cmp or []) for line in budget_lines(c)]
     if budgets is not None:
-        budgets.to_csv(out / "budgets.csv", index=False)
+        budgets.to_csv(out / "budgets.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     section, onset = onset_lines(table, args, out)
     extra += section
     knob = knob_table(res, onset, args.hdi_prob)
-    knob.to_csv(out / "knob.csv", index=False)
+    knob.to_csv(out / "knob.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra, knob=knob)
     print(f"runs: {int(res.model.cells['n_runs'].sum())}, formed: {int(res.model.cells['n_formed'].sum())}; "
           f"separation: {SEPARATION_WORDS.get(res.separation, res.separation)}")

@@ -34,6 +34,7 @@ from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_s
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.fit_protocol import save_and_warn
+from ihstats.display import CSV_FLOAT_FORMAT, rounded_csv
 from ihstats.tables import formed_counts
 from ihstats import progress
 from ihstats.progress import cli_warnings
@@ -147,7 +148,7 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
         return None, {}
     shared = UPTLawModel.from_table(table, replace(spec, sigma_by=None)).fit(**fit_kw)
     cmp = compare_sigma_by(table, spec, fits={f"sigma_by_{spec.sigma_by}": res, "shared_sigma": shared})
-    cmp.to_csv(out / "loo_sigma.csv")
+    cmp.to_csv(out / "loo_sigma.csv", float_format=CSV_FLOAT_FORMAT)
     return cmp, {"shared sigma": shared}
 
 
@@ -174,7 +175,7 @@ def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
         return None, f"Not defined: the {spec.form} form has no model-size term (the power form has)."
     key = "with_N" if spec.size_term else "without_N"
     compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-    compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+    compare.rename_axis("model").to_csv(out / "loo_compare.csv", float_format=CSV_FLOAT_FORMAT)  # the index names the model
     return compare, ""
 
 
@@ -204,9 +205,9 @@ def main(argv=None) -> int:
         return 2
     spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
-    res.data.table.to_csv(out / "emergence.csv", index=False)
+    (out / "emergence.csv").write_text(rounded_csv(res.data.table))
     if forms is not None:
-        forms.rename_axis("model").to_csv(out / "loo_forms.csv")
+        forms.rename_axis("model").to_csv(out / "loo_forms.csv", float_format=CSV_FLOAT_FORMAT)
         print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
         print(preference(forms, "law forms") + f"; the {spec.form} form is kept")
     compare, note = size_comparison(args, table, res, has_n, fit_kw, out)
@@ -216,13 +217,13 @@ def main(argv=None) -> int:
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
         half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
         sens = sensitivity_table(table, spec, base=res, fits=shared, **half)
-        sens.to_csv(out / "sensitivity.csv", index=False)
+        sens.to_csv(out / "sensitivity.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = save_and_warn(res, out)
     progress.step(f"writing the report into {out}: LOO, influence, figures")
     rep = write_upt_report(res, out, compare=compare, compare_note=note, source=source,
-                           runtime_s=time.perf_counter() - t0, sensitivity=sens, sensitivity_note=sens_note,
+                           sensitivity=sens, sensitivity_note=sens_note,
                            sigma_compare=sigma_cmp)
 
     summ, ols = res.summary(), res.ols()
@@ -252,7 +253,8 @@ def main(argv=None) -> int:
     if mixed := circuit_warning(res.data.table):
         print(f"warning: {mixed}", file=sys.stderr)
     print(f"wrote {rep['markdown']}, {rep['html']}, {paths['idata']}, {paths['fit']} "
-          f"and figures in {out / 'figures'} ({time.perf_counter() - t0:.1f} s)")
+          f"and figures in {out / 'figures'}; the command took {time.perf_counter() - t0:.0f} s (the report gives "
+          f"the sampler's share)")
     return 0
 
 

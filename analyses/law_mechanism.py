@@ -37,6 +37,7 @@ from ihstats.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.progress import cli_warnings
 from ihstats.tables import formed_column
+from ihstats.display import CSV_FLOAT_FORMAT
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
@@ -168,10 +169,10 @@ def main(argv=None) -> int:
     claim_folder(out)
     onsets = table.sort_values(["arm", "C", "seed"])[["arm", "C", "seed", "run_id", "onset", "onset_lo", "onset_hi",
                                                        "censored", "last_step"]]
-    onsets.to_csv(out / "onsets.csv", index=False)
-    bt.to_csv(out / "b.csv", index=False)
+    onsets.to_csv(out / "onsets.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    bt.to_csv(out / "b.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     if mech is not None:
-        mech.to_csv(out / "mechanism.csv", index=False)
+        mech.to_csv(out / "mechanism.csv", index=False, float_format=CSV_FLOAT_FORMAT)
         print("mechanism (copy statistics of each cell's training sequences, from the tokens):")
         print(mech.round(3).to_string(index=False))
     wide = onsets.assign(o=np.where(onsets["censored"].astype(bool), np.nan, onsets["onset"]))

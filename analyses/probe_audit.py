@@ -1,7 +1,7 @@
 """Where each run's repeat probe sits against the positions where its training data holds repeats.
 
     python analyses/probe_audit.py                        # every shipped grid under data/reference_runs
-    python analyses/probe_audit.py runs/bxc-law --out results/probe_audit
+    python analyses/probe_audit.py runs/bxc-law          # -> results/probe_audit/bxc-law/probe_audit.csv
 
 The design check of ``python -m ihtrain.grid`` (``ihtrain.grid.expand.probe_region_check``) applied
 after the fact to finished runs: for each cell, the repeat probe's ``n`` PS queries sit at positions
@@ -10,7 +10,9 @@ after the fact to finished runs: for each cell, the repeat probe's ``n`` PS quer
 PS-probe onset measured off the training distribution ("off"; "partly" when some overlap; "in"
 otherwise). Runs that logged ``ps_indist`` have the in-distribution onset beside it.
 
-Writes --out/probe_audit.csv (one row per grid and cell) and prints it.
+Writes --out/probe_audit.csv (one row per grid and cell) and prints it. The default --out is named by
+the inputs (``results/probe_audit/<grid>``, ``<grid>+<grid>`` for several, ``shipped`` for the default),
+so a second audit of other grids does not replace the first.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir, claim_folder
+from ihstats.cli_checks import check_out_dir, claim_folder, default_out
 from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.grid.expand import probe_in_region
@@ -60,12 +62,24 @@ def audit_grid(grid: Path) -> pd.DataFrame:
     return table.groupby(keys, as_index=False, sort=False).agg(runs=("cell_id", "size"))
 
 
+def audit_name(grids: list[Path]) -> str:
+    """The default output folder's name: the grids' own names joined by ``+`` (``shipped`` for none;
+    past 80 characters, the first name and a count)."""
+    if not grids:
+        return "shipped"
+    names = [g.resolve().name for g in grids]
+    joined = "+".join(names)
+    return joined if len(joined) <= 80 else f"{names[0]}+{len(names) - 1}-more"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("grids", nargs="*", type=Path, help="grid or run directories (default: every shipped grid)")
-    p.add_argument("--out", type=Path, default=Path("results/probe_audit"), help="output folder")
+    p.add_argument("-o", "--out", type=Path, default=None,
+                   help="output folder (default: results/probe_audit/<the grids' names, or 'shipped'>)")
     a = p.parse_args(argv)
     grids = a.grids or sorted(d for d in SHIPPED.iterdir() if d.is_dir())
+    a.out = a.out or default_out("probe_audit", None) / audit_name(a.grids)
     try:
         check_out_dir(a.out, inputs=grids)
         frames = [audit_grid(g) for g in grids]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import shutil
+import sys
 import time
 import warnings
 from importlib import metadata
@@ -32,6 +34,7 @@ import ihstats
 from ihstats import _bayes_compat as compat
 from ihstats import progress
 from ihstats.fit_protocol import SAMPLER
+from ihstats.display import CSV_FLOAT_FORMAT
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -46,6 +49,9 @@ logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 # ... and "PyTensor could not link to a BLAS installation" is a UserWarning on every fit of a pip
 # install (the fits are small: they run as well without it); filtered here, for every entry point
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning)
+# ArviZ 0.2x announces its 1.0 split on import, as a multi-line FutureWarning on every fit's console;
+# ihstats/_bayes_compat.py already handles both stacks, so the notice tells a user nothing to do
+warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
 
 
 @contextmanager
@@ -58,6 +64,20 @@ def quiet_pymc():
         yield
     finally:
         logger.setLevel(old)
+
+
+#: terminal columns PyMC's per-chain statistics (divergences, step size, gradient evaluations) need
+#: beside the bar; on a narrower terminal or in a log file rich cuts its headers ("Progre...")
+PYMC_STATS_COLUMNS = 120
+
+
+def progress_style(show: bool) -> bool | str:
+    """PyMC's ``progressbar`` value: the bar with the sampler's statistics where the terminal is wide
+    enough to hold their headers, else the bar alone (progress, draws, speed, times: fits 80 columns)."""
+    if not show:
+        return False
+    wide = sys.stderr.isatty() and shutil.get_terminal_size((80, 24)).columns >= PYMC_STATS_COLUMNS
+    return "split+stats" if wide else "split"
 
 
 def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accept: float = SAMPLER.target_accept,
@@ -74,7 +94,7 @@ def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accep
     """
     import pymc as pm
 
-    show = progress.enabled() if progressbar is None else progressbar
+    show = progress_style(progress.enabled() if progressbar is None else progressbar)
     progress.step(f"sampling {label}: {chains} chain(s) x ({tune} tune + {draws} draws), one after another")
     t0 = time.perf_counter()
     with model, quiet_pymc():
@@ -252,11 +272,11 @@ def save_fit(out_dir, idata, summary: pd.DataFrame, record: dict,
     out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in FIT_FILES.items()}
     to_netcdf(idata, paths["idata"])
-    summary.to_csv(paths["summary"], index=False)
+    summary.to_csv(paths["summary"], index=False, float_format=CSV_FLOAT_FORMAT)
     paths["fit"].write_text(json.dumps(record, indent=2, default=_json_default))
     for name, frame in (tables or {}).items():
         paths[name] = out / f"{name}.csv"
-        frame.to_csv(paths[name], index=False)
+        frame.to_csv(paths[name], index=False, float_format=CSV_FLOAT_FORMAT)
     return paths
 
 

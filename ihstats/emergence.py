@@ -35,6 +35,7 @@ from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_
                                 record_written)
 from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, emergence_threshold, max_over_heads,
                               ps_crossing)
+from ihstats.display import format_compact, head_label, parse_head, rounded_csv
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
 from ihstats.progress import cli_warnings
@@ -58,7 +59,7 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
     """Model-level curves from tidy metrics: columns run_id, layer, head, step, value.
 
     ``head``: ``"max"`` (max over heads per step; model-level metrics pass through), ``"L.H"``
-    (one head), or ``"each"`` (every head separately).
+    (one head, ``"L1H0"``; ``"1.0"`` is read too), or ``"each"`` (every head separately).
     """
     missing = [c for c in ("step", "metric", "layer", "head", "value") if c not in metrics.columns]
     if missing:
@@ -74,10 +75,9 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
         out = m.groupby(["run_id", "step"], as_index=False)["value"].max()
         return out.assign(layer=-1, head=-1)[["run_id", "layer", "head", "step", "value"]]
     try:
-        lh = tuple(int(t) for t in head.split("."))
-        assert len(lh) == 2
-    except (ValueError, AssertionError):
-        raise ValueError(f"head: must be 'max', 'each' or 'LAYER.HEAD' like '1.0'; got {head!r}") from None
+        lh = parse_head(head)
+    except ValueError:
+        raise ValueError(f"head: must be 'max', 'each' or a head like L1H0 (or 1.0); got {head!r}") from None
     out = m.loc[(m["layer"] == lh[0]) & (m["head"] == lh[1])]
     if out.empty:
         raise ValueError(f"head: {head!r} not found for metric {metric!r}")
@@ -138,7 +138,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     rows = []
     for (rid, layer, hd), c in series.groupby(["run_id", "layer", "head"], sort=False):
         c = c.sort_values("step")
-        label = head if head != "each" else f"{layer}.{hd}"
+        label = head if head == "max" else head_label((layer, hd) if head == "each" else head)
         own = _with_reach(metric, method, kwargs, formed_at.get(rid, FORMED_MIN_PS))
         try:
             r = detect(c["step"].to_numpy(), c["value"].to_numpy(), method, level, direction,
@@ -243,7 +243,7 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     the Bayesian detector finds an uncensored onset in the max-PS curve and max PS at the last
     evaluation is at least ``min_ps``. Beside the verdict, the results that describe the head:
     ``n_ih_heads`` (heads at the last evaluation whose PS is at least half the top head's, and at
-    least ``min_ps / 2``: heads sharing the work), ``ih_head`` ("L.H" of the top head) and
+    least ``min_ps / 2``: heads sharing the work), ``ih_head`` (``L1H2``: the top head) and
     ``prev_token`` (the best previous-token score of a head in a layer below the top head's;
     NaN in layer 0), so a head that forms without a previous-token head shows as such; and the
     circuit columns of :func:`circuit` (crossing at ``min_ps``).
@@ -264,7 +264,7 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
     if top is None:
         return out
     out["final_max_ps"] = float(top["value"])
-    out["ih_head"] = f"{int(top['layer'])}.{int(top['head'])}"
+    out["ih_head"] = head_label((top["layer"], top["head"]))
     out["n_ih_heads"] = int((last["value"] >= max(0.5 * top["value"], 0.5 * min_ps)).sum())
     pt = metrics[(metrics["metric"] == "prev_token") & (metrics["step"] == ps["step"].max())
                  & (metrics["layer"] < top["layer"])]["value"]
@@ -283,7 +283,7 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str
     """Which circuit one run's induction head is built on, read from its tidy metrics.
 
     At the PS crossing (the first evaluation with max PS >= ``threshold``,
-    :func:`ihstats.contract.ps_crossing`): the top PS head, ``ih_head_crossing`` ("L.H"), and the
+    :func:`ihstats.contract.ps_crossing`): the top PS head, ``ih_head_crossing`` (``L1H2``), and the
     best layer-0 previous-token score, ``prev_token_l0_crossing``; at the last evaluation,
     ``prev_token_l0_end``. ``circuit`` is ``"prev-token"`` when the head sits above layer 0 and the
     better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
@@ -316,7 +316,7 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str
     top = ps.loc[ps["value"].idxmax()]
     best = pt0.reindex([step, pt0.index[-1]]).to_numpy(dtype=float)
     built = int(top["layer"]) > 0 and bool(np.any(best >= CIRCUIT_PREV_TOKEN_MIN))
-    out.update(ih_head_crossing=f"{int(top['layer'])}.{int(top['head'])}", prev_token_l0_crossing=best[0],
+    out.update(ih_head_crossing=head_label((top["layer"], top["head"])), prev_token_l0_crossing=best[0],
                prev_token_l0_end=best[1], circuit="prev-token" if built else "no-prev-token")
     return out
 
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(the in-distribution loss gain, probe-free); auto (default): indist where the logs hold "
                         "it, else ps. Sets --metric")
     p.add_argument("--metric", default=None, help="any metric name in metrics.parquet (overrides --onset)")
-    p.add_argument("--head", default="max", help="max (over heads, default), each, or LAYER.HEAD like 1.0")
+    p.add_argument("--head", default="max", help="max (over heads, default), each, or one head like L1H0")
     p.add_argument("--method", default="bayes", choices=list(DETECTORS), help="detector (default: bayes)")
     p.add_argument("--level", type=float, default=0.9, help="credible-interval level (default: 0.9)")
     p.add_argument("--min-rise", type=float, default=0.1, help="smallest rise that counts (metric units)")
@@ -398,13 +398,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if out.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(out))
-        atomic_write_text(out, table.to_csv(index=False))
+        atomic_write_text(out, rounded_csv(table))
         record_written(out)
     except OSError as e:
         print(f"error: -o {out}: cannot write the table ({describe_os_error(e)}); choose a writable file path",
               file=sys.stderr)
         return 2
     formed = table["formed"] if "formed" in table else None
+    print(f"{metric} onset (updates), {a.method}, {a.level:.0%} interval:")
+    print(format_compact(table))
     print(f"wrote {formed_counts(formed, table['censored'], 'runs' if a.head == 'max' else 'rows')} of the "
           f"{metric} onset to {out}")
     return 0

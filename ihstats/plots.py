@@ -170,36 +170,43 @@ def _in_cells_with_runs(grid: Any, f_edges: Any, r_edges: Any, f: Any, r: Any) -
 def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_label: str = "GLM",
                       title: str = "", title_size: float = 9, path: str | Path | None = None,
                       colour_label: str = "fraction of runs with an induction head") -> Any:
-    """Heatmap of the formed fraction per (frequency, reliability) cell with the frontier's
-    posterior median, its band and the GLM contour.
+    """The formed fraction per (frequency, reliability) cell with the frontier's posterior median,
+    its band and the GLM contour. A full grid is a heatmap; a design with empty cells (transects
+    through one corner) draws only the cells that hold runs, as discs labelled formed/runs, on a
+    white ground (a heatmap of such a design is mostly grey "no runs"). The lines are solid only
+    over cells with runs; between transects the median is dotted (the model's, not measured), and
+    the legend sits below the axes, off the data.
 
     ``cells``: ``frequency, reliability, n_formed, n_runs``; ``frontier``: ``frequency,
     reliability_median, reliability_lo, reliability_hi, glm_reliability`` (the tidy frames of
     ``ihstats.frontier``, as saved).
     """
-    grid = (cells.groupby(["frequency", "reliability"])[["n_formed", "n_runs"]].sum()
-            .assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"]
-            .unstack("frequency"))                        # rows reliability, cols frequency
+    counts = cells.groupby(["frequency", "reliability"])[["n_formed", "n_runs"]].sum()
+    grid = counts.assign(frac=lambda d: d["n_formed"] / d["n_runs"])["frac"].unstack("frequency")  # rows r
     # knobs live in (0, 1]: the top cells' padding stops at 1
     fe, re_ = (np.minimum(_log_edges(v.to_numpy()), 1.0) for v in (grid.columns, grid.index))
-    fig, ax = plt.subplots(figsize=(5.3, 4.3))
-    mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
-    if grid.isna().to_numpy().any():  # a transect design: cells without runs show as grey
-        ax.set_facecolor("0.8")
-        ax.fill_between([], [], color="0.8", label="no runs in this cell")
+    sparse = bool(grid.isna().to_numpy().any())
+    fig, ax = plt.subplots(figsize=(5.3, 4.6))
+    if sparse:
+        mesh = _cell_markers(ax, counts.reset_index())
+        line, band = "k", "0.55"
+    else:
+        mesh = ax.pcolormesh(fe, re_, grid.to_numpy(), cmap="viridis", vmin=0, vmax=1)
+        line, band = "white", "white"
     fig.colorbar(mesh, ax=ax, label=colour_label)
     fr = frontier
-    # lines only over cells that hold runs: across a transect's empty cells they would be drawn
-    # where nothing was measured
     seen = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["reliability_median"])
     seen_glm = _in_cells_with_runs(grid, fe, re_, fr["frequency"], fr["glm_reliability"])
-    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color="white",
-                    alpha=0.35, label=f"{int(round(hdi_prob * 100))}% HDI band")
-    where = " in cells with runs" if grid.isna().to_numpy().any() else ""
-    ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color="white", lw=2,
-            label="frontier (posterior median, p = 0.5)" + where)
+    ax.fill_between(fr["frequency"], fr["reliability_lo"], fr["reliability_hi"], where=seen, color=band,
+                    alpha=0.35, lw=0, zorder=1, label=f"{int(round(hdi_prob * 100))}% HDI band")
+    where = " (in cells with runs)" if sparse else ""
+    if sparse:  # between the transects the model's line is drawn, thin and dotted: read, not measured
+        ax.plot(fr["frequency"], np.where(seen, np.nan, fr["reliability_median"]), color=line, lw=0.8, ls=":",
+                zorder=4, label="between the cells with runs: the model's frontier (not measured)")
+    ax.plot(fr["frequency"], np.where(seen, fr["reliability_median"], np.nan), color=line, lw=2, zorder=4,
+            label="frontier: posterior median of p = 0.5" + where)
     ax.plot(fr["frequency"], np.where(seen_glm, fr["glm_reliability"], np.nan), color="orange", lw=1.2, ls="--",
-            label=glm_label)
+            zorder=4, label=glm_label)
     ax.set(xscale="log", yscale="log", xlim=(fe[0], fe[-1]), ylim=(re_[0], re_[-1]),
            xlabel="frequency  P(A B ... A)", ylabel="reliability  P(B | A B ... A)")
     # label the grid's own levels (a log axis under one decade labels every minor tick, and they collide)
@@ -210,12 +217,26 @@ def plot_frontier_map(cells: Any, frontier: Any, *, hdi_prob: float = 0.9, glm_l
     if title:
         ax.set_title(title, fontsize=title_size, wrap=True)
     if fr["reliability_median"].notna().any():  # no legend for lines that are not there
-        ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
+        if sparse:  # below the axes: on white the lines are dark, and the cells stay uncovered
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, fontsize=7, frameon=False)
+        else:  # the heatmap's white lines need its dark ground: inside, over the unformed corner
+            ax.legend(loc="lower left", fontsize=7, framealpha=0.6)
     fig.tight_layout()
     if path is not None:
         save_figure(fig, path)
     return fig
 
+
+def _cell_markers(ax: Any, cells: Any) -> Any:
+    """Each cell with runs as a disc coloured by its formed fraction and labelled ``formed/runs``;
+    returns the mappable for the colour bar."""
+    frac = (cells["n_formed"] / cells["n_runs"]).to_numpy(dtype=float)
+    sc = ax.scatter(cells["frequency"], cells["reliability"], c=frac, cmap="viridis", vmin=0, vmax=1, s=380,
+                    edgecolors="0.25", linewidths=0.6, zorder=3)
+    for c, fr in zip(cells.itertuples(), frac):
+        ax.text(c.frequency, c.reliability, f"{int(c.n_formed)}/{int(c.n_runs)}", ha="center", va="center",
+                fontsize=6.5, color="black" if fr > 0.6 else "white", zorder=5)
+    return sc
 
 
 def _sparse_log_ticks(axis: Any) -> None:
@@ -286,9 +307,35 @@ def plot_ppc(idata: Any, var_name: str, *, num_samples: int = 100) -> Any:
     """ArviZ's posterior predictive check of ``var_name`` from the fit's ``posterior_predictive``
     group (the saved ``idata.nc`` holds it, so ``az.plot_ppc`` reproduces this figure); titled."""
     fig = _bayes_compat.plot_ppc(idata, var_name, num_samples=num_samples)
+    y = np.asarray(_bayes_compat.group_dataset(idata, "observed_data")[var_name]).ravel()
+    cens = _censored_flags(idata, y.size)
+    lo, hi = float(np.nanmin(y)), float(np.nanmax(y))
+    pad = max(0.5, 0.25 * (hi - lo))  # a heavy-tailed replicate (nu near 1) would stretch the axis to +-20
+    for ax in fig.axes:
+        ax.set_xlim(lo - pad, hi + pad)
+        if cens is not None:  # the runs themselves, split as the likelihood reads them
+            bottom = ax.get_ylim()[0]
+            ax.plot(y[~cens], np.full((~cens).sum(), bottom), "|", color="k", ms=10, label="formed: onset")
+            if cens.any():
+                ax.plot(y[cens], np.full(cens.sum(), bottom), "^", mfc="none", color="C3", ms=7,
+                        label="not formed: its last step (censored)")
+            ax.legend(fontsize=7, loc="upper left", frameon=False)
+    n_cens = int(cens.sum()) if cens is not None else None
     fig.suptitle(f"Posterior predictive check (ArviZ): observed {var_name} against {num_samples} replicates\n"
-                 "(censored runs at their last step, as the likelihood sees them)", fontsize=8)
+                 + (f"({n_cens} censored runs at their last step, as the likelihood sees them; "
+                    f"x axis: the data's range +- {pad:.1f})" if n_cens is not None else
+                    "(censored runs at their last step, as the likelihood sees them)"), fontsize=8)
     return fig
+
+
+def _censored_flags(idata: Any, n: int) -> Any:
+    """``constant_data.censored`` of a law fit (``ihstats.law.model.add_run_data``), else None."""
+    if "constant_data" not in _bayes_compat.groups(idata):
+        return None
+    const = _bayes_compat.group_dataset(idata, "constant_data")
+    if "censored" not in const or const["censored"].size != n:
+        return None
+    return np.asarray(const["censored"], dtype=bool).ravel()
 
 
 def plot_rank(idata: Any, var_names: Any) -> Any:
@@ -308,8 +355,12 @@ def plot_posterior(idata: Any, var_names: Any, *, hdi_prob: float, ref_val: dict
             ax.axvline(ref_val[name], color="C3", lw=1.4, label=f"published {name} = {ref_val[name]:g}")
         if extra_ref is not None:
             ax.axvline(extra_ref[0], ls=":", color="0.3", lw=1.4, label=extra_ref[1])
+        for text in ax.texts:  # ArviZ's "mean=", "90% HDI" and bound labels sit where a reference line may run
+            text.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+            text.set_zorder(5)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="best", framealpha=0.9)  # a frame: no line runs through the text
+            # below the axes: a legend inside sits on the density or the HDI bar in some panel
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 

@@ -59,14 +59,18 @@ def numeric_column(df: pd.DataFrame, column: str, error=ValueError) -> np.ndarra
 
 def formed_counts(formed, censored, unit: str = "runs") -> str:
     """The counts every message gives, in the words of docs/DESIGN.md ("Emergence table"):
-    ``N runs: F formed, M not formed (K of them censored: no onset by the last step)``;
-    ``formed=None`` (a table without the verdict, e.g. another detector's): ``N rows: K censored``."""
+    ``N runs: F formed, M not formed (K of them censored: no onset by the last step)`` (the
+    parenthesis only when some did not form); ``formed=None`` (a table without the verdict, e.g.
+    the loss-gain onset or another detector's): ``N rows: K with an onset, M censored (...)``."""
     cens = np.asarray(censored, dtype=bool)
+    n = cens.size
+    what = unit[:-1] if n == 1 and unit.endswith("s") else unit
     if formed is None:
-        return f"{cens.size} {unit}: {int(cens.sum())} censored (no onset by the last step)"
+        tail = f", {int(cens.sum())} censored (no onset by the last step)" if cens.any() else ", none censored"
+        return f"{n} {what}: {int((~cens).sum())} with an onset{tail}"
     f = np.asarray(formed, dtype=bool)
-    return (f"{f.size} {unit}: {int(f.sum())} formed, {int((~f).sum())} not formed "
-            f"({int(cens.sum())} of them censored: no onset by the last step)")
+    why = f" ({int(cens.sum())} of them censored: no onset by the last step)" if (~f).any() else ""
+    return f"{n} {what}: {int(f.sum())} formed, {int((~f).sum())} not formed{why}"
 
 
 def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:

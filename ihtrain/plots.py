@@ -14,10 +14,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
-from ihstats.emergence import formation  # noqa: E402
+from ihstats.contract import PER_HEAD, emergence_threshold, max_over_heads  # noqa: E402
+from ihstats.emergence import FORMED_MIN_PS, formation, onset_metric  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from ihstats.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
+
+
+#: the per-head curves of the first panel, bottom to top: (metric, legend label, line style). The scores
+#: sit together at chance (~0.02) until the head forms: the solid PS lines go beneath, the dashed and
+#: dotted ones over them, so where two coincide both still show
+CURVE_STYLES = (
+    ("ps", "prefix matching, repeat probe (max over heads)", {"color": "C0", "lw": 2.2}),
+    ("ps_indist", "prefix matching at the data's copies (max)", {"color": "C4", "lw": 1.4}),
+    ("prev_token", "previous token (max)", {"color": "C1", "ls": (0, (5, 2)), "lw": 1.3}),
+    ("la", "logit attribution (max)", {"color": "C2", "ls": (0, (1, 1.5)), "lw": 1.5}),
+)
 
 
 def plot_run_curves(run_dir: str | Path) -> list[Path]:
@@ -31,17 +42,17 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     model_level = m[m["head"] < 0].pivot_table(index="step", columns="metric", values="value")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
     x = per_head.index.to_numpy().clip(min=1)
-    for name, label in (("ps", "prefix matching (max over heads)"), ("prev_token", "previous token (max)"),
-                        ("la", "logit attribution (max)")):
+    for z, (name, label, style) in enumerate(CURVE_STYLES, start=2):
         if name in per_head:
-            axes[0].plot(x, per_head[name], label=label)
-    f = formation(m)
+            axes[0].plot(x, per_head[name], label=label, zorder=z, **style)
+    metric = onset_metric(m)  # the PS the emergence table reads (the data's own copies where logged)
+    f = formation(m, min_ps=_formed_level(run_dir), metric=metric)  # as the grid summary reads the run
     if f["formed"]:  # the onset the README and the emergence table quote, with its interval
         axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
-        axes[0].axvline(f["onset"], color="0.3", ls="--", lw=1,
-                        label=f"PS onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}]")
+        axes[0].axvline(f["onset"], color="0.4", ls=(0, (4, 3)), lw=0.8, zorder=1,
+                        label=f"{metric} onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}]")
     axes[0].set(xscale="log", xlabel="updates", ylabel="score", ylim=(0, 1.02), title="per-head scores")
-    axes[0].legend(fontsize=8)
+    axes[0].legend(fontsize=7, loc="upper left", framealpha=0.85)
     if "ar_acc" in model_level:
         axes[1].plot(model_level.index.to_numpy().clip(min=1), model_level["ar_acc"], color="C3")
     axes[1].set(xscale="log", xlabel="updates", ylabel="top-1 accuracy", ylim=(0, 1.02),
@@ -51,6 +62,15 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
     fig.suptitle(_title(run_dir), fontsize=9)
     return save_figure(fig, run_dir / "curves", dpi=120, close=True)
+
+
+def _formed_level(run_dir: Path) -> float:
+    """The run's formed level (its ``train.emergence_threshold``; the default where config.json is
+    unreadable), so the onset drawn is the one the grid summary and the emergence table give."""
+    try:
+        return emergence_threshold(read_json(Path(run_dir) / "config.json", "run's config"))
+    except (UnreadableFile, KeyError, TypeError):
+        return FORMED_MIN_PS
 
 
 def _title(run_dir: Path) -> str:

@@ -1,6 +1,7 @@
 """Regenerate the paper figures (PNG + PDF + the tidy CSV behind each) from logs in one command.
 
-    python paper_figures/make.py                     # every figure, fast, from the shipped real logs
+    python paper_figures/make.py                     # every figure, paper quality, from the shipped real logs
+    python paper_figures/make.py --fast              # every figure, quick sampling (2 chains x 300 draws)
     python paper_figures/make.py --check             # regenerate to a temp dir, compare the CSVs
     python paper_figures/make.py --runs runs/bxc-text --fast    # your own grid, quick sampling
     python paper_figures/make.py --only upt_law --simulated --out /tmp/figs  # simulated example
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import filecmp
 import io
 import shlex
 import sys
@@ -49,7 +51,7 @@ from ihstats.plots import save_figure  # noqa: E402
 from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
 from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
-from paper_figures.versions import version_note, write_constraints  # noqa: E402
+from paper_figures.versions import version_note, why_not_identical, write_constraints  # noqa: E402
 
 FIGURES = ROOT / "paper_figures" / "figures"
 # --check in fast mode (2 chains x 300 draws) accepts a looser r_hat than paper-quality sampling
@@ -114,7 +116,7 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
     return path
 
 
-def _figure_of_file(stem: str) -> str | None:
+def figure_of(stem: str) -> str | None:
     """The registry figure that writes the file ``stem`` (``name`` or ``name_<table>``; the
     longest name wins, so ``upt_law_default_law`` belongs to ``upt_law_default``)."""
     owners = [n for n in REGISTRY if stem == n or stem.startswith(n + "_")]
@@ -128,7 +130,7 @@ def announce_overwrite(out: Path, only: list[str] | None) -> list[Path]:
         return []
     names = set(only or REGISTRY)
     hit = sorted(p for p in out.iterdir() if p.is_file() and (
-        _figure_of_file(p.name.split(".")[0]) in names or p.name in {"INDEX.md", "constraints.txt"}))
+        figure_of(p.name.split(".")[0]) in names or p.name in {"INDEX.md", "constraints.txt"}))
     if hit:
         print(f"overwriting {len(hit)} committed file(s) in {rel_path(out)}/: "
               f"{', '.join(p.name for p in hit)} (git diff shows what changed; --out DIR writes "
@@ -145,18 +147,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="grid directory of run logs (emergence_curves; upt_law detects onsets "
                          "from it unless --emergence is given)")
     ap.add_argument("--emergence", type=Path, default=None,
-                    help=f"emergence table CSV for upt_law (default: {EXAMPLES['emergence'].name},"
-                         f" simulated, when --runs is not given)")
+                    help=f"emergence table CSV for upt_law (default: the shipped real logs; "
+                         f"{EXAMPLES['emergence'].name}, simulated, only with --simulated)")
     ap.add_argument("--frontier-table", type=Path, default=None,
-                    help=f"run table for frontier (default: {EXAMPLES['frontier'].name}, simulated)")
+                    help=f"run table for frontier (default: the shipped real logs; "
+                         f"{EXAMPLES['frontier'].name} with --simulated)")
     ap.add_argument("--ablation-table", type=Path, default=None,
-                    help=f"tidy ablation table for ablation (default: {EXAMPLES['ablation'].name},"
-                         f" simulated)")
+                    help=f"tidy ablation table for ablation (default: the shipped real logs; "
+                         f"{EXAMPLES['ablation'].name} with --simulated)")
     ap.add_argument("--only", nargs="+", choices=list(REGISTRY), default=None, metavar="NAME",
                     help=f"figures to make (default all): {', '.join(REGISTRY)}")
     ap.add_argument("--fast", action="store_true",
                     help="quick look: 2 chains x 300 draws, 999 resamples (default: paper "
-                         "quality, 4 x 1000 draws, 9999 resamples; a few minutes here)")
+                         "quality, 4 x 1000 draws, 9999 resamples)")
     ap.add_argument("--full", action="store_true", help="paper quality (the default; kept for "
                                                          "old command lines)")
     ap.add_argument("--seed", type=int, default=0, help="seed of every sampler (default 0)")
@@ -179,6 +182,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+
 def check(args: argparse.Namespace) -> int:
     """Regenerate into a temporary folder and compare every CSV with the committed ones
     (:mod:`paper_figures.check`: sampler tables within Monte Carlo tolerance, others exact)."""
@@ -199,12 +203,16 @@ def check(args: argparse.Namespace) -> int:
         print(log.getvalue().replace(tmp, "<temporary folder, deleted after the check>"), end="")
         made = sorted(Path(tmp).glob("*.csv"))
         problems = [d for p in made for d in csv_differences(p, args.out / p.name, **limits)]
+        same = [p.name for p in made if (args.out / p.name).is_file()
+                and filecmp.cmp(p, args.out / p.name, shallow=False)]
     names = {p.name for p in made}
     wanted = {p.name for p in args.out.glob("*.csv")
-              if args.only is None or _figure_of_file(p.name.split(".")[0]) in args.only}
+              if args.only is None or figure_of(p.name.split(".")[0]) in args.only}
     problems += [f"{n}: committed but not regenerated" for n in sorted(wanted - names)]
     for line in problems:
         print(f"[differs] {line}")
+    print(f"bit-identical: {len(same)} of {len(made)} CSV(s)"
+          + ("" if len(same) == len(made) else f"; why not all: {why_not_identical(args.out)}"))
     print(f"check: {len(made)} CSV(s) regenerated, {len(problems)} difference(s) (sampler "
           f"tables: posterior means and interval ends within {Z:g} Monte Carlo standard errors, "
           f"r_hat <= {limits['rhat_max']}, ESS >= {limits['ess_min']}; others exact)")

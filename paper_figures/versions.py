@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import platform
 import re
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -39,7 +40,9 @@ def write_constraints(folder: Path, versions: dict[str, str] | None = None) -> P
     v = dict(versions or running())
     py = v.pop("python")
     marker = f'python_version == "{".".join(py.split(".")[:2])}"'
+    commit = made_at_commit()
     lines = [f"# The versions paper_figures/make.py made these figures with (Python {py}).",
+             *([f"# commit {commit}"] if commit else []),
              f'# Use: pip install -c {FILE} -e ".[all]" (the pins apply on Python '
              f"{'.'.join(py.split('.')[:2])} only).",
              f"# python=={py}"]
@@ -70,3 +73,42 @@ def version_note(folder: Path) -> str | None:
         return None
     return (f"versions differ from those the figures in {folder} were made with ({path.name}): "
             f"{', '.join(diff)}; sampler tables are compared within Monte Carlo tolerance")
+
+
+def made_at_commit() -> str:
+    """The repository's HEAD commit (``""`` outside a git checkout): the code that made the figures."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def recorded_commit(folder: Path) -> str:
+    """The ``# commit SHA`` line of ``folder/constraints.txt`` (``""`` when it records none)."""
+    path = Path(folder) / FILE
+    if not path.is_file():
+        return ""
+    m = re.search(r"^# commit ([0-9a-f]{7,40})$", path.read_text(), flags=re.M)
+    return m.group(1) if m else ""
+
+
+def why_not_identical(folder: Path) -> str:
+    """Why regenerated sampler tables can differ in their last digits from those in ``folder``: a
+    sampler's draws are a function of seed, package versions, CPU and the fit's code; this names the
+    versions that differ and the code changed since the commit the figures were made at."""
+    reasons = [version_note(folder) or "versions: the same as recorded"]
+    commit, now = recorded_commit(folder), made_at_commit()
+    if not commit:
+        reasons.append("code: the figures record no commit (made before make.py recorded one), so code changes "
+                       "since cannot be ruled out")
+    elif commit != now and now:
+        out = subprocess.run(["git", "diff", "--name-only", commit, "HEAD", "--", "ihstats", "paper_figures"],
+                             cwd=Path(__file__).parent, capture_output=True, text=True, timeout=30)
+        changed = [f for f in out.stdout.split() if f.endswith(".py")]
+        reasons.append(f"code: {len(changed)} source file(s) of ihstats/paper_figures changed since {commit[:12]}"
+                       + (f" ({', '.join(changed[:4])}{' ...' if len(changed) > 4 else ''})" if changed else ""))
+    else:
+        reasons.append("code: the same commit")
+    return ("; ".join(reasons) + "; with the same seed, versions, code and CPU two runs give byte-identical files")

@@ -190,6 +190,7 @@ class UPTLawModel:
         # All runs, censored ones at log last_step (what the censored likelihood conditions on).
         _bayes.add_group(idata, "observed_data", {OBS: (("run",), self.data.y)}, coords=runs,
                          sample_dims=False)
+        add_run_data(idata, self.data)
         attrs = {f"center_log{k}": v for k, v in self.data.centres.items()}
         # The fitted range travels with the posterior so predict can warn when it extrapolates.
         for k in self.data.logs:
@@ -208,6 +209,23 @@ class UPTLawModel:
             draws=draws, tune=tune, chains=chains, seed=seed, target_accept=target_accept))
         res.ppc(seed)
         return res
+
+
+def add_run_data(idata, data) -> None:
+    """Put each run's raw data into ``constant_data`` beside PyMC's centred predictors: ``run_id``,
+    ``B``, ``C`` (and ``N`` where fitted), ``onset`` and ``last_step`` in updates, and ``censored``
+    (True: not formed, its ``log_upt`` observation is its log last step). With them a user of the
+    saved ``idata.nc`` (``az.plot_ppc``, own code) can split censored from observed runs."""
+    t = data.table
+    runs = {"run": t["run_id"].astype(str).tolist()}
+    run_vars = {"run_id": (("run",), t["run_id"].astype(str).to_numpy()),
+                "censored": (("run",), np.asarray(data.censored, dtype=bool)),
+                "onset": (("run",), t["onset"].to_numpy(dtype=float)),
+                "last_step": (("run",), t["last_step"].to_numpy(dtype=float)),
+                **{k: (("run",), t[k].to_numpy(dtype=float)) for k in ("B", "C", "N") if k in data.logs}}
+    have = _bayes.group_dataset(idata, "constant_data") if "constant_data" in _bayes.groups(idata) else None
+    kept = {k: (v.dims, v.values) for k, v in have.data_vars.items()} if have is not None else {}
+    _bayes.add_group(idata, "constant_data", {**kept, **run_vars}, coords=runs, sample_dims=False)
 
 
 # ---- the censored Student-t likelihood's survival function ---------------------------------

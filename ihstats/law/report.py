@@ -38,6 +38,7 @@ from ihstats.law.spec import OBS, PUBLISHED
 from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
                            save_figure)
 from ihstats.plots_paper import plot_law_validation
+from ihstats.display import CSV_FLOAT_FORMAT
 
 
 def _save(fig, figdir: Path, name: str) -> str:
@@ -191,9 +192,9 @@ def _figures(res: UPTLawResults, figdir: Path, hdi_prob: float) -> dict[str, str
     """Draw and write the report's figures (and the CSVs behind two of them); name -> PNG path."""
     plot_vars = [p for p in res.params if p != "T"]
     frame = obs_vs_pred_frame(res, hdi_prob)
-    frame.to_csv(figdir / "obs_vs_pred.csv", index=False)
+    frame.to_csv(figdir / "obs_vs_pred.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     ppc = ppc_frame(res, hdi_prob)
-    ppc.to_csv(figdir / "ppc_runs.csv", index=False)
+    ppc.to_csv(figdir / "ppc_runs.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     return {
         "trace": _save(plot_trace(res.idata, plot_vars), figdir, "trace"),
         "rank": _save(plot_rank(res.idata, plot_vars), figdir, "rank"),
@@ -305,7 +306,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     diag, loo_tab = _diagnostics(res)
     diag = diag + [w for w in [circuit_warning(res.data.table)] if w]  # one law across two circuits
     influence = influence_table(res)
-    influence.to_csv(out / "influence.csv", index=False)
+    influence.to_csv(out / "influence.csv", index=False, float_format=CSV_FLOAT_FORMAT)
     heavy = influence.loc[influence["pareto_k"] > 0.7, "run_id"].tolist()
     r = res.r_obs_pred
     figs = _figures(res, figdir, hdi_prob)

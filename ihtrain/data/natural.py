@@ -54,7 +54,7 @@ from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
-from ihstats.progress import bar as progress_bar
+from ihstats.progress import bar as progress_bar, step
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)
@@ -125,6 +125,7 @@ def build_corpus(source: str, max_chars: int = 0, cache_dir: str | Path = "", pr
         m = json.loads(meta.read_text())
         return Corpus(path, m["fingerprint"], m.get("build_s", 0.0), cached=True)
     t0 = time.perf_counter()
+    step(f"building the {source} corpus on first use (decompress, check, normalise; cached in {path.parent})")
     docs = [d for d in (normalise(d) for d in builder()) if d]
     docs = _truncate(docs, max_chars if max_chars else (HF_DEFAULT_MAX_CHARS if kind == "hf" else 0))
     if not docs:

@@ -39,8 +39,9 @@ from ihtrain.grid.plan import (
 )
 from ihtrain.grid.expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
 from ihtrain.grid.spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
+from ihstats.display import rounded_csv
 from ihtrain.grid.status import (
-    format_table, round_results, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
+    format_table, narrow_table, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,
 )
 from ihtrain.run.locks import DirectoryLocked, GridLock
@@ -153,7 +154,7 @@ def _status(args: argparse.Namespace) -> int:
                      overrides=parse_set_args(args.set)) if named else None
         grid_dir = Path(args.out) if args.out else Path("runs") / given.name
         spec = recorded_spec(grid_dir, given)
-        print(status_report(spec, spec.expand(), grid_dir))
+        print(status_report(spec, spec.expand(), grid_dir, wide=args.wide))
     except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -253,8 +254,8 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
     """The final manifest and summary.csv, the closing table, and what to do about runs not done."""
     write_manifest(spec, runs, grid_dir)
     summary = summary_frame(spec, runs, grid_dir)
-    atomic_write_text(grid_dir / "summary.csv", summary.to_csv(index=False))
-    print(format_table(round_results(summary_display(summary))))
+    atomic_write_text(grid_dir / "summary.csv", rounded_csv(summary))
+    print(narrow_table(summary_display(summary)))  # summary.csv and --status --wide have every column
     failed = summary[(summary["status"] != "done") & (summary["run_id"].isin(only) if only else True)]
     n_done = int((summary["status"] == "done").sum())
     n_formed = int(summary["formed"].fillna(False).astype(bool).sum())
@@ -289,8 +290,7 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ihtrain.grid", description="Train a grid of runs (a spec's "
-                                "axes product plus include minus exclude) into one grid directory; resumable.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                "axes product plus include minus exclude) into one grid directory; resumable.")
     src = p.add_argument_group("what to run")
     src.add_argument("--preset", help=f"named grid preset (default: {DEFAULT_PRESET}); see --list-presets")
     src.add_argument("--spec", help="grid spec TOML file (format: ihtrain/grid/spec.py docstring)")
@@ -308,18 +308,20 @@ def build_parser() -> argparse.ArgumentParser:
                      "happen to each, then exit")
     src.add_argument("--order", choices=("longest-first", "spec"), default="longest-first",
                      help="start order: most training FLOPs left under the cap first (shortest grid on "
-                     "several workers), or the spec's order")
+                     "several workers; the default), or the spec's order")
     src.add_argument("--list-presets", action="store_true", help="print the grid presets and exit")
     src.add_argument("--status", action="store_true", help="print each run's state in the grid directory (status, "
                      "updates, max PS, threshold crossing, wall time) without running anything; safe while the "
                      "grid runs")
+    src.add_argument("--wide", action="store_true", help="with --status: every summary column (circuit scores, "
+                     "the other onsets, N, ...), not the narrow view")
     ex = p.add_argument_group("where to run")
-    ex.add_argument("--executor", choices=("local", "ray"), default="local", help="local worker processes or Ray")
+    ex.add_argument("--executor", choices=("local", "ray"), default="local", help="local worker processes (default) or Ray")
     ex.add_argument("--workers", type=int, help="local: parallel runs (default: CPUs // threads per run; on "
                     "GPUs: devices x --runs-per-gpu)")
     ex.add_argument("--threads-per-run", type=int, help="torch CPU threads per run (default: CPUs split "
                     "between workers; ray: 1)")
-    ex.add_argument("--runs-per-gpu", type=int, default=1, help="small runs packed per GPU (ray: fractional GPUs)")
+    ex.add_argument("--runs-per-gpu", type=int, default=1, help="small runs packed per GPU (ray: fractional GPUs; default 1)")
     ex.add_argument("--ray-address", help="existing Ray cluster address (default: start a local one)")
     ex.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
                     help="train runs that share model shape, B, C, dtype and device (they may differ in seed, "
@@ -329,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "executor on CPU for runs of at most %d tokens per update (B x C), where sharing the "
                     "fixed cost of an update pays (benchmarks/bench_packing.py); off for larger runs, on GPUs "
                     "and with Ray" % PACK_AUTO_MAX_TOKENS)
-    ex.add_argument("--pack-size", type=int, default=8, help="at most this many runs per pack")
+    ex.add_argument("--pack-size", type=int, default=8, help="at most this many runs per pack (default 8)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-figures", action="store_true", help="do not draw each run's curves.png/pdf")
     return p

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ihstats.display import compact_runs, count, head_label, varying
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
 from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_json, read_parquet
@@ -171,19 +172,39 @@ def crossings(runs: list[PlannedRun], grid_dir: Path) -> pd.Series:
     return pd.Series([one(r) for r in runs], dtype="Int64")
 
 
-def status_report(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path) -> str:
-    """The grid's state for ``--status``: one line per run, then counts and wall time so far."""
+def status_report(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, wide: bool = False) -> str:
+    """The grid's state for ``--status``: counts and wall time so far, then one line per run: by
+    default narrow (id, the factors that vary, status, updates, onset [interval], formed, class,
+    head, max PS, wall minutes); ``wide``: every summary column."""
     holder = GridLock(grid_dir).holder()
     summary = summary_frame(spec, runs, grid_dir, live=holder is not None)
     show = summary_display(summary)
     show.insert(show.columns.get_loc("max_ps") + 1, "crossing", crossings(runs, grid_dir))
     show["wall_min"] = (show.pop("wall_s") / 60).round(1)
-    show = round_results(show)
     counts = summary["status"].value_counts().to_dict()
     wall = summary["wall_s"].sum(skipna=True)
-    return (f"grid {spec.name} in {grid_dir}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    head = (f"grid {spec.name} in {grid_dir}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             + f"; {wall / 3600:.2f} run-hours of training so far"
-            + (f"; a grid is running on it ({holder})" if holder else "") + "\n" + format_table(show))
+            + (f"; a grid is running on it ({holder})" if holder else ""))
+    if wide:
+        return head + "\n" + format_table(round_results(show).assign(ih_head=lambda d: d["ih_head"].map(head_label)))
+    return head + "\n" + narrow_table(show) + "\n(--wide: every column)"
+
+
+def narrow_table(show: pd.DataFrame) -> str:
+    """The narrow ``--status`` view (:func:`ihstats.display.compact_runs` plus the run's state)."""
+    show = show.rename(columns={"batch_size": "B", "context": "C"})  # the factor names of the emergence table
+    if "wall_min" not in show:
+        show = show.assign(wall_min=(show["wall_s"] / 60).round(1))
+    compact = compact_runs(show.assign(censored=show["onset"].isna()))
+    sorted_show = show.sort_values(varying(show), kind="stable").reset_index(drop=True) if varying(show) else show
+    compact.insert(compact.columns.get_loc("onset [90%]"), "status", sorted_show["status"].to_numpy())
+    compact.insert(compact.columns.get_loc("onset [90%]"), "updates", sorted_show["steps"].map(count).to_numpy())
+    compact["max_ps"] = sorted_show["max_ps"].round(2).to_numpy()
+    compact["wall_min"] = sorted_show["wall_min"].to_numpy()
+    started = sorted_show["status"].isin(["done", "failed", "running", "interrupted"]).to_numpy()
+    compact.loc[~started, "onset [90%]"] = "-"
+    return compact.to_string(index=False, na_rep="-")
 
 
 def format_table(frame: pd.DataFrame) -> str:

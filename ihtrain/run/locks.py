@@ -1,7 +1,7 @@
 """Exclusive directory locks, shared by the grid (``.grid.lock``) and single runs (``.run.lock``).
 
 The lock is ``flock`` on a file in the directory: the kernel drops it when the holder dies, even by
-``kill -9``, so a stale lock file never blocks a rerun. The holder writes ``pid N on HOST`` into the
+``kill -9``, so a stale lock file never blocks a rerun; a holder that ends normally removes the file. The holder writes ``pid N on HOST`` into the
 file so that whoever is refused can be told who holds it.
 """
 
@@ -19,6 +19,16 @@ class DirectoryLocked(RuntimeError):
 def _holder_text(fd: int) -> str:
     """The ``pid N on HOST`` line a lock holder wrote into the lock file."""
     return os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown pid"
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (not unlinked, not replaced)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 class DirLock:
@@ -40,6 +50,9 @@ class DirLock:
             os.close(fd)
             raise DirectoryLocked(f"{self.path.parent}: another {self.what} is running on this directory "
                                   f"({holder}); wait for it or stop it") from None
+        if not _still_named(fd, self.path):  # a holder unlinked it between our open and flock: lock anew
+            os.close(fd)
+            return self.acquire()
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}\n".encode(), 0)
         self.fd = fd
@@ -58,8 +71,12 @@ class DirLock:
         return None
 
     def release(self) -> None:
+        """Remove the lock file, then drop the lock: a finished run or grid leaves no lock file behind.
+        The file goes while still locked, so whoever opened it meanwhile sees it gone (acquire checks)."""
         if self.fd is not None:
-            os.close(self.fd)  # closing drops the flock; the file stays (harmless, unlocked)
+            if _still_named(self.fd, self.path):
+                self.path.unlink(missing_ok=True)
+            os.close(self.fd)  # closing drops the flock
             self.fd = None
 
     def __enter__(self) -> "DirLock":

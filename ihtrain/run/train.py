@@ -37,15 +37,16 @@ def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
               should_stop: Callable[[], bool] | None = None, make_figures: bool = True) -> dict[str, Any]:
     """Train one run into ``out_dir`` (a run directory), resuming if a checkpoint is there.
 
-    Returns the final status dict. Exceptions are recorded in ``status.json`` (``failed``) and
+    Returns the final status dict (with ``already_done: True``, never written, when the run was
+    done before this call and nothing was trained). Exceptions are recorded in ``status.json`` (``failed``) and
     ``error.txt``, then re-raised; a run that went non-finite or diverged raises
     :class:`TrainingDiverged`. The run directory is locked while it trains: a second trainer on it
     gets :class:`ihtrain.run.locks.DirectoryLocked` (naming the holder) before it touches anything.
     """
     run_dir = Path(out_dir)
     with run_lock(run_dir):
-        if not start_or_record(cfg, run_dir):
-            return read_status(run_dir)
+        if not start_or_record(cfg, run_dir):  # done before: nothing trained, nothing written
+            return {**read_status(run_dir), "already_done": True}
         try:
             return _train(cfg, run_dir, progress, should_stop, make_figures)
         except BaseException as e:  # noqa: BLE001 - record, then re-raise
@@ -170,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as e:  # noqa: BLE001
         return _report_failure(out, e)
+    if status.get("already_done"):
+        print(f"already done: {out} ({status['step']} updates, stopped: {status['stop_reason']}); nothing trained "
+              f"or written (delete the directory to train it again)")
+        return 0
     print(f"wrote {out} ({status['status']}, {status['step']} updates, stopped: {status['stop_reason']})")
     return 0
 

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ScoreError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"scored {len(rec['revisions'])} revisions of {rec['model']} ({rec['family']}, "
+    n = len(rec["revisions"])
+    print(f"scored {n} revision{'s' if n != 1 else ''} of {rec['model']} ({rec['family']}, "
           f"{rec['n_layer']} x {rec['n_head']} heads) into {spec.out}")
     return 0
 

@@ -3,6 +3,13 @@ in ``transformers``.
 
     python -m ihtrain.score.convert RUN_DIR OUT_DIR [--which final|last]
 
+Beside the weights it saves the run's tokenizer (``tokenizer.json`` and its config, loadable with
+``transformers.AutoTokenizer``) when the run's source has one: the byte-level BPE a natural-text
+run trained, found in the data cache by the hash ``config.json`` recorded (rebuilt from the corpus
+when the cache lacks it). Markov and semi-natural runs have none: their token ids are the
+vocabulary. A run directory without weights (the shipped reference runs carry logs only) is
+refused in one line that says how to retrain it.
+
 Every part of :class:`ihtrain.model.GPT` has a GPT-2 counterpart computing the same function:
 learned position embeddings (``wpe``), pre-LayerNorm blocks (eps 1e-5), fused qkv and output
 projections (our ``nn.Linear`` (out, in) weights transposed into GPT-2's ``Conv1D`` (in, out)),
@@ -17,11 +24,16 @@ is larger than ours by the MLP's weights).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 import torch
 
+from ihtrain.config import from_dict
+from ihtrain.data.natural import build_corpus
+from ihtrain.data.source import resolve_cache_dir
+from ihtrain.data.tokenizer import EOS_TEXT, get_tokenizer
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
 
@@ -83,10 +95,56 @@ def to_gpt2(model: GPT):
 
 def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") -> Path:
     """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``."""
+    if no_weights := weights_missing(Path(run_dir)):
+        raise FileNotFoundError(no_weights)
     loaded = load_model(run_dir, which)
     out = Path(out_dir)
     to_gpt2(loaded.model).save_pretrained(out)
     return out
+
+
+def weights_missing(run_dir: Path) -> str | None:
+    """Why ``run_dir`` has no weights to convert (a run of logs only: no ``checkpoints/``), with the
+    command that trains it again; None when it has a checkpoints folder."""
+    if not (run_dir / "config.json").is_file() or (run_dir / "checkpoints").is_dir():
+        return None
+    meta = json.loads((run_dir / "config.json").read_text())
+    name, run_id = (meta.get("config") or {}).get("name", ""), meta.get("run_id", "")
+    grid = run_dir.parent / "grid.json"
+    if grid.is_file():
+        cmd = f"python -m ihtrain.grid --preset {json.loads(grid.read_text()).get('name', name)} --only {run_id}"
+    else:
+        cmd = f"python -m ihtrain.train --preset {name}"
+    return (f"{run_dir}: no weights here (no checkpoints/ folder): shipped runs carry logs only, no weights; "
+            f"retrain with `{cmd}` (--dry-run / --print-config show its run id) and convert that run directory")
+
+
+def run_tokenizer(run_dir: str | Path):
+    """The tokenizer a run trained with, or ``(None, why)``: ``(tokenizer, "")`` for a natural-text
+    run (its BPE from the data cache, else rebuilt from the corpus; checked against the hash in
+    ``config.json``)."""
+    meta = json.loads((Path(run_dir) / "config.json").read_text())
+    fp = meta.get("data_fingerprint") or {}
+    info = fp.get("tokenizer")
+    if not info:
+        return None, f"its source ({fp.get('kind') or fp.get('source', '?')}) has no text tokenizer: token ids are the vocabulary"
+    data = from_dict(meta["config"]).data
+    if data.tokenizer != "bpe":
+        return None, f"it used {data.tokenizer!r}, whose ids ihtrain remaps (eos 0, sep 1); use that tokenizer's own files"
+    corpus = build_corpus(data.source, data.max_corpus_chars, resolve_cache_dir(data.cache_dir))
+    tok = get_tokenizer("bpe", corpus.docs, corpus.sha256, data.vocab_size, resolve_cache_dir(data.cache_dir))
+    if tok.hash != info.get("sha256"):
+        return None, (f"the BPE built now ({tok.hash[:12]}) is not the one the run recorded "
+                      f"({str(info.get('sha256'))[:12]}): the corpus or the tokenizers version differs")
+    return tok, ""
+
+
+def save_tokenizer(tok, out_dir: Path) -> None:
+    """Write ``tok`` where ``transformers.AutoTokenizer.from_pretrained(out_dir)`` finds it."""
+    import transformers  # heavy (seconds): only conversion needs it
+
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok._tok, eos_token=EOS_TEXT)
+    fast.save_pretrained(out_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,10 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         out = export_run(a.run_dir, a.out_dir, a.which)
+        tok, why = run_tokenizer(a.run_dir)
+        if tok is not None:
+            save_tokenizer(tok, out)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {out} (GPT-2 format; load with transformers.AutoModelForCausalLM.from_pretrained)")
+    said = ("and its tokenizer (transformers.AutoTokenizer)" if tok is not None else f"without a tokenizer: {why}")
+    print(f"wrote {out}: the model in GPT-2 format (transformers.AutoModelForCausalLM) {said}")
     return 0
 
 

@@ -11,6 +11,8 @@ directory"): ``series.json`` (:mod:`ihstats.series`), ``metrics.parquet``, ``sta
 from __future__ import annotations
 
 import gc
+import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -22,6 +24,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from ihstats import progress
 from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
 from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
@@ -145,6 +148,35 @@ def _score_one(spec: ScoreSpec, rev: Revision, probes: ProbeSet, names: list[str
     return to_rows(res, rev.step, rev.step * spec.batch_size * spec.context)
 
 
+class RevisionLog:
+    """Progress over revisions: a tqdm bar on a terminal; elsewhere (a log file, CI, ``nohup``) one
+    plain line per scored revision with the time it took and the time left, no carriage returns."""
+
+    def __init__(self, name: str, total: int, show: bool):
+        self.name, self.total, self.show = name, total, show and progress.enabled()
+        self.terminal = progress.interactive()
+        self.t0 = self.t_last = time.monotonic()
+        self.n = 0
+        self._bar: Any = None
+
+    def bar(self, todo: list) -> Any:
+        if self.terminal:
+            self._bar = tqdm(todo, desc=f"scoring {self.name}", unit="rev", disable=not self.show)
+            return self._bar
+        return todo
+
+    def scored(self, rev_name: str) -> None:
+        self.n += 1
+        now = time.monotonic()
+        if self._bar is not None:
+            self._bar.set_postfix_str(rev_name)
+        elif self.show:
+            left = (now - self.t0) / self.n * (self.total - self.n)
+            print(f"scored {self.name} {rev_name} ({self.n}/{self.total}) in {now - self.t_last:.0f} s; "
+                  f"about {left:.0f} s left", file=sys.stderr, flush=True)
+        self.t_last = now
+
+
 def score_series(spec: ScoreSpec) -> dict[str, Any]:
     """Score every revision of ``spec`` not yet in ``spec.out``; returns the series.json written.
 
@@ -171,10 +203,9 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     todo = [r for r in spec.revisions if r.step not in done]
     loaded = hf if todo and todo[0] is first_rev else None  # the first revision is not loaded twice
     del hf
-    bar = tqdm(todo, desc=f"scoring {Path(spec.model).name}", unit="rev", disable=not spec.progress)
+    log = RevisionLog(Path(spec.model).name, len(todo), spec.progress)
     frame = None
-    for rev in bar:
-        bar.set_postfix_str(rev.name)
+    for rev in log.bar(todo):
         write_status(out, "running", max(done, default=0), reason=f"scoring {rev.name}")
         try:
             frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded))
@@ -183,6 +214,7 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
             write_status(out, "failed", max(done, default=0), reason=str(e))
             raise
         done.add(rev.step)
+        log.scored(rev.name)
         gc.collect()  # one checkpoint in memory at a time: free this one before the next loads
         if spec.device.startswith("cuda"):
             torch.cuda.empty_cache()

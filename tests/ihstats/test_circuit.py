@@ -35,7 +35,7 @@ def tidy_run(prev_token_end: float, ih_layer: int = 1, rise_at: int = 1000, run_
 
 def test_a_head_on_a_previous_token_head_and_one_without():
     with_pt, without = circuit(tidy_run(0.7)), circuit(tidy_run(0.1))
-    assert with_pt["circuit"] == "prev-token" and with_pt["ih_head_crossing"] == "1.0"
+    assert with_pt["circuit"] == "prev-token" and with_pt["ih_head_crossing"] == "L1H0"
     assert with_pt["prev_token_l0_end"] == pytest.approx(0.7, abs=0.01)
     assert 0.05 < with_pt["prev_token_l0_crossing"] < with_pt["prev_token_l0_end"]  # still climbing at the crossing
     assert without["circuit"] == "no-prev-token" and without["prev_token_l0_end"] < CIRCUIT_PREV_TOKEN_MIN
@@ -91,6 +91,6 @@ def test_a_run_that_crossed_and_fell_back_has_no_circuit_label():
     run.loc[ps & (run["layer"] == 1) & (run["head"] == 0) & last, "value"] = 0.1  # ends below 0.3
     assert circuit(run)["circuit"] == "prev-token"  # the crossing itself is still measured
     f = formation(run)
-    assert not f["formed"] and f["circuit"] == "" and f["ih_head_crossing"] == "1.0"
+    assert not f["formed"] and f["circuit"] == "" and f["ih_head_crossing"] == "L1H0"
     t = emergence_table(run).set_index("run_id")
     assert not t.loc["fell", "formed"] and t.loc["fell", "circuit"] == ""

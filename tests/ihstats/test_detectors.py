@@ -72,7 +72,7 @@ def test_a_registered_detector_is_a_cli_method(toy, grid, tmp_path, capsys):
     out = tmp_path / "em.csv"
     # --min-rise and --min-log-bf are flags of the built-in detectors: the toy takes neither
     assert main([str(grid), "-o", str(out), "--method", toy, "--min-rise", "0.2"]) == 0
-    assert "wrote 3 runs: 1 censored (no onset by the last step)" in capsys.readouterr().out
+    assert "wrote 3 runs: 2 with an onset, 1 censored (no onset by the last step)" in capsys.readouterr().out
     assert set(pd.read_csv(out)["method"]) == {toy}
 
 

@@ -241,7 +241,7 @@ def test_emergence_table_per_head_and_plain_frame(grid):
     g = io.load_grid(path)
     one = g.metrics[g.metrics.run_id == g.runs.run_id[0]]
     t = emergence_table(one.assign(B=8), head="1.0", method="threshold")
-    assert len(t) == 1 and t["head"][0] == "1.0" and t["B"][0] == 8
+    assert len(t) == 1 and t["head"][0] == "L1H0" and t["B"][0] == 8
     each = emergence_table(one, head="each", method="threshold", on_error="skip")
     assert len(each) == 8
     with pytest.raises(ValueError, match="'la' is not in the logs"):
@@ -293,7 +293,7 @@ def test_formation_formed_head_with_its_structure():
     assert f["formed"] and not f["censored"]
     assert f["onset_lo"] <= f["onset"] <= f["onset_hi"]
     assert 500 < f["onset"] < 1200
-    assert (f["ih_head"], f["n_ih_heads"]) == ("1.2", 1)
+    assert (f["ih_head"], f["n_ih_heads"]) == ("L1H2", 1)
     assert f["final_max_ps"] == pytest.approx(0.6, abs=0.05)
     assert f["prev_token"] == pytest.approx(0.9)
 

@@ -167,6 +167,33 @@ def test_idata_nc_carries_prior_and_both_predictive_groups(fast_out):
     assert plot_ppc(idata, "log_upt", num_samples=20).axes  # ArviZ's own PPC draws from the file
 
 
+def test_idata_nc_constant_data_splits_censored_from_observed_runs(fast_out):
+    """issue 68: the saved fit carries each run's raw B, C, onset, last step, censored flag and id,
+    so a user of idata.nc alone can tell the censored runs from the observed ones."""
+    from ihstats import _bayes
+    from ihstats.plots import plot_ppc
+
+    out, _, _ = fast_out
+    idata = _bayes.from_netcdf(out / "idata.nc")
+    const = _bayes.group_dataset(idata, "constant_data")
+    table = pd.read_csv(out / "emergence.csv")
+    assert list(const["run_id"].values) == table["run_id"].astype(str).tolist()
+    assert (const["censored"].values == table["censored"].to_numpy(bool)).all() and const["censored"].values.any()
+    for col in ("B", "C", "last_step", "onset"):  # the CSV holds 6 significant digits (ihstats.display)
+        np.testing.assert_allclose(const[col].values, table[col], rtol=1e-5)
+    assert {"x_B", "x_C"} <= set(const.data_vars)  # PyMC's centred predictors are kept beside them
+    obs = _bayes.group_dataset(idata, "observed_data")["log_upt"].values
+    cens = const["censored"].values
+    np.testing.assert_allclose(obs[cens], np.log(const["last_step"].values[cens]))  # censored: at their last step
+    np.testing.assert_allclose(obs[~cens], np.log(const["onset"].values[~cens]))
+    # the PPC figure marks both kinds and keeps its x axis at the data's range
+    ax = plot_ppc(idata, "log_upt", num_samples=20).axes[0]
+    labels = [l.get_label() for l in ax.get_lines()]
+    assert "formed: onset" in labels and "not formed: its last step (censored)" in labels
+    lo, hi = ax.get_xlim()
+    assert lo >= obs.min() - 0.25 * np.ptp(obs) - 0.5 - 1e-9 and hi <= obs.max() + 0.25 * np.ptp(obs) + 0.5 + 1e-9
+
+
 def test_ppc_runs_are_labelled_by_their_factors(fast_out):
     out, _, _ = fast_out
     labels = pd.read_csv(out / "figures" / "ppc_runs.csv")["label"]

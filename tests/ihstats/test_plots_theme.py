@@ -60,3 +60,42 @@ def test_obs_vs_pred_labels_a_short_log_axis_sparsely():
         assert set(labels) <= {"100", "200", "500", "1000", "2000", "5000", "10000"} and len(labels) >= 3
         assert not any(t.get_text() for t in axis.get_ticklabels(minor=True))
     plt.close(fig)
+
+
+def test_a_transect_frontier_draws_its_cells_not_a_grey_block():
+    """issue 68: the transect design drew mostly a grey "no runs" block with the legend over it."""
+    import numpy as np
+
+    from ihstats.plots import plot_frontier_map
+
+    cells = pd.DataFrame([(f, 0.9) for f in (0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.5, 0.7)],
+                         columns=["frequency", "reliability"]).assign(n_runs=3, n_formed=[2, 3, 3, 0, 2])
+    f = np.linspace(0.7, 0.9, 30)
+    r = np.linspace(0.85, 0.65, 30)
+    frontier = pd.DataFrame({"frequency": f, "reliability_median": r, "reliability_lo": r - 0.05,
+                             "reliability_hi": r + 0.05, "glm_reliability": r})
+    ax = plot_frontier_map(cells, frontier).axes[0]
+    np.testing.assert_allclose(sorted(ax.collections[0].get_array()), sorted([2 / 3, 1, 1, 0, 2 / 3]))  # one disc per cell
+    assert sorted(t.get_text() for t in ax.texts) == sorted(["2/3", "3/3", "3/3", "0/3", "2/3"])
+    assert ax.get_facecolor()[:3] == (1.0, 1.0, 1.0)  # white ground, no grey block
+    legend = ax.get_legend()
+    assert legend.get_bbox_to_anchor().y0 < ax.get_window_extent().y0  # below the axes, off the cells
+    dotted = next(l for l in ax.get_lines() if l.get_label().startswith("between the cells"))
+    assert np.isfinite(np.asarray(dotted.get_ydata(), dtype=float)).any()  # the unmeasured stretch, dotted
+    plt.close(ax.figure)
+
+
+def test_posterior_labels_sit_on_a_box_above_the_reference_lines():
+    """issue 68: ArviZ's "mean=" and HDI labels collided with the published-exponent lines."""
+    import numpy as np
+
+    from ihstats import _bayes
+    from ihstats.plots import plot_posterior
+
+    rng = np.random.default_rng(0)
+    idata = _bayes.from_draws({"a": rng.normal(0.37, 0.05, (2, 200))})
+    fig = plot_posterior(idata, ["a"], hdi_prob=0.9, ref_val={"a": 0.37}, extra_ref=(0.5, "tokens form"))
+    ax = fig.axes[0]
+    line_z = max(l.get_zorder() for l in ax.get_lines())
+    assert ax.texts and all(t.get_bbox_patch() is not None and t.get_zorder() > line_z for t in ax.texts)
+    plt.close(fig)

@@ -340,13 +340,20 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path, smoke_cache):
     assert again.returncode == 1 and "0 to run" in again.stdout
     assert (out / man.loc["builtin", "run_id"] / "metrics.parquet").stat().st_mtime_ns == mtime
     # --status reads the grid without running it: the done run's numbers, the failed one's state
-    st = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--status"],
-                        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    st = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out), "--status",
+                         "--wide"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert st.returncode == 0, st.stderr
     assert "1 done, 1 failed" in st.stdout and "a grid is running" not in st.stdout
     done_line = next(line for line in st.stdout.splitlines() if man.loc["builtin", "run_id"] in line)
     assert " done " in done_line and " 6 " in done_line
     assert " crossing " in next(line for line in st.stdout.splitlines() if "run_id" in line)
+    # the default view is narrow: an 8-character id, the state, one onset column, under 120 characters
+    narrow = subprocess.run([sys.executable, "-m", "ihtrain.grid", "--spec", str(spec), "--out", str(out),
+                             "--status"], capture_output=True, text=True, cwd=ROOT, timeout=120).stdout
+    rows = narrow.splitlines()[1:-1]
+    assert rows[0].split()[0] == "run_id" and "onset [90%]" in rows[0] and "crossing" not in rows[0]
+    done_line = next(line for line in rows if man.loc["builtin", "run_id"] in line)
+    assert " done " in done_line and " 6 " in done_line and max(map(len, rows)) < 120
 
 
 def test_status_marks_unfinished_runs_running_while_a_grid_holds_the_lock(tmp_path, capsys):
