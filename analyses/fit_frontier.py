@@ -47,7 +47,7 @@ from ihstats.onset.product import (compare_lines, compare_models, fit_product, h
                                    transects)
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
-from ihstats.fileio import UnreadableFile
+from ihstats.fileio import UnreadableFile, atomic_write_csv
 from ihstats.fit_protocol import save_and_warn
 from ihstats.fileio import read_table as read_checked_table
 from ihstats.progress import cli_warnings
@@ -162,7 +162,7 @@ def product_lines(model, res, args, out: Path) -> list[str]:
         unformed = unformed.merge(held_out_check(model, unformed_at, seed=args.seed), on=["frequency", "reliability"])
     for name, frame in (("product", table), ("boundary", boundary), ("local_elasticities", local),
                         ("unformed_cells", unformed)):
-        frame.to_csv(out / "onset" / f"{name}.csv", index=False)
+        atomic_write_csv(out / "onset" / f"{name}.csv", frame, index=False)
     return compare_lines(table, prod, boundary, local, args.hdi_prob, unformed)
 
 
@@ -182,14 +182,14 @@ def main(argv=None) -> int:
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
     save_and_warn(res, out, label="the frontier")
-    res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False)
+    atomic_write_csv(out / "frontier.csv", res.frontier(args.hdi_prob), index=False)
     extra = [line for c in (cmp or []) for line in budget_lines(c)]
     if budgets is not None:
-        budgets.to_csv(out / "budgets.csv", index=False)
+        atomic_write_csv(out / "budgets.csv", budgets, index=False)
     section, onset = onset_lines(table, args, out)
     extra += section
     knob = knob_table(res, onset, args.hdi_prob)
-    knob.to_csv(out / "knob.csv", index=False)
+    atomic_write_csv(out / "knob.csv", knob, index=False)
     write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra, knob=knob)
     print(f"runs: {int(res.model.cells['n_runs'].sum())}, formed: {int(res.model.cells['n_formed'].sum())}; "
           f"separation: {SEPARATION_WORDS.get(res.separation, res.separation)}")

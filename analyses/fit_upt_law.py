@@ -32,7 +32,7 @@ from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
-from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
 from ihstats.tables import formed_counts
 from ihstats import progress
@@ -143,7 +143,7 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
         return None, {}
     shared = UPTLawModel.from_table(table, replace(spec, sigma_by=None)).fit(**fit_kw)
     cmp = compare_sigma_by(table, spec, fits={f"sigma_by_{spec.sigma_by}": res, "shared_sigma": shared})
-    cmp.to_csv(out / "loo_sigma.csv")
+    atomic_write_csv(out / "loo_sigma.csv", cmp)
     return cmp, {"shared sigma": shared}
 
 
@@ -170,7 +170,7 @@ def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
         return None, f"Not defined: the {spec.form} form has no model-size term (the power form has)."
     key = "with_N" if spec.size_term else "without_N"
     compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-    compare.rename_axis("model").to_csv(out / "loo_compare.csv")  # the index names the model
+    atomic_write_csv(out / "loo_compare.csv", compare.rename_axis("model"))  # the index names the model
     return compare, ""
 
 
@@ -199,9 +199,9 @@ def main(argv=None) -> int:
         return 2
     spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
-    res.data.table.to_csv(out / "emergence.csv", index=False)
+    atomic_write_csv(out / "emergence.csv", res.data.table, index=False)
     if forms is not None:
-        forms.rename_axis("model").to_csv(out / "loo_forms.csv")
+        atomic_write_csv(out / "loo_forms.csv", forms.rename_axis("model"))
         print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
         print(preference(forms, "law forms") + f"; the {spec.form} form is kept")
     compare, note = size_comparison(args, table, res, has_n, fit_kw, out)
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
         half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
         sens = sensitivity_table(table, spec, base=res, fits=shared, **half)
-        sens.to_csv(out / "sensitivity.csv", index=False)
+        atomic_write_csv(out / "sensitivity.csv", sens, index=False)
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = save_and_warn(res, out)

@@ -32,6 +32,7 @@ from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir, cla
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
 from ihstats.progress import cli_warnings
+from ihstats.fileio import atomic_write_csv
 
 CONTEXTS = (16, 32, 64, 128, 256, 512, 1024)
 PUBLISHED = {"a": 0.37, "b": 0.62}
@@ -120,7 +121,7 @@ def main(argv=None) -> int:
         print()
     out = Path(args.out)
     claim_folder(out)  # made and marked as the package's before the first write
-    pd.concat(frames).to_csv(out / "natural_repeats.csv", index=False)
+    atomic_write_csv(out / "natural_repeats.csv", pd.concat(frames), index=False)
     print(f"wrote {out / 'natural_repeats.csv'}")
     return 0
 

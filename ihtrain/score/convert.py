@@ -17,11 +17,15 @@ is larger than ours by the MLP's weights).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
+from ihstats.cli_checks import check_out_dir, claim_folder
+from ihstats.fileio import atomic_write
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
 
@@ -82,10 +86,20 @@ def to_gpt2(model: GPT):
 
 
 def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") -> Path:
-    """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``."""
+    """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``.
+
+    The output guard (``ihstats.cli_checks``, kind ``checkpoint``) refuses ``out_dir`` when it is
+    or lies in the run, another run, series or grid, or holds files the package did not write. The
+    files are saved into a temporary folder beside it, then each is renamed into place (atomic, and
+    never through a symlink), and recorded in the folder's ``.ihlaw-written``."""
+    out = check_out_dir(out_dir, [run_dir], flag="OUT_DIR", kind="checkpoint")
     loaded = load_model(run_dir, which)
-    out = Path(out_dir)
-    to_gpt2(loaded.model).save_pretrained(out)
+    hf = to_gpt2(loaded.model)
+    claim_folder(out)
+    with tempfile.TemporaryDirectory(dir=out, prefix=".convert.") as tmp:
+        hf.save_pretrained(tmp)
+        for f in sorted(Path(tmp).iterdir()):
+            atomic_write(out / f.name, lambda dst, src=f: os.replace(src, dst))
     return out
 
 
@@ -98,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         out = export_run(a.run_dir, a.out_dir, a.which)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (OSError, ValueError) as e:  # OutputPathError included
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     print(f"wrote {out} (GPT-2 format; load with transformers.AutoModelForCausalLM.from_pretrained)")
     return 0
