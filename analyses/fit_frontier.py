@@ -35,7 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats import io, progress
-from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.emergence import onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.glm import SEPARATION_WORDS
@@ -88,6 +89,8 @@ def parse_args(argv=None):
                     help="output folder (default results/frontier/<name of the grid or table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
+    table = None if args.grid else "a given table holds its verdicts (only --grid reads logs)"
+    check_unused(ap, args, {"onset": table, "budget_ratio": table, "cap": table})
     inputs = args.grid or [args.table or EXAMPLE]
     args.out = args.out or default_out("frontier", inputs[0])
     check_out_dir(args.out, inputs=inputs, parser=ap)  # before any work
@@ -103,18 +106,32 @@ def read_table(path: Path) -> pd.DataFrame:
         raise SystemExit(f"error: --table {e}") from None
 
 
+def left_out(data, table: pd.DataFrame, metric: str) -> None:
+    """One warning line per run of ``data`` the fit will not see (no ``metric`` evaluations)."""
+    for run in data.runs[~data.runs["run_id"].isin(table["run_id"])].itertuples():
+        print(f"warning: run {run.run_id} ({run.path}): no {metric!r} evaluations; left out of the fit",
+              file=sys.stderr)
+
+
 def load_input(args):
     """``(table, source, comparisons, per-run budget table)`` from --grid, --table or the example;
     several grids are each read at their own cap (or --cap) and their runs stacked, a run of a
     shorter grid censored at its own cap."""
     if args.grid is not None:
-        longs, cmps, runs = [], [], []
+        longs, cmps, runs, metrics = [], [], [], {}
         for grid in args.grid:
             try:
-                long, short, cmp = two_budgets(io.load_grid(grid), args.budget_ratio, args.cap, args.onset)
+                data = io.load_grid(grid)
+                metrics[grid] = onset_metric(data.metrics, args.onset)
+                long, short, cmp = two_budgets(data, args.budget_ratio, args.cap, args.onset)
             except (ValueError, OSError) as e:
                 raise SystemExit(f"error: --grid {grid}: {e}") from None
+            print(f"{grid}: formed verdicts and onsets from the {metrics[grid]} curves (--onset {args.onset})")
+            left_out(data, long, metrics[grid])
             longs.append(long), cmps.append(cmp), runs.append(per_run(long, short))
+        if len(set(metrics.values())) > 1:  # one fit, one onset: never a mix of two measures
+            raise SystemExit(f"error: --grid: the grids read different onsets ({', '.join(f'{g}: {m}' for g, m in metrics.items())}); "
+                             f"pass --onset ps (or indist, where every grid logs it) to read the same one")
         source = "; ".join(f"{g} (logs read at {c.long:,.0f} updates)" for g, c in zip(args.grid, cmps))
         return pd.concat(longs, ignore_index=True), source, cmps, pd.concat(runs, ignore_index=True)
     if args.table is None:

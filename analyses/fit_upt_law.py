@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder,
+from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder,
                                 default_out)
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
@@ -102,6 +102,10 @@ def parse_args(argv=None):
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
     args = p.parse_args(argv)
     check_args(p, args, RANGES)
+    given = "--emergence gives the onsets (detection is skipped)" if args.emergence else None
+    check_unused(p, args, {"onset": given or ("--metric chooses the metric" if args.metric else None),
+                           "onset_method": given, "threshold": given or (
+                               None if args.onset_method == "threshold" else "only --onset-method threshold reads it")})
     inputs = [args.emergence] if args.emergence else (args.runs or [DEFAULT_RUNS])
     args.out = check_out_dir(args.out or default_out("upt_law", inputs[0]), inputs=inputs, parser=p)
     return args
@@ -114,9 +118,13 @@ def load_table(args):
         if not path.is_file():
             raise SystemExit(f"error: --emergence: file not found: {path}")
         try:
-            return read_table(path, "emergence table", "write it with python -m ihstats.emergence"), str(path)
+            table = read_table(path, "emergence table", "write it with python -m ihstats.emergence")
         except UnreadableFile as e:
             raise SystemExit(f"error: --emergence {e}") from None
+        held = sorted(map(str, table["metric"].dropna().unique())) if "metric" in table else []
+        print(f"onsets from {path}: metric {args.metric or ', '.join(held) or 'not named (no metric column)'}"
+              + (" (--metric)" if args.metric else ""))
+        return table, str(path)
     runs = [Path(r) for r in (args.runs or [DEFAULT_RUNS])]
     for r in runs:
         if not r.is_dir():
@@ -133,6 +141,9 @@ def load_table(args):
     flags = {"threshold": args.threshold}  # each flag to the detector that takes it
     kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[args.onset_method].options()}
     table = emergence_table(grid, metric=metric, head="max", method=args.onset_method, on_error="skip", **kw)
+    for run in grid.runs[~grid.runs["run_id"].isin(table["run_id"])].itertuples():  # named, never dropped silently
+        print(f"warning: run {run.run_id} ({run.path}): no {metric!r} onset (not logged, or its curve was "
+              f"rejected); left out of the fit", file=sys.stderr)
     return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 
 

@@ -142,6 +142,22 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace, rules:
             parser.error(msg)
 
 
+def check_unused(parser: argparse.ArgumentParser, args: argparse.Namespace, rules: Mapping[str, str | None]) -> None:
+    """Exit through ``parser.error`` (status 2, one line) when a flag given on the command line has no
+    effect in the chosen mode (a threshold without the threshold detector, ``--onset`` with a given
+    table): a flag silently ignored reads as if it had been applied.
+
+    Parameters
+    ----------
+    rules : mapping of str to str or None
+        Argument ``dest`` -> why it does nothing here (e.g. ``"only --onset-method threshold reads
+        it"``), or None when it has an effect. A flag left at its default is never refused.
+    """
+    for dest, why in rules.items():
+        if why and getattr(args, dest) != parser.get_default(dest):
+            parser.error(f"--{dest.replace('_', '-')} {getattr(args, dest)!r}: has no effect here: {why}; drop it")
+
+
 class OutputPathError(ValueError):
     """An output path a command must not write to (the message is one line naming the flag)."""
 
@@ -424,5 +440,5 @@ def default_out(kind: str, source: str | Path | None) -> Path:
 
 
 __all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "SYSTEM_FOLDERS", "WRITTEN_RECORD", "OutputPathError", "Range",
-           "check_args", "check_out_dir", "claim_folder", "check_out_file", "data_folder_of", "default_out", "name_error",
+           "check_args", "check_out_dir", "check_unused", "claim_folder", "check_out_file", "data_folder_of", "default_out", "name_error",
            "place_error", "range_error", "record_written", "written_by_package"]

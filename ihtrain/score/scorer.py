@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
 from ihstats.fileio import atomic_write_parquet, read_parquet
-from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
+from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, shape_id, write_series
 from ihtrain.metrics import evaluate, metric_names, to_rows
 from ihtrain.probes import ProbeSet, make_probes
 from ihtrain.run.provenance import git_commit, package_versions
@@ -98,6 +98,7 @@ def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[
            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "git_commit": git_commit(), "device": spec.device, "threads": torch.get_num_threads()}
     rec["run_id"] = series_id(rec)
+    rec["shape_id"] = shape_id(rec)  # N and width are checked by readers against it (ihstats.series)
     return rec
 
 
