@@ -269,10 +269,16 @@ def _data_folder_error(out: Path, target: Path, flag: str, kind: str) -> str | N
         return None
     where = (f"the {folder_kind(owner)} directory {owner}, which holds only what its "
              f"{'scorer' if is_series_dir(owner) else 'trainer'} writes")
-    cwd = Path.cwd().resolve()
-    hint = (f" (a relative path is made under the current folder: run the command from outside {owner}, or "
-            f"give {flag} outside it)" if not out.is_absolute() and (cwd == owner or owner in cwd.parents) else "")
+    hint = _cwd_hint(out, owner, flag)
     return f"{flag} {out}: {'is' if owner == target else 'lies in'} {where}; give another folder{hint}"
+
+
+def _cwd_hint(out: Path, owner: Path, flag: str) -> str:
+    """For a relative (often default) output under a data folder that is the current folder."""
+    cwd = Path.cwd().resolve()
+    inside = not out.is_absolute() and (cwd == owner or owner in cwd.parents)
+    return (f" (a relative path is made under the current folder: run the command from outside {owner}, or "
+            f"give {flag} outside it)" if inside else "")
 
 
 def _our_checkpoint(folder: Path) -> bool:
@@ -286,7 +292,8 @@ def _kind_error(out: Path, flag: str, kind: str) -> str | None:
         if theirs:
             return (f"{flag} {out}: holds {', '.join(theirs)} but is not a {kind} directory; the {kind} would "
                     f"overwrite them: move them away or give another folder")
-    if kind == "series" and out.is_dir() and not is_series_dir(out) and any(out.iterdir()):
+    if kind == "series" and out.is_dir() and not is_series_dir(out) and any(
+            p.name != ".score.lock" for p in out.iterdir()):  # a lock alone: a scorer that failed early
         return f"{flag} {out}: a non-empty folder without series.json; pass a new or series directory"
     if kind in ("results", "checkpoint") and (foreign := _foreign_entry(out)):
         return (f"{flag} {out}: holds {foreign}, which this package did not write (not listed in its "
@@ -420,7 +427,7 @@ def check_out_file(out: str | Path, inputs: Iterable[str | Path] = (), flag: str
     elif msg is None and any(target == Path(src).resolve() for src in inputs):
         msg = f"{flag} {out}: is the command's input; writing it would replace what was read; give another path"
     elif msg is None and (owner := _owned_by(target, allowed_in_run)):
-        msg = f"{flag} {out}: {owner}"
+        msg = f"{flag} {out}: {owner}{_cwd_hint(out, data_folder_of(target.parent), flag)}"
     elif msg is None and (out.exists() or out.is_symlink()) and not written_by_package(out):
         msg = (f"{flag} {out}: exists and was not written by this package (not in {out.parent / WRITTEN_RECORD}); "
                f"move it away or give another path")

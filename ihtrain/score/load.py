@@ -74,7 +74,10 @@ def _check_inside(root: Path, names: list[str]) -> None:
     path or a link pointing out of it, and no two names (a symlink beside its target) one folder."""
     top, seen = root.resolve(), {}
     for name in names:
-        real = (root / name).resolve()
+        try:
+            real = (root / name).resolve()
+        except (OSError, RuntimeError) as e:  # a symlink loop (RuntimeError before Python 3.13), a name too long
+            raise ScoreError(f"{root}: revision {name[:80]!r}: cannot resolve it ({e}); give a checkpoint folder") from None
         if real == top or top not in real.parents:
             raise ScoreError(f"{root}: revision {name!r} resolves to {real}, outside the model folder; "
                              f"move the checkpoint into {root}")
