@@ -103,9 +103,11 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     check_args(p, args, RANGES)
     given = "--emergence gives the onsets (detection is skipped)" if args.emergence else None
+    takes = DETECTORS[args.onset_method].options()
     check_unused(p, args, {"onset": given or ("--metric chooses the metric" if args.metric else None),
-                           "onset_method": given, "threshold": given or (
-                               None if args.onset_method == "threshold" else "only --onset-method threshold reads it")})
+                           "onset_method": given, **{f: given or (None if f in takes else
+                                                                  f"--onset-method {args.onset_method} does not take it")
+                                                     for f in ("threshold",)}})
     inputs = [args.emergence] if args.emergence else (args.runs or [DEFAULT_RUNS])
     args.out = check_out_dir(args.out or default_out("upt_law", inputs[0]), inputs=inputs, parser=p)
     return args

@@ -17,7 +17,7 @@ is larger than ours by the MLP's weights).
 from __future__ import annotations
 
 import argparse
-import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -99,7 +99,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") ->
     with tempfile.TemporaryDirectory(dir=out, prefix=".convert.") as tmp:
         hf.save_pretrained(tmp)
         for f in sorted(Path(tmp).iterdir()):
-            atomic_write(out / f.name, lambda dst, src=f: os.replace(src, dst))
+            atomic_write(out / f.name, lambda dst, src=f: shutil.copyfile(src, dst))
     return out
 
 
