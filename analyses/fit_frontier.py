@@ -138,7 +138,11 @@ def load_input(args):
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
         return (read_table(EXAMPLE), f"{EXAMPLE} (shipped simulated example; pass --table for real runs)",
                 None, None)
-    return read_table(args.table), str(args.table), None, None
+    table = read_table(args.table)
+    held = sorted(map(str, table["metric"].dropna().unique())) if "metric" in table else []
+    print(f"{args.table}: metric {args.metric or ', '.join(held) or 'not named (no metric column)'}"
+          + (" (--metric)" if args.metric else ""))  # the onset measure of every fit, said
+    return table, str(args.table), None, None
 
 
 def onset_lines(table, args, out: Path) -> tuple[list[str], object]:
