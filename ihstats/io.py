@@ -22,7 +22,7 @@ from ihstats.contract import (
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash
-from ihstats.run_check import duplicate_runs, run_dirs_of, run_problems
+from ihstats.run_check import METRIC_RANGES, duplicate_runs, metric_range_problem, run_dirs_of, run_problems
 from ihstats.series import is_series_dir, read_series, series_factors
 from ihstats.sources import source_factors, wrapper_factors
 
@@ -105,31 +105,12 @@ def _check_values(df: pd.DataFrame, source: str, nonfinite: str, problems: list[
     return df
 
 
-#: the range each metric's values lie in (docs/DESIGN.md, "Metric definitions"): attention
-#: fractions and shares in [0, 1], the OV copying score in [-1, 1], a rank or loss >= 0, a
-#: log-probability <= 0; ``RANGE_SLACK`` allows for low-precision rounding above, ``BELOW_SLACK``
-#: for the Gaussian noise simulated logs (:mod:`ihstats.simulate`) carry below (a value too low forms
-#: no run; one too high, a PS of 5.0, would). Unlisted: any finite value.
-METRIC_RANGES = {**{m: (0.0, 1.0) for m in ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ar_acc",
-                                            "dup_bwd", "ps_nat", "ps_indist", "anti_copy")},
-                 "ov_copy": (-1.0, 1.0), "ar_rank": (0.0, np.inf), "val_loss": (0.0, np.inf),
-                 **{m: (-np.inf, 0.0) for m in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob")}}
-RANGE_SLACK, BELOW_SLACK = 0.01, 0.25
-
-
 def _check_ranges(df: pd.DataFrame, source: str) -> None:
-    """A metric value outside its :data:`METRIC_RANGES` range (a PS of 5.0) is an edited or broken
-    log: it would form a run that never formed. Raises :class:`SchemaError` naming the metric."""
-    lo = df["metric"].map(lambda m: METRIC_RANGES.get(m, (-np.inf, np.inf))[0]).to_numpy(float)
-    hi = df["metric"].map(lambda m: METRIC_RANGES.get(m, (-np.inf, np.inf))[1]).to_numpy(float)
-    v = df["value"].to_numpy(float)
-    bad = (v < lo - BELOW_SLACK) | (v > hi + RANGE_SLACK)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        row = df.iloc[i]
-        raise SchemaError(f"{source}: metric {row['metric']!r} has {int(bad.sum())} value(s) outside its range "
-                          f"[{lo[i]:g}, {hi[i]:g}] (first {row['value']:g} at step {row['step']}, layer "
-                          f"{row['layer']}, head {row['head']}); the log was edited or damaged; {SKIP_HINT}")
+    """A metric value outside its range (:data:`ihstats.run_check.METRIC_RANGES`: a PS of 5.0) is an
+    edited or broken log: it would form a run that never formed. Raises :class:`SchemaError`."""
+    why = metric_range_problem(df, source)
+    if why:
+        raise SchemaError(f"{why}; {SKIP_HINT}")
 
 
 def read_metrics(path: str | Path, *, nonfinite: str = "error",

@@ -146,6 +146,35 @@ def _count_problems(meta: dict[str, Any], model: dict[str, Any]) -> list[str]:
                                         f"({n} + {emb} for vocab_size {vocab}; edited?)"]
 
 
+#: the range each metric's values lie in (docs/DESIGN.md, "Metric definitions"): attention
+#: fractions and shares in [0, 1], the OV copying score in [-1, 1], a rank or loss >= 0, a
+#: log-probability <= 0; ``RANGE_SLACK`` allows for low-precision rounding above, ``BELOW_SLACK``
+#: for the Gaussian noise simulated logs (:mod:`ihstats.simulate`) carry below (a value too low forms
+#: no run; one too high, a PS of 5.0, would). Unlisted: any finite value.
+METRIC_RANGES = {**{m: (0.0, 1.0) for m in ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ar_acc",
+                                            "dup_bwd", "ps_nat", "ps_indist", "anti_copy")},
+                 "ov_copy": (-1.0, 1.0), "ar_rank": (0.0, math.inf), "val_loss": (0.0, math.inf),
+                 **{m: (-math.inf, 0.0) for m in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob")}}
+RANGE_SLACK, BELOW_SLACK = 0.01, 0.25
+
+
+def metric_range_problem(df: Any, source: str) -> str | None:
+    """Why a metric log (columns metric, value, step, layer, head) holds a value outside its
+    :data:`METRIC_RANGES` range, naming the file and metric (None: every value is inside)."""
+    unbounded = (-math.inf, math.inf)
+    lo = df["metric"].map(lambda m: METRIC_RANGES.get(m, unbounded)[0]).to_numpy(float)
+    hi = df["metric"].map(lambda m: METRIC_RANGES.get(m, unbounded)[1]).to_numpy(float)
+    v = df["value"].to_numpy(float)
+    bad = (v < lo - BELOW_SLACK) | (v > hi + RANGE_SLACK)
+    if not bad.any():
+        return None
+    i = int(bad.nonzero()[0][0])
+    row = df.iloc[i]
+    return (f"{source}: metric {row['metric']!r} has {int(bad.sum())} value(s) outside its range [{lo[i]:g}, "
+            f"{hi[i]:g}] (first {row['value']:g} at step {row['step']}, layer {row['layer']}, head {row['head']}); "
+            f"the log was edited or damaged")
+
+
 def logs_problem(status: dict[str, Any] | None, last_metric_step: int | None) -> str | None:
     """Why a run's metric log disagrees with its ``status.json`` (None: it agrees). Only a done run
     is held to it: a running run's status may trail its log (rows past a checkpoint are dropped on
@@ -205,5 +234,5 @@ def duplicate_runs(run_ids: list[str], paths: list[str | Path]) -> list[str]:
             f"keep one" for rid, ps in where.items() if len(ps) > 1]
 
 
-__all__ = ["CONFIG_RANGES", "GRID_OWN_FILES", "RUN_FILES", "RUN_OWN_FILES", "folder_kind", "config_problem",
+__all__ = ["BELOW_SLACK", "CONFIG_RANGES", "METRIC_RANGES", "RANGE_SLACK", "metric_range_problem", "GRID_OWN_FILES", "RUN_FILES", "RUN_OWN_FILES", "folder_kind", "config_problem",
            "config_value_problems", "non_embedding_params", "duplicate_runs", "logs_problem", "run_dirs_of", "run_problems"]
