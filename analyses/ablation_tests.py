@@ -34,7 +34,7 @@ from ihstats.ablation.results import AblationResults, run_ablation_tests
 from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP, AblationSpec
 from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
                                 default_out)
-from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
 from ihstats.progress import cli_warnings
 
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
     save_and_warn(AblationResults(tests, comps, pooled), out, label="ablation")
-    drops.to_csv(out / "drops.csv", index=False)
+    atomic_write_csv(out / "drops.csv", drops, index=False)
     n_min = int(tests["n_examples"].min())
     power = sign_flip_power(args.power_effect, n_min, args.alpha, n_sim=200,
                             n_resamples=999, seed=args.seed)

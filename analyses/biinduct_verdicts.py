@@ -25,7 +25,7 @@ import pandas as pd
 from ihstats.ablation.biinduct import NATURAL, claim_tests, curves_frame, run_table
 from ihstats.chance import CHANCE_FACTOR
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, atomic_write_text, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
 from ihstats.io import load_grid
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_biinduct
@@ -116,9 +116,9 @@ def main(argv=None) -> int:
         return 2
     claims, contr = claim_tests(runs, alpha=args.alpha), contrasts(runs, args.alpha)
     claim_folder(args.out)  # made and marked as the package's before the first write
-    runs.to_csv(args.out / "runs.csv", index=False)
-    claims.to_csv(args.out / "claims.csv", index=False)
-    contr.to_csv(args.out / "contrasts.csv", index=False)
+    atomic_write_csv(args.out / "runs.csv", runs, index=False)
+    atomic_write_csv(args.out / "claims.csv", claims, index=False)
+    atomic_write_csv(args.out / "contrasts.csv", contr, index=False)
     write_summary(args.out / "summary.md", runs, claims, contr, str(args.grid), args.level)
     fig = plot_biinduct(curves_frame(load_grid(args.grid), CURVE_PANELS), CURVE_PANELS,
                         f"Bi-Induct ({args.grid.name}): induction, previous-token and anti-induction scores; held-out loss")

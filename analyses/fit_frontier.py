@@ -35,7 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats import io, progress
-from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.emergence import onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.glm import SEPARATION_WORDS
@@ -47,7 +48,7 @@ from ihstats.onset.product import (compare_lines, compare_models, fit_product, h
                                    transects)
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
-from ihstats.fileio import UnreadableFile
+from ihstats.fileio import UnreadableFile, atomic_write_csv
 from ihstats.fit_protocol import save_and_warn
 from ihstats.fileio import read_table as read_checked_table
 from ihstats.progress import cli_warnings
@@ -89,6 +90,8 @@ def parse_args(argv=None):
                     help="output folder (default results/frontier/<name of the grid or table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
+    table = None if args.grid else "a given table holds its verdicts (only --grid reads logs)"
+    check_unused(ap, args, {"onset": table, "budget_ratio": table, "cap": table})
     inputs = args.grid or [args.table or EXAMPLE]
     args.out = args.out or default_out("frontier", inputs[0])
     check_out_dir(args.out, inputs=inputs, parser=ap)  # before any work
@@ -104,25 +107,43 @@ def read_table(path: Path) -> pd.DataFrame:
         raise SystemExit(f"error: --table {e}") from None
 
 
+def left_out(data, table: pd.DataFrame, metric: str) -> None:
+    """One warning line per run of ``data`` the fit will not see (no ``metric`` evaluations)."""
+    for run in data.runs[~data.runs["run_id"].isin(table["run_id"])].itertuples():
+        print(f"warning: run {run.run_id} ({run.path}): no {metric!r} evaluations; left out of the fit",
+              file=sys.stderr)
+
+
 def load_input(args):
     """``(table, source, comparisons, per-run budget table)`` from --grid, --table or the example;
     several grids are each read at their own cap (or --cap) and their runs stacked, a run of a
     shorter grid censored at its own cap."""
     if args.grid is not None:
-        longs, cmps, runs = [], [], []
+        longs, cmps, runs, metrics = [], [], [], {}
         for grid in args.grid:
             try:
-                long, short, cmp = two_budgets(io.load_grid(grid), args.budget_ratio, args.cap, args.onset)
+                data = io.load_grid(grid)
+                metrics[grid] = onset_metric(data.metrics, args.onset)
+                long, short, cmp = two_budgets(data, args.budget_ratio, args.cap, args.onset)
             except (ValueError, OSError) as e:
                 raise SystemExit(f"error: --grid {grid}: {e}") from None
+            print(f"{grid}: formed verdicts and onsets from the {metrics[grid]} curves (--onset {args.onset})")
+            left_out(data, long, metrics[grid])
             longs.append(long), cmps.append(cmp), runs.append(per_run(long, short))
+        if len(set(metrics.values())) > 1:  # one fit, one onset: never a mix of two measures
+            raise SystemExit(f"error: --grid: the grids read different onsets ({', '.join(f'{g}: {m}' for g, m in metrics.items())}); "
+                             f"pass --onset ps (or indist, where every grid logs it) to read the same one")
         source = "; ".join(f"{g} (logs read at {c.long:,.0f} updates)" for g, c in zip(args.grid, cmps))
         return pd.concat(longs, ignore_index=True), source, cmps, pd.concat(runs, ignore_index=True)
     if args.table is None:
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
         return (read_table(EXAMPLE), f"{EXAMPLE} (shipped simulated example; pass --table for real runs)",
                 None, None)
-    return read_table(args.table), str(args.table), None, None
+    table = read_table(args.table)
+    held = sorted(map(str, table["metric"].dropna().unique())) if "metric" in table else []
+    print(f"{args.table}: metric {args.metric or ', '.join(held) or 'not named (no metric column)'}"
+          + (" (--metric)" if args.metric else ""))  # the onset measure of every fit, said
+    return table, str(args.table), None, None
 
 
 def onset_lines(table, args, out: Path) -> tuple[list[str], object]:
@@ -163,7 +184,7 @@ def product_lines(model, res, args, out: Path) -> list[str]:
         unformed = unformed.merge(held_out_check(model, unformed_at, seed=args.seed), on=["frequency", "reliability"])
     for name, frame in (("product", table), ("boundary", boundary), ("local_elasticities", local),
                         ("unformed_cells", unformed)):
-        frame.to_csv(out / "onset" / f"{name}.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(out / "onset" / f"{name}.csv", frame, index=False, float_format=CSV_FLOAT_FORMAT)
     return compare_lines(table, prod, boundary, local, args.hdi_prob, unformed)
 
 
@@ -183,14 +204,14 @@ def main(argv=None) -> int:
     out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
     save_and_warn(res, out, label="the frontier")
-    res.frontier(args.hdi_prob).to_csv(out / "frontier.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "frontier.csv", res.frontier(args.hdi_prob), index=False, float_format=CSV_FLOAT_FORMAT)
     extra = [line for c in (cmp or []) for line in budget_lines(c)]
     if budgets is not None:
-        budgets.to_csv(out / "budgets.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(out / "budgets.csv", budgets, index=False, float_format=CSV_FLOAT_FORMAT)
     section, onset = onset_lines(table, args, out)
     extra += section
     knob = knob_table(res, onset, args.hdi_prob)
-    knob.to_csv(out / "knob.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "knob.csv", knob, index=False, float_format=CSV_FLOAT_FORMAT)
     write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra, knob=knob)
     print(f"runs: {int(res.model.cells['n_runs'].sum())}, formed: {int(res.model.cells['n_formed'].sum())}; "
           f"separation: {SEPARATION_WORDS.get(res.separation, res.separation)}")

@@ -21,7 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder,
+from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder,
                                 default_out)
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
@@ -32,7 +32,7 @@ from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
-from ihstats.fileio import UnreadableFile, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
 from ihstats.fit_protocol import save_and_warn
 from ihstats.display import CSV_FLOAT_FORMAT, rounded_csv
 from ihstats.tables import formed_counts
@@ -107,6 +107,12 @@ def parse_args(argv=None):
                         "exponents (two more fits at half the draws); auto = on, except with --fast")
     args = p.parse_args(argv)
     check_args(p, args, RANGES)
+    given = "--emergence gives the onsets (detection is skipped)" if args.emergence else None
+    takes = DETECTORS[args.onset_method].options()
+    check_unused(p, args, {"onset": given or ("--metric chooses the metric" if args.metric else None),
+                           "onset_method": given, **{f: given or (None if f in takes else
+                                                                  f"--onset-method {args.onset_method} does not take it")
+                                                     for f in ("threshold",)}})
     inputs = [args.emergence] if args.emergence else (args.runs or [DEFAULT_RUNS])
     args.out = check_out_dir(args.out or default_out("upt_law", inputs[0]), inputs=inputs, parser=p)
     return args
@@ -119,9 +125,13 @@ def load_table(args):
         if not path.is_file():
             raise SystemExit(f"error: --emergence: file not found: {path}")
         try:
-            return read_table(path, "emergence table", "write it with python -m ihstats.emergence"), str(path)
+            table = read_table(path, "emergence table", "write it with python -m ihstats.emergence")
         except UnreadableFile as e:
             raise SystemExit(f"error: --emergence {e}") from None
+        held = sorted(map(str, table["metric"].dropna().unique())) if "metric" in table else []
+        print(f"onsets from {path}: metric {args.metric or ', '.join(held) or 'not named (no metric column)'}"
+              + (" (--metric)" if args.metric else ""))
+        return table, str(path)
     runs = [Path(r) for r in (args.runs or [DEFAULT_RUNS])]
     for r in runs:
         if not r.is_dir():
@@ -138,6 +148,9 @@ def load_table(args):
     flags = {"threshold": args.threshold}  # each flag to the detector that takes it
     kw = {k: v for k, v in flags.items() if v is not None and k in DETECTORS[args.onset_method].options()}
     table = emergence_table(grid, metric=metric, head="max", method=args.onset_method, on_error="skip", **kw)
+    for run in grid.runs[~grid.runs["run_id"].isin(table["run_id"])].itertuples():  # named, never dropped silently
+        print(f"warning: run {run.run_id} ({run.path}): no {metric!r} onset (not logged, or its curve was "
+              f"rejected); left out of the fit", file=sys.stderr)
     return table, f"{', '.join(map(str, runs))} (emergence detected by ihstats.emergence)"
 
 
@@ -148,7 +161,7 @@ def sigma_comparison(args, table, spec, res, fit_kw, out):
         return None, {}
     shared = UPTLawModel.from_table(table, replace(spec, sigma_by=None)).fit(**fit_kw)
     cmp = compare_sigma_by(table, spec, fits={f"sigma_by_{spec.sigma_by}": res, "shared_sigma": shared})
-    cmp.to_csv(out / "loo_sigma.csv", float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "loo_sigma.csv", cmp, float_format=CSV_FLOAT_FORMAT)
     return cmp, {"shared sigma": shared}
 
 
@@ -175,7 +188,7 @@ def size_comparison(args, table, res, has_n: bool, fit_kw: dict, out: Path):
         return None, f"Not defined: the {spec.form} form has no model-size term (the power form has)."
     key = "with_N" if spec.size_term else "without_N"
     compare = compare_size_term(table, spec, fits={key: res}, **fit_kw)
-    compare.rename_axis("model").to_csv(out / "loo_compare.csv", float_format=CSV_FLOAT_FORMAT)  # the index names the model
+    atomic_write_csv(out / "loo_compare.csv", compare.rename_axis("model"), float_format=CSV_FLOAT_FORMAT)  # the index names the model
     return compare, ""
 
 
@@ -205,9 +218,9 @@ def main(argv=None) -> int:
         return 2
     spec = res.spec
     claim_folder(out)  # made and marked as the package's before the first write
-    (out / "emergence.csv").write_text(rounded_csv(res.data.table))
+    atomic_write_text(out / "emergence.csv", rounded_csv(res.data.table))
     if forms is not None:
-        forms.rename_axis("model").to_csv(out / "loo_forms.csv", float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(out / "loo_forms.csv", forms.rename_axis("model"), float_format=CSV_FLOAT_FORMAT)
         print("law forms, PSIS-LOO:\n" + forms[["rank", "elpd_loo", "p_loo", "elpd_diff", "se", "dse"]].round(2).to_string())
         print(preference(forms, "law forms") + f"; the {spec.form} form is kept")
     compare, note = size_comparison(args, table, res, has_n, fit_kw, out)
@@ -217,7 +230,7 @@ def main(argv=None) -> int:
     if args.sensitivity == "on" or (args.sensitivity == "auto" and not args.fast):
         half = dict(fit_kw, draws=max(200, args.draws // 2), tune=max(200, args.tune // 2))
         sens = sensitivity_table(table, spec, base=res, fits=shared, **half)
-        sens.to_csv(out / "sensitivity.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(out / "sensitivity.csv", sens, index=False, float_format=CSV_FLOAT_FORMAT)
     else:
         sens_note = "Skipped (--fast or --sensitivity off): rerun without --fast or with --sensitivity on."
     paths = save_and_warn(res, out)

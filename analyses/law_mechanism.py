@@ -32,7 +32,7 @@ import pandas as pd
 
 from ihstats.cli_checks import COUNT, SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table, onset_metric
-from ihstats.fileio import UnreadableFile, read_json, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
 from ihstats.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.progress import cli_warnings
@@ -169,10 +169,10 @@ def main(argv=None) -> int:
     claim_folder(out)
     onsets = table.sort_values(["arm", "C", "seed"])[["arm", "C", "seed", "run_id", "onset", "onset_lo", "onset_hi",
                                                        "censored", "last_step"]]
-    onsets.to_csv(out / "onsets.csv", index=False, float_format=CSV_FLOAT_FORMAT)
-    bt.to_csv(out / "b.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "onsets.csv", onsets, index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "b.csv", bt, index=False, float_format=CSV_FLOAT_FORMAT)
     if mech is not None:
-        mech.to_csv(out / "mechanism.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(out / "mechanism.csv", mech, index=False, float_format=CSV_FLOAT_FORMAT)
         print("mechanism (copy statistics of each cell's training sequences, from the tokens):")
         print(mech.round(3).to_string(index=False))
     wide = onsets.assign(o=np.where(onsets["censored"].astype(bool), np.nan, onsets["onset"]))

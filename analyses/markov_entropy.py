@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, read_json, read_table
+from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_json, read_table
 from ihstats.io import config_factors
 from ihstats.ablation.permutation import stratified_exact_test, stratified_rank_test
 from ihstats.progress import cli_warnings
@@ -166,7 +166,7 @@ def write_summary(path: Path, cells: pd.DataFrame, contr: pd.DataFrame, grids, t
     md += [f"| {r.contrast} | {r.regime} | {r.formed_tested}/{r.runs_tested} | {r.formed_other}/{r.runs_other} | "
            f"{_num(r.p_value, '.3g')} | {_num(r.median_tested, ',.0f')} / {_num(r.median_other, ',.0f')} | "
            f"{_num(r.rank_shift, '+.2f')} | {_num(r.onset_p, '.3g')} | {r.pairs} |" for r in contr.itertuples()]
-    path.write_text("\n".join(md) + "\n")
+    atomic_write_text(path, "\n".join(md) + "\n")
 
 
 def _num(v: float, fmt: str) -> str:
@@ -183,8 +183,8 @@ def main(argv=None) -> int:
     cells = cell_table(runs)
     contr = contrasts(cells, args.tolerance)
     claim_folder(args.out)  # made and marked as the package's before the first write
-    cells.drop(columns="times").to_csv(args.out / "cells.csv", index=False)
-    contr.to_csv(args.out / "contrasts.csv", index=False)
+    atomic_write_csv(args.out / "cells.csv", cells.drop(columns="times"), index=False)
+    atomic_write_csv(args.out / "contrasts.csv", contr, index=False)
     write_summary(args.out / "summary.md", cells, contr, args.grids, args.tolerance)
     print(contr[["contrast", "regime", "formed_tested", "runs_tested", "formed_other", "runs_other",
                  "p_value", "rank_shift", "onset_p"]].to_string(index=False))

@@ -33,6 +33,7 @@ from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
 from ihstats.progress import cli_warnings
 from ihstats.display import CSV_FLOAT_FORMAT
+from ihstats.fileio import atomic_write_csv
 
 CONTEXTS = (16, 32, 64, 128, 256, 512, 1024)
 PUBLISHED = {"a": 0.37, "b": 0.62}
@@ -121,7 +122,7 @@ def main(argv=None) -> int:
         print()
     out = Path(args.out)
     claim_folder(out)  # made and marked as the package's before the first write
-    pd.concat(frames).to_csv(out / "natural_repeats.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "natural_repeats.csv", pd.concat(frames), index=False, float_format=CSV_FLOAT_FORMAT)
     print(f"wrote {out / 'natural_repeats.csv'}")
     return 0
 

@@ -35,6 +35,7 @@ from ihstats import _bayes_compat as compat
 from ihstats import progress
 from ihstats.fit_protocol import SAMPLER
 from ihstats.display import CSV_FLOAT_FORMAT
+from ihstats.fileio import atomic_write, atomic_write_csv, atomic_write_text
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -205,8 +206,10 @@ def compare(idatas: dict, *, var_name: str | None = None) -> pd.DataFrame:
 
 
 def to_netcdf(idata, path) -> str:
-    """Write a fit (InferenceData / DataTree) to netCDF; returns the path."""
-    return compat.to_netcdf(idata, path)
+    """Write a fit (InferenceData / DataTree) to netCDF, atomically (never through a symlink);
+    returns the path."""
+    atomic_write(path, lambda tmp: compat.to_netcdf(idata, tmp))
+    return str(path)
 
 
 def from_netcdf(path):
@@ -272,11 +275,11 @@ def save_fit(out_dir, idata, summary: pd.DataFrame, record: dict,
     out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in FIT_FILES.items()}
     to_netcdf(idata, paths["idata"])
-    summary.to_csv(paths["summary"], index=False, float_format=CSV_FLOAT_FORMAT)
-    paths["fit"].write_text(json.dumps(record, indent=2, default=_json_default))
+    atomic_write_csv(paths["summary"], summary, index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_text(paths["fit"], json.dumps(record, indent=2, default=_json_default))
     for name, frame in (tables or {}).items():
         paths[name] = out / f"{name}.csv"
-        frame.to_csv(paths[name], index=False, float_format=CSV_FLOAT_FORMAT)
+        atomic_write_csv(paths[name], frame, index=False, float_format=CSV_FLOAT_FORMAT)
     return paths
 
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ihstats.fileio import atomic_write_text
+from ihstats.fileio import WRITTEN_RECORD, atomic_write_text, control_character
 from ihstats.fit_protocol import SAMPLER
 from ihstats.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
+from ihstats.series import is_series_dir
 
 
 @dataclass(frozen=True)
@@ -140,15 +142,29 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace, rules:
             parser.error(msg)
 
 
+def check_unused(parser: argparse.ArgumentParser, args: argparse.Namespace, rules: Mapping[str, str | None]) -> None:
+    """Exit through ``parser.error`` (status 2, one line) when a flag given on the command line has no
+    effect in the chosen mode (a threshold without the threshold detector, ``--onset`` with a given
+    table): a flag silently ignored reads as if it had been applied.
+
+    Parameters
+    ----------
+    rules : mapping of str to str or None
+        Argument ``dest`` -> why it does nothing here (e.g. ``"only --onset-method threshold reads
+        it"``), or None when it has an effect. A flag left at its default is never refused.
+    """
+    for dest, why in rules.items():
+        if why and getattr(args, dest) != parser.get_default(dest):
+            parser.error(f"--{dest.replace('_', '-')} {getattr(args, dest)!r}: has no effect here: {why}; drop it")
+
+
 class OutputPathError(ValueError):
     """An output path a command must not write to (the message is one line naming the flag)."""
 
 
-#: the file in an output folder naming, one a line, the files the package wrote there
-WRITTEN_RECORD = ".ihlaw-written"
 #: system folders no command writes into or under ("/" itself only: every path lies under it)
 SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
-OWN_FILES = {"run": RUN_OWN_FILES, "grid": GRID_OWN_FILES}
+OWN_FILES = {"run": (*RUN_OWN_FILES, "series.json", ".score.lock"), "grid": GRID_OWN_FILES}  # a series is a run
 
 
 def _protected() -> list[tuple[Path, str]]:
@@ -170,20 +186,36 @@ def place_error(out: Path) -> str | None:
     return None
 
 
-def _owned_by(target: Path) -> str | None:
-    """The run or grid folder whose own file ``target`` is (or lies in), as a phrase; else None."""
-    for folder in target.parents:
-        kind = folder_kind(folder)
-        if kind:
-            first = target.relative_to(folder).parts[0]
-            return f"the {kind} {folder}'s own {first}" if first in OWN_FILES[kind] else None
-    return None
+def data_folder_of(target: Path) -> Path | None:
+    """The nearest run or grid directory (:func:`ihstats.run_check.folder_kind`: a scored series is
+    a run) that is ``target`` or holds it; None when it lies in none."""
+    return next((f for f in [target, *target.parents] if folder_kind(f)), None)
+
+
+def _owned_by(target: Path, allowed: Iterable[str] = ()) -> str | None:
+    """Why the file ``target`` may not be written inside a run or grid folder, as a phrase (its own
+    file, or any other file there: such a folder holds only what its trainer writes); else None.
+    ``allowed``: names the command may write in the run directory itself (``ablate``'s own tables)."""
+    folder = data_folder_of(target.parent)
+    if folder is None:
+        return None
+    kind, first = folder_kind(folder), target.relative_to(folder).parts[0]
+    if first in OWN_FILES[kind]:
+        return f"is the {kind} {folder}'s own {first}; writing it would replace the {kind}'s record"
+    if kind == "run" and target.parent == folder and target.name in allowed:
+        return None
+    return (f"lies in the {kind} directory {folder}, which holds only what its trainer writes; "
+            f"give a path outside it (e.g. results/<name>/{target.name})")
+
+
+def _record_lines(folder: Path) -> list[str]:
+    record = folder / WRITTEN_RECORD
+    return [x for x in record.read_text(errors="replace").split("\n") if x] if record.is_file() else []
 
 
 def written_by_package(path: Path) -> bool:
     """Whether the package wrote the file ``path`` (its folder's :data:`WRITTEN_RECORD` names it)."""
-    record = path.parent / WRITTEN_RECORD
-    return record.is_file() and path.name in record.read_text().split("\n")
+    return path.name in _record_lines(path.parent)
 
 
 def record_written(path: str | Path) -> None:
@@ -193,6 +225,12 @@ def record_written(path: str | Path) -> None:
         record = path.parent / WRITTEN_RECORD
         old = record.read_text() if record.is_file() else ""
         atomic_write_text(record, old + path.name + "\n")
+
+
+def name_error(out: Path, flag: str) -> str | None:
+    """A path holding a control character (a newline would forge a :data:`WRITTEN_RECORD` line)."""
+    bad = control_character(str(out))
+    return None if bad is None else f"{flag} {out!r}: the path holds the control character {bad}; give a plain name"
 
 
 def _refuse(msg: str, parser: argparse.ArgumentParser | None) -> None:
@@ -210,42 +248,118 @@ def _under_file(out: Path, flag: str) -> str | None:
 
 
 def _folder_error(out: Path, inputs: Iterable[str | Path], flag: str, kind: str) -> str | None:
-    msg = _under_file(out, flag) or (f"{flag} {out}: {why}; give another folder" if (why := place_error(out)) else None)
+    msg = name_error(out, flag) or _under_file(out, flag)
+    msg = msg or (f"{flag} {out}: {why}; give another folder" if (why := place_error(out)) else None)
     target = out.resolve()
     for src in inputs:
         if msg is None and (target == Path(src).resolve() or target in Path(src).resolve().parents):
             msg = (f"{flag} {out}: holds the input {src}; writing there would overwrite it; give another "
                    f"folder (e.g. results/<name>)")
-    owner = next((f for f in [target, *target.parents] if folder_kind(f)), None)
-    if msg is None and kind in ("results", "shipped") and owner is not None:
-        msg = (f"{flag} {out}: lies in the {folder_kind(owner)} directory {owner}, which holds only what its "
-               f"trainer writes; give another folder (e.g. results/<name>)")
-    if msg is None and kind in OWN_FILES and owner not in (None, target) and folder_kind(owner) == "run":
-        msg = f"{flag} {out}: lies in the run directory {owner}; give another folder"  # a run or grid in a run
-    if msg is None and kind in OWN_FILES and out.is_dir() and folder_kind(out) != kind:
+    return msg or _data_folder_error(out, target, flag, kind) or _kind_error(out, flag, kind)
+
+
+def _data_folder_error(out: Path, target: Path, flag: str, kind: str) -> str | None:
+    """A folder output inside a run's, series' or grid's directory (only a run or grid may lie in a
+    grid, and only a series' rerun into itself is its own folder)."""
+    owner = data_folder_of(target)
+    if owner is None or (kind in ("run", "grid") and (owner == target or folder_kind(owner) == "grid")):
+        return None
+    if (kind == "series" and owner == target and is_series_dir(target)) or (
+            kind == "checkpoint" and owner == target and _our_checkpoint(target)):
+        return None
+    where = (f"the {folder_kind(owner)} directory {owner}, which holds only what its "
+             f"{'scorer' if is_series_dir(owner) else 'trainer'} writes")
+    hint = _cwd_hint(out, owner, flag)
+    return f"{flag} {out}: {'is' if owner == target else 'lies in'} {where}; give another folder{hint}"
+
+
+def _cwd_hint(out: Path, owner: Path, flag: str) -> str:
+    """For a relative (often default) output under a data folder that is the current folder."""
+    cwd = Path.cwd().resolve()
+    inside = not out.is_absolute() and (cwd == owner or owner in cwd.parents)
+    return (f" (a relative path is made under the current folder: run the command from outside {owner}, or "
+            f"give {flag} outside it)" if inside else "")
+
+
+def _our_checkpoint(folder: Path) -> bool:
+    """A checkpoint folder a converter wrote: its record lists its config.json, and no run files."""
+    return "config.json" in _record_lines(folder) and not (folder / "status.json").exists()
+
+
+def _kind_error(out: Path, flag: str, kind: str) -> str | None:
+    if kind in OWN_FILES and out.is_dir() and folder_kind(out) != kind:
         theirs = sorted(f for f in OWN_FILES[kind] if (out / f).exists())
         if theirs:
-            msg = (f"{flag} {out}: holds {', '.join(theirs)} but is not a {kind} directory; the {kind} would "
-                   f"overwrite them: move them away or give another folder")
-    if msg is None and kind == "results" and (foreign := _foreign_entry(out)):
-        msg = (f"{flag} {out}: holds {foreign}, which this package did not write (the folder has no "
-               f"{WRITTEN_RECORD}); give a new or empty folder, e.g. results/<name>")
-    return msg
+            return (f"{flag} {out}: holds {', '.join(theirs)} but is not a {kind} directory; the {kind} would "
+                    f"overwrite them: move them away or give another folder")
+    if kind == "series" and out.is_dir() and not is_series_dir(out) and any(
+            p.name != ".score.lock" for p in out.iterdir()):  # a lock alone: a scorer that failed early
+        return f"{flag} {out}: a non-empty folder without series.json; pass a new or series directory"
+    if kind in ("results", "checkpoint") and (foreign := _foreign_entry(out)):
+        return (f"{flag} {out}: holds {foreign}, which this package did not write (not listed in its "
+                f"{WRITTEN_RECORD}); move it away, or give a new or empty folder, e.g. results/<name>")
+    return None
 
 
 def _foreign_entry(out: Path) -> str | None:
-    """The first entry of an existing results folder that no command of the package made (a folder
-    the package writes carries :data:`WRITTEN_RECORD` from its first use on); None if it may be used."""
-    if not out.is_dir() or (out / WRITTEN_RECORD).exists():
+    """The first entry of an existing output folder the package did not write: any entry when the
+    folder has no :data:`WRITTEN_RECORD`, else a file the record does not list, or a symlink (a
+    write there would land where the link points); None if the folder may be written."""
+    if not out.is_dir():
         return None
-    return next((p.name for p in sorted(out.iterdir())), None)
+    if not (out / WRITTEN_RECORD).is_file():
+        return next((p.name for p in sorted(out.iterdir())), None)
+    listed = set(_record_lines(out))
+    for root, dirs, files in os.walk(out):  # links are not followed: a linked folder is an entry
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            rel = path.relative_to(out).as_posix()
+            if path.is_symlink():
+                return f"{rel} (a symlink: a write would land at {os.readlink(path)})"
+            if name in files and rel != WRITTEN_RECORD and not _temp_file(name) and rel not in listed:
+                return rel
+    return None
 
 
-def claim_folder(out: Path) -> None:
-    """Create ``out`` and mark it as the package's (:data:`WRITTEN_RECORD`), so a later run may write there."""
+def _temp_file(name: str) -> bool:
+    """A temporary file of a killed atomic write (``ihstats.fileio.atomic_write``): never a result."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def claim_folder(out: Path, fresh: bool = True) -> None:
+    """Create ``out`` and mark it as the package's (:data:`WRITTEN_RECORD`), so a later run may write
+    there. ``fresh`` (a refit): first remove the files the earlier run recorded, so no stale result
+    sits beside the new ones (the record then lists only what this run writes); ``fresh=False``
+    keeps them (a command that rewrites part of its folder, e.g. ``paper_figures/make.py --only``)."""
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if not (out / WRITTEN_RECORD).exists():
-        atomic_write_text(out / WRITTEN_RECORD, "")
+    if not fresh:
+        if not (out / WRITTEN_RECORD).is_file():
+            atomic_write_text(out / WRITTEN_RECORD, "")
+        return
+    removed = _remove_recorded(out)
+    atomic_write_text(out / WRITTEN_RECORD, "")
+    if removed:
+        print(f"{out}: removed {removed} file(s) of the earlier run here (listed in its {WRITTEN_RECORD})")
+
+
+def _remove_recorded(out: Path) -> int:
+    """Unlink every file ``out``'s record lists (only inside ``out``; a link is removed, never its
+    target) and the sub-folders left empty; returns how many files went."""
+    root, n, folders = out.resolve(), 0, set()
+    for rel in _record_lines(out):
+        path = out / rel
+        parent = path.parent.resolve()
+        if Path(rel).is_absolute() or ".." in Path(rel).parts or not (parent == root or root in parent.parents):
+            continue
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+            n += 1
+            folders.update(p for p in path.parents if p != out and out in p.parents)
+    for folder in sorted(folders, key=lambda p: -len(p.parts)):
+        if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+            folder.rmdir()
+    return n
 
 
 def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str = "--out",
@@ -269,12 +383,13 @@ def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str 
         The option's name, for the message.
     parser : argparse.ArgumentParser, optional
         Given: a refusal exits through ``parser.error`` (status 2); else it raises.
-    kind : {"results", "run", "grid", "shipped"}
+    kind : {"results", "run", "grid", "series", "checkpoint", "shipped"}
         What the folder receives: a command's results (an existing folder must carry the package's
-        :data:`WRITTEN_RECORD`, i.e. have been made by a command: the command calls
-        :func:`claim_folder` before its first write),
-        a run's or grid's own files, or the repository's shipped example tables (regenerated on
-        purpose, by name).
+        :data:`WRITTEN_RECORD` and hold only files it lists, and no symlink: the command calls
+        :func:`claim_folder` before its first write), a run's or grid's own files, a scored
+        series (``ihtrain.score``: new, empty or that series), a converted checkpoint
+        (``ihtrain.score.convert``: as results, never in or over a run, series or grid), or the
+        repository's shipped example tables (regenerated on purpose, by name).
 
     Returns
     -------
@@ -294,23 +409,26 @@ def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str 
 
 
 def check_out_file(out: str | Path, inputs: Iterable[str | Path] = (), flag: str = "--out",
-                   parser: argparse.ArgumentParser | None = None) -> Path:
-    """An output file a command may write, or one clear line: refused when it is a folder or lies
-    under a file, lies in a protected place (:func:`place_error`), is one of ``inputs`` or a run's
-    or grid's own file, or exists without the package having written it (:func:`written_by_package`).
-    Call :func:`record_written` after writing it. Parameters as :func:`check_out_dir`."""
+                   parser: argparse.ArgumentParser | None = None, allowed_in_run: Iterable[str] = ()) -> Path:
+    """An output file a command may write, or one clear line: refused when its name holds a control
+    character, it is a folder or lies under a file, lies in a protected place (:func:`place_error`),
+    is one of ``inputs``, lies anywhere in a run's, series' or grid's directory (``allowed_in_run``:
+    the names a command may write in a run directory itself, ``ablate``'s own tables), or exists
+    without the package having written it (:func:`written_by_package`). A symlink at ``out`` is
+    replaced by the file, never written through (:func:`ihstats.fileio.atomic_write`). Call
+    :func:`record_written` after writing it. Other parameters as :func:`check_out_dir`."""
     out = Path(out)
-    target = out.resolve()
-    msg = None
-    if out.is_dir() or any(p.exists() and not p.is_dir() for p in out.parents):
+    target = out.parent.resolve() / out.name  # a link named ``out`` is replaced, so its own path counts
+    msg = name_error(out, flag)
+    if msg is None and (out.is_dir() or any(p.exists() and not p.is_dir() for p in out.parents)):
         msg = f"{flag} {out}: give a CSV file path (it is a folder, or lies under a file)"
-    elif why := place_error(out.parent):
+    elif msg is None and (why := place_error(out.parent)):
         msg = f"{flag} {out}: its folder {why}; give another path"
-    elif any(target == Path(src).resolve() for src in inputs):
+    elif msg is None and any(target == Path(src).resolve() for src in inputs):
         msg = f"{flag} {out}: is the command's input; writing it would replace what was read; give another path"
-    elif owner := _owned_by(target):
-        msg = f"{flag} {out}: is {owner}; writing it would replace the {owner.split()[1]}'s record; give another path"
-    elif out.exists() and not written_by_package(out):
+    elif msg is None and (owner := _owned_by(target, allowed_in_run)):
+        msg = f"{flag} {out}: {owner}{_cwd_hint(out, data_folder_of(target.parent), flag)}"
+    elif msg is None and (out.exists() or out.is_symlink()) and not written_by_package(out):
         msg = (f"{flag} {out}: exists and was not written by this package (not in {out.parent / WRITTEN_RECORD}); "
                f"move it away or give another path")
     if msg:
@@ -329,5 +447,5 @@ def default_out(kind: str, source: str | Path | None) -> Path:
 
 
 __all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "SYSTEM_FOLDERS", "WRITTEN_RECORD", "OutputPathError", "Range",
-           "check_args", "check_out_dir", "claim_folder", "check_out_file", "default_out", "place_error", "range_error",
-           "record_written", "written_by_package"]
+           "check_args", "check_out_dir", "check_unused", "claim_folder", "check_out_file", "data_folder_of", "default_out", "name_error",
+           "place_error", "range_error", "record_written", "written_by_package"]

@@ -24,6 +24,7 @@ import pandas as pd
 from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
 from ihstats.contract import SchemaError, max_over_heads
 from ihstats.io import load_grid
+from ihstats.fileio import atomic_write_csv
 
 
 def concentration(scores, k: int) -> tuple[float, float]:
@@ -133,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     claim_folder(out)  # made and marked as the package's before the first write
-    over.to_csv(out / "concentration.csv", index=False)
-    at.to_csv(out / "concentration_at_level.csv", index=False)
+    atomic_write_csv(out / "concentration.csv", over, index=False)
+    atomic_write_csv(out / "concentration_at_level.csv", at, index=False)
     print(at.to_string(index=False, float_format=lambda v: f"{v:.3f}") if len(at) else
           f"no run reached max {args.metric} >= {args.level}")
     print(f"wrote {out}/concentration.csv ({len(over)} rows) and concentration_at_level.csv")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import io
-from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, default_out,
+from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused, default_out,
                                 record_written)
 from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, emergence_threshold, max_over_heads,
                               ps_crossing)
@@ -366,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="NaN/infinite metric values (a diverged run): fail naming the file (default), or drop them")
     a = p.parse_args(argv)
     check_args(p, a, CLI_RANGES)
+    takes = DETECTORS[a.method].options()
+    check_unused(p, a, {**{f: None if f in takes else f"--method {a.method} does not take it"
+                           for f in ("min_rise", "min_rise_sd", "min_log_bf", "threshold")},
+                        "onset": "--metric chooses the metric" if a.metric else None})
     out = Path(a.out) if a.out else default_out("emergence", a.runs_dir[0]) / "emergence.csv"
     try:  # before any work: never a run's or grid's own file, nor one the package did not write
         check_out_file(out, a.runs_dir, "-o")

@@ -39,9 +39,53 @@ def _maybe_inject_enospc(path: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device (simulated: IHLAW_FAULT_ENOSPC)", str(path))
 
 
+#: the file in an output folder naming, one a line, the files the package wrote there (relative
+#: paths, for files in its sub-folders): :func:`atomic_write` adds every file it writes under a
+#: folder that carries one (``ihstats.cli_checks`` reads it: a file it does not list is the user's)
+WRITTEN_RECORD = ".ihlaw-written"
+#: how many folders up :func:`atomic_write` looks for a :data:`WRITTEN_RECORD` (a fit's figures/, onset/)
+_RECORD_DEPTH = 3
+
+
+def control_character(name: str) -> str | None:
+    """The first control character of ``name`` (newline, tab, escape, ...), as ``repr``; None if none.
+    A name holding one could forge a line of :data:`WRITTEN_RECORD` or a terminal message."""
+    bad = next((c for c in str(name) if ord(c) < 32 or ord(c) == 127), None)
+    return None if bad is None else repr(bad)
+
+
+def _record_in_folder(path: Path) -> None:
+    """Add ``path`` (relative) to the :data:`WRITTEN_RECORD` of the nearest folder above that has one."""
+    for depth, folder in enumerate(path.parents):
+        if depth >= _RECORD_DEPTH:
+            return
+        record = folder / WRITTEN_RECORD
+        if record.is_file() and not record.is_symlink():
+            rel = path.relative_to(folder).as_posix()
+            lines = record.read_text(errors="replace").split("\n")
+            temporary = path.name.startswith(".") and path.name.endswith(".tmp")  # a nested atomic write's
+            if rel != WRITTEN_RECORD and rel not in lines and not temporary:
+                _replace_with(record, "".join(f"{x}\n" for x in lines if x) + rel + "\n")
+            return
+
+
+def _replace_with(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o666 & ~_UMASK)
+    os.replace(tmp, path)
+
+
 def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
-    """Call ``write(tmp_path)`` then rename into place (same directory, so rename is atomic)."""
+    """Call ``write(tmp_path)`` then rename into place (same directory, so rename is atomic).
+
+    Never writes through a symlink: the rename replaces a link named ``path`` with the new file
+    (its target is left as it was). A name with a control character is refused (ValueError). The
+    file is added to the :data:`WRITTEN_RECORD` of its output folder when that folder has one."""
     path = Path(path)
+    if (bad := control_character(path.name)) is not None:
+        raise ValueError(f"{path!r}: the file name holds the control character {bad}; give a plain name")
     path.parent.mkdir(parents=True, exist_ok=True)
     _maybe_inject_enospc(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -56,6 +100,7 @@ def atomic_write(path: str | Path, write: Callable[[str], None]) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _record_in_folder(path)
     return path
 
 
@@ -69,6 +114,12 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 
 def atomic_write_parquet(path: str | Path, frame: Any) -> Path:
     return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def atomic_write_csv(path: str | Path, frame: Any, **to_csv: Any) -> Path:
+    """``frame.to_csv(path, **to_csv)``, atomically (a result table is never half-written nor
+    written through a symlink)."""
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, **to_csv))
 
 
 # ---------------------------------------------------------------------------- checked reads

@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats.contract import (
-    FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
+    FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, METRICS_FILE, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
     UNKNOWN_STATUS, SchemaError, emergence_metric, emergence_threshold, run_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash, seed_kinds
-from ihstats.run_check import duplicate_runs, run_dirs_of, run_problems
+from ihstats.run_check import METRIC_RANGES, duplicate_runs, metric_range_problem, run_dirs_of, run_problems
 from ihstats.series import is_series_dir, read_series, series_factors
 from ihstats.sources import source_factors, wrapper_factors
 
@@ -105,6 +105,14 @@ def _check_values(df: pd.DataFrame, source: str, nonfinite: str, problems: list[
     return df
 
 
+def _check_ranges(df: pd.DataFrame, source: str) -> None:
+    """A metric value outside its range (:data:`ihstats.run_check.METRIC_RANGES`: a PS of 5.0) is an
+    edited or broken log: it would form a run that never formed. Raises :class:`SchemaError`."""
+    why = metric_range_problem(df, source)
+    if why:
+        raise SchemaError(f"{why}; {SKIP_HINT}")
+
+
 def read_metrics(path: str | Path, *, nonfinite: str = "error",
                  problems: list[str] | None = None) -> pd.DataFrame:
     """Read and check a ``metrics.parquet`` file.
@@ -124,6 +132,7 @@ def read_metrics(path: str | Path, *, nonfinite: str = "error",
     raw = _checked(read_parquet, path, what="metric log")
     df = check_frame(raw, METRICS_COLUMNS, str(path))
     df = _check_values(df, str(path), nonfinite, problems)
+    _check_ranges(df, str(path))
     unknown = sorted(set(df["metric"]) - set(KNOWN_METRICS))
     if unknown:
         problems.append(f"{path}: column 'metric' has names not in docs/DESIGN.md: {', '.join(unknown)} (kept)")
@@ -153,7 +162,7 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     ``biinduct``). Inactive knobs are missing (NaN in frames).
     """
     cfg = meta.get("config", {})
-    out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": meta.get("seed", _get(cfg, "seed"))}
+    out: dict[str, Any] = {"cell_id": cell_hash(cfg), "seed": _get(cfg, "seed", meta.get("seed"))}  # the hashed one
     out.update(seed_kinds({**cfg, "seed": out["seed"]}))  # weight_seed, data_seed: = seed unless set (issue 66)
     out.update({k: _get(cfg, f) for k, f in FACTOR_FIELDS.items()})
     out["N"] = meta.get("n_params_non_embedding")
@@ -234,11 +243,29 @@ def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False)
         train = check_frame(_checked(read_parquet, t_path, what="training log"), TRAIN_COLUMNS, str(t_path))
         train["run_id"] = run_id
     last = int(metrics["step"].max()) if len(metrics) else None
-    bad = run_problems(path, meta, record, last, named=named)
+    bad = run_problems(path, meta, record, last, named=named) + _log_problems(meta, factors, metrics)
     if bad:
         raise SchemaError(f"run {run_id} ({path}): {'; '.join(bad)}; {SKIP_HINT}")
     crossing = run_crossing(record, metrics, emergence_threshold(meta), emergence_metric(meta))
     return RunData(run_id, path, meta, factors, status, metrics, train, problems, crossing)
+
+
+def _log_problems(meta: dict[str, Any], factors: dict[str, Any], metrics: pd.DataFrame) -> list[str]:
+    """The metric log against the run's hashed record: heads inside its ``n_layer`` x ``n_head``, and
+    for a scored series only the steps of its revisions (a row at another step has no checkpoint)."""
+    found = []
+    L, H = factors.get("n_layer"), factors.get("n_head")
+    heads = metrics[metrics["layer"] >= 0]
+    if len(heads) and isinstance(L, int) and isinstance(H, int) and (
+            heads["layer"].max() >= L or heads["head"].max() >= H):
+        found.append(f"{METRICS_FILE} has heads up to layer {heads['layer'].max()}, head {heads['head'].max()}, "
+                     f"but the model is {L} x {H}")
+    if meta.get("kind") == "series" and len(metrics):
+        steps = {r["step"] for r in meta["revisions"]}
+        extra = sorted(set(metrics["step"].tolist()) - steps)
+        if extra:
+            found.append(f"{METRICS_FILE} has step(s) {extra[:5]} that no revision of series.json has")
+    return found
 
 
 def _run_meta(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -350,5 +377,5 @@ def load_grids(paths: list[str | Path], *, nonfinite: str = "error", on_error: s
                     [p for g in grids for p in g.problems], [s for g in grids for s in g.skipped])
 
 
-__all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "RunData", "SchemaError", "STATUSES",
+__all__ = ["FACTOR_FIELDS", "GridData", "KNOWN_METRICS", "METRICS_COLUMNS", "METRIC_RANGES", "RunData", "SchemaError", "STATUSES",
            "TRAIN_COLUMNS", "check_frame", "config_factors", "load_grid", "load_grids", "load_run", "read_metrics"]

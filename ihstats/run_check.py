@@ -20,6 +20,7 @@ Checkpoints are torch files, which ihstats cannot read: the trainer checks the `
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,118 @@ def config_problem(meta: Any) -> str | None:
     return None
 
 
+def _number(value: Any, integer: bool = False) -> bool:
+    """A finite number (a whole one when ``integer``), never a boolean (``true`` is no batch size)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and (not integer or float(value).is_integer())
+
+
+def _get(d: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d.get(part) if isinstance(d, dict) else None
+    return d
+
+
+#: the config values a reader turns into factors or verdicts, with the trainer's own ranges
+#: (``ihtrain.config_checks``; ihstats cannot import the trainer): (dotted field, integer, test, range)
+CONFIG_RANGES = (
+    ("seed", True, lambda v: v >= 0, ">= 0"),
+    ("train.batch_size", True, lambda v: v > 0, "> 0"),
+    ("train.context", True, lambda v: v > 1, "> 1"),
+    ("model.n_layer", True, lambda v: v > 0, "> 0"),
+    ("model.n_head", True, lambda v: v > 0, "> 0"),
+    ("model.d_model", True, lambda v: v > 0, "> 0"),
+    ("model.context", True, lambda v: v > 0, "> 0"),
+    ("model.mlp_ratio", True, lambda v: v > 0, "> 0"),
+    ("train.lr", False, lambda v: v > 0, "> 0"),
+)
+
+
+def config_value_problems(meta: dict[str, Any]) -> list[str]:
+    """Every value of a run's ``config.json`` a reader would use that the trainer would refuse, or
+    that disagrees with the hashed ``config`` (each a phrase naming the field): the ranged fields of
+    :data:`CONFIG_RANGES`, the formed level ``train.emergence_threshold`` (in (0, 1]) and its metric,
+    the top-level ``seed`` (a copy of ``config.seed``), and the parameter counts (``n_params_non_embedding``
+    computed from the hashed model config; ``n_params`` adds the embeddings of ``vocab_size``)."""
+    cfg, found = meta["config"], []
+    for field, integer, test, words in CONFIG_RANGES:
+        value = _get(cfg, field)
+        if value is not None and not (_number(value, integer) and test(value)):
+            found.append(f"config.{field} is {value!r}; the trainer needs {'an integer' if integer else 'a number'} {words}")
+    level = _get(cfg, "train.emergence_threshold")
+    if level is not None and not (_number(level) and 0 < level <= 1):
+        found.append(f"config.train.emergence_threshold (the formed level) is {level!r}; the trainer needs (0, 1]")
+    metric = _get(cfg, "train.emergence_metric")
+    if metric is not None and metric not in ("ps", "ps_indist"):
+        found.append(f"config.train.emergence_metric is {metric!r}; the trainer needs ps or ps_indist")
+    if "seed" in meta and meta["seed"] != cfg.get("seed", meta["seed"]):
+        found.append(f"its top-level seed {meta['seed']!r} is not the hashed config.seed {cfg.get('seed')!r}")
+    return found + ([] if found else _count_problems(meta, cfg["model"] if isinstance(cfg.get("model"), dict) else {}))
+
+
+def non_embedding_params(model: dict[str, Any]) -> int | None:
+    """Non-embedding parameters of our GPT (``ihtrain.model.GPT.num_params``) from its model config:
+    per block LayerNorm, fused qkv and output projection, MLP (none when ``attn_only``), biases when
+    ``bias``; and the final LayerNorm. None when a field it needs is missing."""
+    try:
+        d, L, r = int(model["d_model"]), int(model["n_layer"]), int(model["mlp_ratio"])
+        bias, attn_only = bool(model["bias"]), bool(model["attn_only"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    ln = d * (2 if bias else 1)
+    attn = 4 * d * d + (4 * d if bias else 0)
+    mlp = 2 * r * d * d + ((r * d + d) if bias else 0)
+    return L * (ln + attn + (0 if attn_only else ln + mlp)) + ln
+
+
+def _count_problems(meta: dict[str, Any], model: dict[str, Any]) -> list[str]:
+    n, total, vocab = meta.get("n_params_non_embedding"), meta.get("n_params"), meta.get("vocab_size")
+    for key, value in (("n_params_non_embedding", n), ("n_params", total), ("vocab_size", vocab)):
+        if value is not None and not (_number(value, True) and value > 0):
+            return [f"its {key} is {value!r}, not a positive integer"]
+    want = non_embedding_params(model)
+    if n is not None and want is not None and n != want:
+        return [f"its n_params_non_embedding {n} is not the {want} its hashed model config has (edited?)"]
+    if None in (n, total, vocab) or want is None:
+        return []
+    if model.get("vocab_size") and vocab != model["vocab_size"]:
+        return [f"its vocab_size {vocab} is not the hashed model.vocab_size {model['vocab_size']}"]
+    d, ctx = int(model["d_model"]), int(model["context"])
+    emb = vocab * d * (1 if model.get("tie_embeddings", True) else 2) + ctx * d
+    return [] if total == n + emb else [f"its n_params {total} is not n_params_non_embedding + embeddings "
+                                        f"({n} + {emb} for vocab_size {vocab}; edited?)"]
+
+
+#: the range each metric's values lie in (docs/DESIGN.md, "Metric definitions"): attention
+#: fractions and shares in [0, 1], the OV copying score in [-1, 1], a rank or loss >= 0, a
+#: log-probability <= 0; ``RANGE_SLACK`` allows for low-precision rounding above, ``BELOW_SLACK``
+#: for the Gaussian noise simulated logs (:mod:`ihstats.simulate`) carry below (a value too low forms
+#: no run; one too high, a PS of 5.0, would). Unlisted: any finite value.
+METRIC_RANGES = {**{m: (0.0, 1.0) for m in ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ar_acc",
+                                            "dup_bwd", "ps_nat", "ps_indist", "anti_copy")},
+                 "ov_copy": (-1.0, 1.0), "ar_rank": (0.0, math.inf), "val_loss": (0.0, math.inf),
+                 **{m: (-math.inf, 0.0) for m in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob")}}
+RANGE_SLACK, BELOW_SLACK = 0.01, 0.25
+
+
+def metric_range_problem(df: Any, source: str) -> str | None:
+    """Why a metric log (columns metric, value, step, layer, head) holds a value outside its
+    :data:`METRIC_RANGES` range, naming the file and metric (None: every value is inside)."""
+    unbounded = (-math.inf, math.inf)
+    lo = df["metric"].map(lambda m: METRIC_RANGES.get(m, unbounded)[0]).to_numpy(float)
+    hi = df["metric"].map(lambda m: METRIC_RANGES.get(m, unbounded)[1]).to_numpy(float)
+    v = df["value"].to_numpy(float)
+    bad = (v < lo - BELOW_SLACK) | (v > hi + RANGE_SLACK)
+    if not bad.any():
+        return None
+    i = int(bad.nonzero()[0][0])
+    row = df.iloc[i]
+    return (f"{source}: metric {row['metric']!r} has {int(bad.sum())} value(s) outside its range [{lo[i]:g}, "
+            f"{hi[i]:g}] (first {row['value']:g} at step {row['step']}, layer {row['layer']}, head {row['head']}); "
+            f"the log was edited or damaged")
+
+
 def logs_problem(status: dict[str, Any] | None, last_metric_step: int | None) -> str | None:
     """Why a run's metric log disagrees with its ``status.json`` (None: it agrees). Only a done run
     is held to it: a running run's status may trail its log (rows past a checkpoint are dropped on
@@ -86,6 +199,8 @@ def run_problems(run_dir: str | Path, meta: Any, status: dict[str, Any] | None, 
     why = config_problem(meta)
     if why:
         found.append(f"config.json: {why}")
+    elif meta.get("kind") != SERIES_KIND and (values := config_value_problems(meta)):
+        found.append(f"config.json: {'; '.join(values)}")
     elif named and rd.name != meta["run_id"]:
         what = f"a symlink to {rd.resolve()}" if rd.is_symlink() else "a renamed copy?"
         found.append(f"the directory is named {rd.name} but holds run {meta['run_id']} ({what})")
@@ -119,4 +234,5 @@ def duplicate_runs(run_ids: list[str], paths: list[str | Path]) -> list[str]:
             f"keep one" for rid, ps in where.items() if len(ps) > 1]
 
 
-__all__ = ["GRID_OWN_FILES", "RUN_FILES", "RUN_OWN_FILES", "folder_kind", "config_problem", "duplicate_runs", "logs_problem", "run_dirs_of", "run_problems"]
+__all__ = ["BELOW_SLACK", "CONFIG_RANGES", "METRIC_RANGES", "RANGE_SLACK", "metric_range_problem", "GRID_OWN_FILES", "RUN_FILES", "RUN_OWN_FILES", "folder_kind", "config_problem",
+           "config_value_problems", "non_embedding_params", "duplicate_runs", "logs_problem", "run_dirs_of", "run_problems"]

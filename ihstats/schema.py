@@ -23,7 +23,8 @@ from ihstats.contract import (
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_metric, emergence_threshold, ps_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
-from ihstats.run_check import config_problem, duplicate_runs, logs_problem, run_dirs_of
+from ihstats.run_check import (config_problem, config_value_problems, duplicate_runs, logs_problem, metric_range_problem,
+                               run_dirs_of)
 from ihstats.series import is_series_dir, read_series
 
 
@@ -66,6 +67,8 @@ def check_run_dir(run_dir: str | Path, weights: bool | str = True) -> list[str]:
         why = config_problem(cfg)
         if why:
             problems.append(f"{rd}/config.json: {why}")
+        elif values := config_value_problems(cfg):
+            problems.append(f"{rd}/config.json: {'; '.join(values)}")
         elif cfg.get("run_id") != rd.name:
             problems.append(f"{rd}/config.json: run_id {cfg.get('run_id')!r} does not match the directory name")
     if not done:
@@ -179,6 +182,8 @@ def check_metrics(path: Path) -> list[str]:
     head_rows = m[m["metric"].isin(PER_HEAD)]
     if ((head_rows["layer"] < 0) | (head_rows["head"] < 0)).any():
         problems.append(f"{path}: per-head metrics must have layer, head >= 0")
+    if why := metric_range_problem(m, str(path)):
+        problems.append(why)
     if "ps" not in set(m["metric"]):
         problems.append(f"{path}: no 'ps' rows")
     # every evaluation step carries the same set of (metric, layer, head) rows

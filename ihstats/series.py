@@ -51,15 +51,46 @@ def read_series(run_dir: str | Path) -> dict[str, Any]:
         raise SchemaError(f"{path}: missing key(s) {', '.join(missing)}; {REMEDY}")
     if rec["kind"] != SERIES_KIND:
         raise SchemaError(f"{path}: key 'kind' is {rec['kind']!r}, expected {SERIES_KIND!r}")
+    for k in ("B", "C", *SHAPE_KEYS):
+        if not _count(rec[k]):
+            raise SchemaError(f"{path}: key {k!r} must be an integer >= 1, got {rec[k]!r}")
+    _check_revisions(path, rec)
+    if rec["n_params_non_embedding"] > rec["n_params"]:
+        raise SchemaError(f"{path}: n_params_non_embedding {rec['n_params_non_embedding']} exceeds n_params "
+                          f"{rec['n_params']}; {REMEDY}")
+    if "shape_id" in rec and rec["shape_id"] != shape_id(rec):  # older series have none
+        raise SchemaError(f"{path}: n_layer, n_head, d_model or the parameter counts differ from those scored "
+                          f"(shape_id {rec['shape_id']} != {shape_id(rec)}: edited after scoring?); {REMEDY}")
+    return rec
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_revisions(path: Path, rec: dict[str, Any]) -> None:
+    """Each revision with its keys, an integer step >= 0 (once) and tokens = step x B x C."""
+    steps = set()
     for i, r in enumerate(rec["revisions"]):
         if not isinstance(r, dict) or any(k not in r for k in REVISION_KEYS):
             raise SchemaError(f"{path}: revisions[{i}] needs the keys {', '.join(REVISION_KEYS)}")
-        if not isinstance(r["step"], int) or r["step"] < 0:
-            raise SchemaError(f"{path}: revisions[{i}] ({r['revision']!r}) step must be an integer >= 0")
-    for k in ("B", "C"):
-        if not isinstance(rec[k], int) or rec[k] < 1:
-            raise SchemaError(f"{path}: key {k!r} must be an integer >= 1, got {rec[k]!r}")
-    return rec
+        if not isinstance(r["step"], int) or isinstance(r["step"], bool) or r["step"] < 0 or r["step"] in steps:
+            raise SchemaError(f"{path}: revisions[{i}] ({r['revision']!r}) step must be an integer >= 0, "
+                              f"once; got {r['step']!r}")
+        if r["tokens"] != r["step"] * rec["B"] * rec["C"]:
+            raise SchemaError(f"{path}: revisions[{i}] ({r['revision']!r}) tokens {r['tokens']!r} is not step x B x C "
+                              f"= {r['step'] * rec['B'] * rec['C']}; {REMEDY}")
+        steps.add(r["step"])
+
+
+#: the model's shape and size: outside the series' identity (a rescore of the same model has them),
+#: so the scorer records their hash (``shape_id``) and a reader checks it
+SHAPE_KEYS = ("n_layer", "n_head", "d_model", "n_params", "n_params_non_embedding")
+
+
+def shape_id(record: dict[str, Any]) -> str:
+    """The hash of the series' :data:`SHAPE_KEYS` and run_id (an edited N or width no longer matches)."""
+    return config_hash({k: record[k] for k in ("run_id", *SHAPE_KEYS)})
 
 
 def write_series(run_dir: str | Path, record: dict[str, Any]) -> Path:
@@ -81,5 +112,5 @@ def series_factors(record: dict[str, Any]) -> dict[str, Any]:
             "model": record["model"], "family": record["family"]}
 
 
-__all__ = ["IDENTITY_KEYS", "REVISION_KEYS", "SERIES_FILE", "SERIES_KEYS", "SERIES_KIND", "is_series_dir",
+__all__ = ["IDENTITY_KEYS", "REVISION_KEYS", "SERIES_FILE", "SHAPE_KEYS", "shape_id", "SERIES_KEYS", "SERIES_KIND", "is_series_dir",
            "read_series", "series_factors", "series_id", "write_series"]

@@ -11,10 +11,12 @@ nor does any module of ``ihtrain/data/``.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ihstats.cli_checks import check_out_file, record_written
 from ihstats.fileio import atomic_write_json
 from ihtrain.config import DataConfig
 from ihtrain.data.lags import BUILTIN_LAG_FILE, MAX_LAG, lag_pmf
@@ -26,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(BUILTIN_LAG_FILE), help=f"where to write it (default {BUILTIN_LAG_FILE})")
     p.add_argument("--max-lag", type=int, default=MAX_LAG, help=f"longest lag kept (default {MAX_LAG})")
     args = p.parse_args(argv)
+    shipped = Path(args.out).resolve() == Path(BUILTIN_LAG_FILE).resolve()  # the package's own file, by name
+    if not shipped:
+        check_out_file(args.out, parser=p)  # the output guard, before the corpus loads
     cfg = DataConfig(source="builtin-v1")
     stream = load_stream(cfg, progress=False)
     pmf, n = lag_pmf(np.asarray(stream.train), args.max_lag)
@@ -37,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         "corpus_sha256": fp.get("sha256"), "n_train_tokens": int(len(stream.train)), "n_events": n,
         "max_lag": args.max_lag, "mean": float(np.arange(pmf.size) @ pmf),
         "pmf": [float(f"{v:.6g}") for v in pmf]})
+    if not shipped:
+        record_written(args.out)
     print(f"{args.out}: {n:,} repeated bigrams within lag {args.max_lag} of {len(stream.train):,} tokens; "
           f"mean lag {np.arange(pmf.size) @ pmf:.1f}")
     return 0

@@ -46,12 +46,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, the repository root is not on the path
     sys.path.insert(0, str(ROOT))
 
-from ihstats.cli_checks import NONNEG_INT, check_args  # noqa: E402
+from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir, claim_folder  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
 from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, why_not_identical, write_constraints  # noqa: E402
+from ihstats.fileio import atomic_write_csv, atomic_write_text  # noqa: E402
 
 FIGURES = ROOT / "paper_figures" / "figures"
 # --check in fast mode (2 chains x 300 draws) accepts a looser r_hat than paper-quality sampling
@@ -70,10 +71,10 @@ def make_figure(name: str, inp: Inputs, out: Path) -> tuple[FigureData, list[Pat
             width = int(fig.get_figwidth() * 22)
             fig.text(0.01, -0.01, textwrap.fill(data.note, width), fontsize=6, color="0.35", va="top")
         files = save_figure(fig, out / name, close=True)
-    data.frame.to_csv(out / f"{name}.csv", index=False)
+    atomic_write_csv(out / f"{name}.csv", data.frame, index=False)
     files.append(out / f"{name}.csv")
     for k, df in data.extra.items():
-        df.to_csv(out / f"{name}_{k}.csv", index=False)
+        atomic_write_csv(out / f"{name}_{k}.csv", df, index=False)
         files.append(out / f"{name}_{k}.csv")
     return data, files
 
@@ -112,7 +113,7 @@ def write_index(out: Path, results: list[dict], args: argparse.Namespace) -> Pat
     lines += [f"- **{r['name']}** ({REGISTRY[r['name']].description}): {r['note'] or '-'}"
               for r in results]
     path = out / "INDEX.md"
-    path.write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -177,6 +178,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--list", action="store_true", help="list the figures and exit")
     args = ap.parse_args(argv)
     check_args(ap, args, {"seed": NONNEG_INT})
+    if not (args.check or args.list):  # the output guard: the committed figures by name, else a results folder
+        inputs = [p for p in (args.runs, args.emergence, args.frontier_table, args.ablation_table, args.reference) if p]
+        check_out_dir(args.out, inputs, parser=ap, kind="shipped" if args.out.resolve() == FIGURES else "results")
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.full = not args.fast
     return args
@@ -234,7 +238,10 @@ def main(argv=None) -> int:
                  args.full, args.seed, args.simulated, args.reference)
     out = args.out
     announce_overwrite(out, args.only)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.resolve() == FIGURES:
+        out.mkdir(parents=True, exist_ok=True)
+    else:  # marked as the package's; --only rewrites some figures, so the others' files stay
+        claim_folder(out, fresh=False)
     results = []
     for name in args.only or list(REGISTRY):
         t0 = time.perf_counter()

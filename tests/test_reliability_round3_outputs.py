@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ihstats.cli_checks import WRITTEN_RECORD, OutputPathError, check_out_dir, claim_folder
+from ihstats.fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +25,7 @@ def test_a_users_folder_is_refused_and_a_package_folder_reused(tmp_path):
     assert not new.exists()  # a check writes nothing: bad input later leaves no folder behind
     claim_folder(new)  # what a command does before its first write
     assert (new / WRITTEN_RECORD).is_file()
-    (new / "report.md").write_text("a first, interrupted run")
+    atomic_write_text(new / "report.md", "a first, interrupted run")  # recorded, as every result file
     assert check_out_dir(new) == new  # the package's folder: a rerun may write there
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ihstats.plots import save_figure
 from ihstats.plots_paper import plot_ablation_drops
+from ihstats.fileio import atomic_write_text
 
 
 def floor_text(tests: pd.DataFrame) -> str:
@@ -66,4 +67,4 @@ def write_ablation_report(path: Path, tests: pd.DataFrame, comps: pd.DataFrame, 
                f"{r['p_floor']:.3g} ({r['p_floor_holm']:.3g}) |"
                for r in pooled.to_dict("records")]
     md += ["", "Figure: `drops.png` / `drops.pdf`; data behind it: `drops.csv`."]
-    Path(path).write_text("\n".join(md) + "\n")
+    atomic_write_text(Path(path), "\n".join(md) + "\n")

@@ -17,6 +17,7 @@ from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
 from ihstats.plots import plot_frontier
+from ihstats.fileio import atomic_write_text
 
 
 def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(), knob=None) -> None:
@@ -52,7 +53,7 @@ def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(
               f"statsmodels GLM ({res.glm.method}); no contour inside (0, 1] to compare.",
               "", "Figure: `frontier.png` / `frontier.pdf`; data behind it: `frontier.csv`, "
               "`cells.csv`.", *extra]
-    path.write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 #: The scale the knob verdict is read on: the frontier's slopes per unit log knob do not depend on

@@ -31,6 +31,7 @@ from ihstats.law.model import UPTLawModel
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.simulate.law import EXAMPLE_SETTINGS, example_table
+from ihstats.fileio import atomic_write_text
 
 #: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"
@@ -55,7 +56,7 @@ def write_reference_posterior(res, out_dir, *, source: str, n_draws: int = 1000,
     note = {"source": source, "simulated": simulated, "n_draws": n_draws,
             "summary": res.summary().reset_index().to_dict(orient="records"),
             "diagnostics": res.diagnostics(), "versions": _bayes.versions()}
-    (out / f"{name}.json").write_text(json.dumps(note, indent=2, default=float))
+    atomic_write_text(out / f"{name}.json", json.dumps(note, indent=2, default=float))
     return path
 
 

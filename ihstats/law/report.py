@@ -39,6 +39,7 @@ from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_
                            save_figure)
 from ihstats.plots_paper import plot_law_validation
 from ihstats.display import CSV_FLOAT_FORMAT
+from ihstats.fileio import atomic_write_csv, atomic_write_text
 
 
 def _save(fig, figdir: Path, name: str) -> str:
@@ -192,9 +193,9 @@ def _figures(res: UPTLawResults, figdir: Path, hdi_prob: float) -> dict[str, str
     """Draw and write the report's figures (and the CSVs behind two of them); name -> PNG path."""
     plot_vars = [p for p in res.params if p != "T"]
     frame = obs_vs_pred_frame(res, hdi_prob)
-    frame.to_csv(figdir / "obs_vs_pred.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(figdir / "obs_vs_pred.csv", frame, index=False, float_format=CSV_FLOAT_FORMAT)
     ppc = ppc_frame(res, hdi_prob)
-    ppc.to_csv(figdir / "ppc_runs.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(figdir / "ppc_runs.csv", ppc, index=False, float_format=CSV_FLOAT_FORMAT)
     return {
         "trace": _save(plot_trace(res.idata, plot_vars), figdir, "trace"),
         "rank": _save(plot_rank(res.idata, plot_vars), figdir, "rank"),
@@ -306,7 +307,7 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     diag, loo_tab = _diagnostics(res)
     diag = diag + [w for w in [circuit_warning(res.data.table)] if w]  # one law across two circuits
     influence = influence_table(res)
-    influence.to_csv(out / "influence.csv", index=False, float_format=CSV_FLOAT_FORMAT)
+    atomic_write_csv(out / "influence.csv", influence, index=False, float_format=CSV_FLOAT_FORMAT)
     heavy = influence.loc[influence["pareto_k"] > 0.7, "run_id"].tolist()
     r = res.r_obs_pred
     figs = _figures(res, figdir, hdi_prob)
@@ -338,8 +339,8 @@ def write_upt_report(res: UPTLawResults, out_dir, *, hdi_prob: float | None = No
     md = [f"# {title}", ""]
     for head, parts in sections:
         md += [f"## {head}", ""] + [p + "\n" for p in parts]
-    (out / "report.md").write_text("\n".join(md))
-    (out / "report.html").write_text(_html(title, sections, summ, side, loo_tab, compare, diag))
+    atomic_write_text(out / "report.md", "\n".join(md))
+    atomic_write_text(out / "report.html", _html(title, sections, summ, side, loo_tab, compare, diag))
     return {"markdown": str(out / "report.md"), "html": str(out / "report.html"),
             **{k: str(out / v) for k, v in figs.items()}}
 

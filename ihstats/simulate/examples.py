@@ -14,6 +14,7 @@ import argparse
 from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir
 from ihstats.simulate.ablation import simulate_ablation
 from ihstats.simulate.frontier import simulate_frontier
+from ihstats.fileio import atomic_write_csv
 
 
 def main(argv=None) -> None:
@@ -29,9 +30,9 @@ def main(argv=None) -> None:
     out = check_out_dir(args.write_examples, flag="--write-examples", parser=ap, kind="shipped")
     out.mkdir(parents=True, exist_ok=True)
     frontier, _ = simulate_frontier(seed=args.seed)
-    frontier.to_csv(out / "example_frontier.csv", index=False)
+    atomic_write_csv(out / "example_frontier.csv", frontier, index=False)
     ablation, _ = simulate_ablation(n_examples=100, n_random=49, seed=args.seed)
-    ablation.round(6).to_csv(out / "example_ablation.csv", index=False)
+    atomic_write_csv(out / "example_ablation.csv", ablation.round(6), index=False)
     print(f"wrote {out / 'example_frontier.csv'} and {out / 'example_ablation.csv'}")
 
 

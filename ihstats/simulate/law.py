@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
+from ihstats.fileio import atomic_write_csv
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
@@ -193,7 +194,7 @@ def main(argv=None) -> int:
                    help="where to write the example table (default: %(default)s)")
     args = p.parse_args(argv)
     table, truth = example_table()
-    table.to_csv(args.example, index=False)
+    atomic_write_csv(args.example, table, index=False)
     print(f"wrote {args.example} ({len(table)} rows, {int(table.censored.sum())} censored); "
           f"truth: {asdict(truth)}")
     return 0

@@ -336,6 +336,10 @@ def _merged(table: pd.DataFrame, out: Path) -> tuple[pd.DataFrame, int]:
     return pd.concat([kept, table], ignore_index=True), len(kept)
 
 
+#: the tables ablate writes into the run directory it reads (its default ``--out``)
+RUN_TABLES = ("ablation.csv", "icl.csv", "icl_kv.csv")
+
+
 def _write(frame: pd.DataFrame, path: Path) -> None:
     atomic_write_text(path, frame.to_csv(index=False))
     record_written(path)
@@ -346,9 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_args(parser, args, CLI_RANGES)
     out = Path(args.out or Path(args.run_dir) / ("icl.csv" if args.icl else "ablation.csv"))
-    check_out_file(out, [args.run_dir], parser=parser)  # before any work: never a run's own file
+    # before any work: in a run directory only its own ablation tables, never a run's own file
+    check_out_file(out, [args.run_dir], parser=parser, allowed_in_run=RUN_TABLES)
     if args.icl:
-        check_out_file(out.with_name(out.stem + "_kv.csv"), [args.run_dir], parser=parser)
+        check_out_file(out.with_name(out.stem + "_kv.csv"), [args.run_dir], parser=parser, allowed_in_run=RUN_TABLES)
     try:
         if args.threads > 0:
             torch.set_num_threads(args.threads)

@@ -187,9 +187,9 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> GridSpec:
     desc = data.get("description", "")
     if not isinstance(desc, str):
         raise ConfigError(f"{source}: description: expected a string, got {desc!r}")
+    if not isinstance(data.get("base", {}), dict):  # checked before dict(): dict("x") would raise its own error
+        raise ConfigError(f"{source}: base: expected a table, got {data.get('base')!r}")
     base = dict(data.get("base", {}))
-    if not isinstance(data.get("base", {}), dict):
-        raise ConfigError(f"{source}: base: expected a table")
     preset = base.pop("preset", None)
     if preset is not None:
         if preset not in RUN_PRESETS:

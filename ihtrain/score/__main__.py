@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args
-from ihtrain.score.load import DTYPES, ScoreError, resolve_revisions
+from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
+from ihtrain.score.load import DTYPES, ScoreError, one_line, resolve_revisions
 from ihtrain.score.scorer import ScoreSpec, score_series
 
 RANGES = {"batch_size": COUNT, "context": COUNT, "probe_seqs": COUNT, "probe_len": NONNEG_INT,
@@ -34,8 +34,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="Hub revisions (required for a Hub name), or sub-directories of a local MODEL "
                         "(default: every sub-directory holding a config.json)")
     p.add_argument("--steps", nargs="+", type=int, default=None,
-                   help="training step of each revision, in --revisions order (default: the last "
-                        "integer of each name, step1000 -> 1000)")
+                   help="training step of each revision, in --revisions order (default: from names "
+                        "that are stepN or checkpoint-N as a whole; any other name needs --steps)")
     p.add_argument("--out", required=True, help="series directory to write (or resume)")
     p.add_argument("--batch-size", type=int, required=True,
                    help="B, sequences per update of the model's training (tokens = step * B * C)")
@@ -57,6 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     check_args(p, a, RANGES)
+    inputs = [x for x in (a.model, a.val_tokens) if x and Path(x).exists()]
+    check_out_dir(a.out, inputs, parser=p, kind="series")  # before any checkpoint loads
     return a
 
 
@@ -92,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = spec_from_args(a)
         rec = score_series(spec)
-    except (ScoreError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (ScoreError, ValueError, OSError) as e:  # OSError: an over-long name, a lost permission, ...
+        print(f"error: {one_line(e, 2000)}", file=sys.stderr)
         return 2
     n = len(rec["revisions"])
     print(f"scored {n} revision{'s' if n != 1 else ''} of {rec['model']} ({rec['family']}, "

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -34,6 +36,8 @@ from ihtrain.config import from_dict
 from ihtrain.data.natural import build_corpus
 from ihtrain.data.source import resolve_cache_dir
 from ihtrain.data.tokenizer import EOS_TEXT, get_tokenizer
+from ihstats.cli_checks import check_out_dir, claim_folder
+from ihstats.fileio import atomic_write
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
 
@@ -94,13 +98,29 @@ def to_gpt2(model: GPT):
 
 
 def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") -> Path:
-    """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``."""
+    """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``.
+
+    The output guard (``ihstats.cli_checks``, kind ``checkpoint``) refuses ``out_dir`` when it is
+    or lies in the run, another run, series or grid, or holds files the package did not write. The
+    files are saved into a temporary folder beside it, then each is renamed into place (atomic, and
+    never through a symlink), and recorded in the folder's ``.ihlaw-written``."""
     if no_weights := weights_missing(Path(run_dir)):
         raise FileNotFoundError(no_weights)
+    out = check_out_dir(out_dir, [run_dir], flag="OUT_DIR", kind="checkpoint")
     loaded = load_model(run_dir, which)
-    out = Path(out_dir)
-    to_gpt2(loaded.model).save_pretrained(out)
+    hf = to_gpt2(loaded.model)
+    claim_folder(out)
+    _save_into(out, hf.save_pretrained)
     return out
+
+
+def _save_into(out: Path, save) -> None:
+    """``save(folder)`` into a temporary folder beside ``out``, then each file renamed into ``out``
+    atomically (never through a symlink) and recorded in its ``.ihlaw-written``."""
+    with tempfile.TemporaryDirectory(dir=out, prefix=".convert.") as tmp:
+        save(tmp)
+        for f in sorted(Path(tmp).iterdir()):
+            atomic_write(out / f.name, lambda dst, src=f: shutil.copyfile(src, dst))
 
 
 def weights_missing(run_dir: Path) -> str | None:
@@ -144,7 +164,7 @@ def save_tokenizer(tok, out_dir: Path) -> None:
     import transformers  # heavy (seconds): only conversion needs it
 
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok._tok, eos_token=EOS_TEXT)
-    fast.save_pretrained(out_dir)
+    _save_into(Path(out_dir), fast.save_pretrained)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         tok, why = run_tokenizer(a.run_dir)
         if tok is not None:
             save_tokenizer(tok, out)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (OSError, ValueError) as e:  # OutputPathError included
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     said = ("and its tokenizer (transformers.AutoTokenizer)" if tok is not None else f"without a tokenizer: {why}")
     print(f"wrote {out}: the model in GPT-2 format (transformers.AutoModelForCausalLM) {said}")

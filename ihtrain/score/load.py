@@ -39,17 +39,25 @@ class Revision:
         return {"revision": self.name, "step": self.step, "tokens": self.step * B * C, "source": src}
 
 
+#: the revision names a step is read from, as the WHOLE name (``step1000``, ``checkpoint-500``);
+#: any other name (``main``, ``step100-ep2``, ``v2-step10``) needs ``--steps``: guessing from its
+#: digits would put a revision at the wrong step
+STEP_NAME = re.compile(r"step(\d+)|checkpoint-(\d+)")
+
+
 def step_of(name: str) -> int:
-    """The training step in a revision's name: its last integer (``step1000`` -> 1000,
-    ``checkpoint-500`` -> 500)."""
-    found = re.findall(r"\d+", name)
-    if not found:
-        raise ScoreError(f"revision {name!r}: no step in its name (like step1000); pass --steps, one per revision")
-    return int(found[-1])
+    """The training step in a revision's name, when the whole name is :data:`STEP_NAME`
+    (``step1000`` -> 1000, ``checkpoint-500`` -> 500); any other name is refused."""
+    m = STEP_NAME.fullmatch(name)
+    if m is None:
+        raise ScoreError(f"revision {name!r}: no step in its name (only stepN or checkpoint-N as the whole "
+                         f"name give one); pass --steps, one per revision")
+    return int(m.group(1) or m.group(2))
 
 
 def _local_names(root: Path, revisions: list[str] | None) -> list[str]:
     if revisions:
+        _check_inside(root, revisions)
         missing = [r for r in revisions if not (root / r / HF_CONFIG).is_file()]
         if missing:
             raise ScoreError(f"{root}: revision(s) {', '.join(missing)} are not checkpoint directories "
@@ -59,6 +67,24 @@ def _local_names(root: Path, revisions: list[str] | None) -> list[str]:
     if not names:
         raise ScoreError(f"{root}: no checkpoint directories (sub-directories with {HF_CONFIG}) in it")
     return names
+
+
+def _check_inside(root: Path, names: list[str]) -> None:
+    """Every revision is its own folder inside MODEL: none reached through ``..``, an absolute
+    path or a link pointing out of it, and no two names (a symlink beside its target) one folder."""
+    top, seen = root.resolve(), {}
+    for name in names:
+        try:
+            real = (root / name).resolve()
+        except (OSError, RuntimeError) as e:  # a symlink loop (RuntimeError before Python 3.13), a name too long
+            raise ScoreError(f"{root}: revision {name[:80]!r}: cannot resolve it ({e}); give a checkpoint folder") from None
+        if real == top or top not in real.parents:
+            raise ScoreError(f"{root}: revision {name!r} resolves to {real}, outside the model folder; "
+                             f"move the checkpoint into {root}")
+        if real in seen:
+            raise ScoreError(f"{root}: revisions {seen[real]!r} and {name!r} are the same folder {real} "
+                             f"(a symlink?); keep one")
+        seen[real] = name
 
 
 def resolve_revisions(model: str, revisions: list[str] | None, steps: list[int] | None) -> list[Revision]:
@@ -73,6 +99,8 @@ def resolve_revisions(model: str, revisions: list[str] | None, steps: list[int] 
     if root.is_dir():
         single = (root / HF_CONFIG).is_file() and not revisions
         names = [root.name] if single else _local_names(root, revisions)
+        if not single:
+            _check_inside(root, names)
         paths = [root] if single else [root / n for n in names]
         hub: list[str | None] = [None] * len(names)
         sources = [str(p) for p in paths]
@@ -125,10 +153,21 @@ def _from_pretrained(cls: Any, rev: Revision, **kw: Any) -> Any:
         if "trust_remote_code" in str(e) or "custom code" in str(e):
             raise ScoreError(f"{where}: it asks to run its own code; ihlaw loads weights as data only "
                              "and refuses it") from None
-        raise
+        if isinstance(e, ScoreError):
+            raise
+        raise ScoreError(f"{where}: cannot load ({one_line(e)})") from None
     except OSError as e:
         hint = "" if rev.hub_revision is None else f"; {OFFLINE_HINT}"
-        raise ScoreError(f"{where}: cannot load ({str(e).splitlines()[0]}){hint}") from None
+        raise ScoreError(f"{where}: cannot load ({one_line(e)}){hint}") from None
+    except Exception as e:  # noqa: BLE001 - damaged safetensors, an absurd header, a pickle refused, ...
+        raise ScoreError(f"{where}: cannot load ({type(e).__name__}: {one_line(e)}); the checkpoint is "
+                         f"damaged or not in a format transformers reads") from None
+
+
+def one_line(e: BaseException, most: int = 300) -> str:
+    """An error's message on one line (transformers' run over several), at most ``most`` characters."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= most else text[:most] + "..."
 
 
 def load_checkpoint(rev: Revision, dtype: str, device: str) -> torch.nn.Module:
@@ -186,4 +225,4 @@ def count_params(model: torch.nn.Module) -> tuple[int, int]:
 
 
 __all__ = ["DTYPES", "HF_CONFIG", "Revision", "ScoreError", "count_params", "load_checkpoint",
-           "refuse_remote_code", "resolve_revisions", "step_of", "vocabulary"]
+           "one_line", "refuse_remote_code", "resolve_revisions", "step_of", "vocabulary"]

@@ -10,9 +10,12 @@ directory"): ``series.json`` (:mod:`ihstats.series`), ``metrics.parquet``, ``sta
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -27,12 +30,12 @@ from tqdm import tqdm
 from ihstats import progress
 from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
 from ihstats.fileio import atomic_write_parquet, read_parquet
-from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
+from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, shape_id, write_series
 from ihtrain.metrics import evaluate, metric_names, to_rows
 from ihtrain.probes import ProbeSet, make_probes
 from ihtrain.run.provenance import git_commit, package_versions
 from ihtrain.score.adapter import HFModel, family_of
-from ihtrain.score.load import Revision, ScoreError, count_params, load_checkpoint, vocabulary
+from ihtrain.score.load import Revision, ScoreError, count_params, load_checkpoint, one_line, vocabulary
 
 
 @dataclass
@@ -98,6 +101,7 @@ def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[
            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "git_commit": git_commit(), "device": spec.device, "threads": torch.get_num_threads()}
     rec["run_id"] = series_id(rec)
+    rec["shape_id"] = shape_id(rec)  # N and width are checked by readers against it (ihstats.series)
     return rec
 
 
@@ -139,10 +143,13 @@ def _score_one(spec: ScoreSpec, rev: Revision, probes: ProbeSet, names: list[str
     """metrics.parquet rows of one revision (``hf``: already loaded, else loaded here)."""
     hf = hf if hf is not None else load_checkpoint(rev, spec.dtype, spec.device)
     model = HFModel(hf)
-    shape = {"family": hf.config.model_type, "n_layer": model.cfg.n_layer, "n_head": model.cfg.n_head}
-    if any(first[k] != v for k, v in shape.items()):
-        raise ScoreError(f"revision {rev.name}: a {shape} model, not the series' {first['family']} "
-                         f"{first['n_layer']} x {first['n_head']}: one series is one model")
+    emb = hf.get_input_embeddings().weight.shape  # (V, d)
+    shape = {"family": hf.config.model_type, "n_layer": model.cfg.n_layer, "n_head": model.cfg.n_head,
+             "d_model": int(emb[1])}
+    theirs = {k: first[k] for k in shape}
+    if shape != theirs or int(emb[0]) != first["probe"]["vocab_size"]:
+        raise ScoreError(f"revision {rev.name}: a {shape} model with {int(emb[0])} embedding rows, not the "
+                         f"series' {theirs} with {first['probe']['vocab_size']}: one series is one model")
     res = evaluate(model, probes, spec.val_tokens, include=names)
     del model, hf
     return to_rows(res, rev.step, rev.step * spec.batch_size * spec.context)
@@ -196,9 +203,51 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     names = metric_names(spec.include or None, has_val=spec.val_tokens is not None)
     rec = _record(spec, hf, probes, names, where)
     out.mkdir(parents=True, exist_ok=True)
-    if is_series_dir(out):
-        rec = _merge_existing(out, rec)
-    write_series(out, rec)
+    with series_lock(out):
+        if is_series_dir(out):
+            rec = _merge_existing(out, rec)
+        write_series(out, rec)
+        first = [hf]  # handed over, not kept here: one checkpoint in memory at a time
+        del hf
+        try:
+            _score_todo(spec, out, rec, probes, names, first)
+        except Exception as e:  # noqa: BLE001 - whatever stops it, the series says failed, in one line
+            msg = str(e) if isinstance(e, ScoreError) else f"{type(e).__name__}: {one_line(e)}"
+            write_status(out, "failed", _last_scored(out), reason=msg)
+            raise ScoreError(msg) from None
+    return rec
+
+
+LOCK_FILE = ".score.lock"  # held (flock) by the one scorer writing a series directory
+
+
+@contextmanager
+def series_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/.score.lock``: a second scorer into the same series stops with one line instead
+    of both appending to one log."""
+    with open(out / LOCK_FILE, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ScoreError(f"--out {out}: another scorer is writing this series now ({out / LOCK_FILE} is "
+                             f"held); wait for it to finish, or pass another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _last_scored(out: Path) -> int:
+    try:
+        return max(_scored_steps(out), default=0)
+    except (OSError, ValueError):  # a damaged log: the failed status still gets written
+        return 0
+
+
+def _score_todo(spec: ScoreSpec, out: Path, rec: dict[str, Any], probes: ProbeSet, names: list[str],
+                first: list[torch.nn.Module]) -> None:
+    """Score the revisions of ``spec`` not yet in ``out`` (``first``: the first one, loaded)."""
+    first_rev, hf = spec.revisions[0], first.pop()
     done = _scored_steps(out)
     todo = [r for r in spec.revisions if r.step not in done]
     loaded = hf if todo and todo[0] is first_rev else None  # the first revision is not loaded twice
@@ -207,12 +256,8 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     frame = None
     for rev in log.bar(todo):
         write_status(out, "running", max(done, default=0), reason=f"scoring {rev.name}")
-        try:
-            frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded))
-            loaded = None
-        except ScoreError as e:
-            write_status(out, "failed", max(done, default=0), reason=str(e))
-            raise
+        frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded))
+        loaded = None
         done.add(rev.step)
         log.scored(rev.name)
         gc.collect()  # one checkpoint in memory at a time: free this one before the next loads
@@ -223,7 +268,6 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     last = max(done, default=0)
     crossing = ps_crossing(frame, EMERGENCE_THRESHOLD) if frame is not None else None
     write_status(out, "done", last, crossing=crossing)
-    return rec
 
 
-__all__ = ["ScoreSpec", "score_series"]
+__all__ = ["LOCK_FILE", "ScoreSpec", "score_series", "series_lock"]

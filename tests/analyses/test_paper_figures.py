@@ -141,14 +141,15 @@ def test_missing_shipped_set_is_skipped_never_simulated(tmp_path):
     empty = tmp_path / "reference"
     empty.mkdir()
     only = [n for n in make.REGISTRY if n != "scored_series"]  # every figure of a shipped set
-    rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(tmp_path)])
+    out = tmp_path / "figs"  # beside the input, not holding it (the output guard)
+    rc = make.main(["--only", *only, "--reference", str(empty), "--fast", "--out", str(out)])
     assert rc == 0
-    index = (tmp_path / "INDEX.md").read_text()
+    index = (out / "INDEX.md").read_text()
     for name in only:
         assert f"| {name} | skipped |" in index, name
     assert "SIMULATED" not in index and "missing" in index
-    assert not list(tmp_path.glob("*.csv"))
-    assert make.main(["--runs", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+    assert not list(out.glob("*.csv"))
+    assert make.main(["--runs", str(tmp_path / "nope"), "--out", str(out)]) == 2
 
 
 def test_default_reads_only_shipped_real_logs(tmp_path):

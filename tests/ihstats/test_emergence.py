@@ -251,7 +251,7 @@ def test_emergence_table_per_head_and_plain_frame(grid):
 
 def test_cli_writes_csv_and_fails_cleanly(grid, tmp_path, capsys):
     path, _ = grid
-    out = tmp_path / "em.csv"
+    out = tmp_path.parent / f"{tmp_path.name}-out" / "em.csv"  # outside the grid: a grid holds only its runs
     assert main([str(path), "-o", str(out), "--method", "pelt"]) == 0
     assert "wrote 3 runs" in capsys.readouterr().out and len(pd.read_csv(out)) == 3
     assert main([str(path), "-o", str(out), "--metric", "nope"]) == 2
