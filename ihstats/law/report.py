@@ -350,7 +350,7 @@ def _published_forms(res: UPTLawResults, out: Path) -> list[str]:
     like (written to ``reference_forms.csv``)."""
     near = pd.DataFrame([closeness(res)]).T.rename(columns={0: "posterior probability"})
     refs = reference_table(res.data)
-    refs.to_csv(out / "reference_forms.csv")
+    atomic_write_csv(out / "reference_forms.csv", refs, float_format=CSV_FLOAT_FORMAT)
     return [_md_table(near) + "\n\n" + PUBLISHED_TEXT, _md_table(refs.round(3)) + "\n\n" + REFERENCE_TEXT]
 
 

@@ -104,9 +104,9 @@ def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") ->
     or lies in the run, another run, series or grid, or holds files the package did not write. The
     files are saved into a temporary folder beside it, then each is renamed into place (atomic, and
     never through a symlink), and recorded in the folder's ``.ihlaw-written``."""
+    out = check_out_dir(out_dir, [run_dir], flag="OUT_DIR", kind="checkpoint")
     if no_weights := weights_missing(Path(run_dir)):
         raise FileNotFoundError(no_weights)
-    out = check_out_dir(out_dir, [run_dir], flag="OUT_DIR", kind="checkpoint")
     loaded = load_model(run_dir, which)
     hf = to_gpt2(loaded.model)
     claim_folder(out)
