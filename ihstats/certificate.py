@@ -139,7 +139,7 @@ def certify(metrics: pd.DataFrame, level: float = FORMED_LEVEL, watched: str = "
     """:func:`certify_run` at an explicit ``level``, with the crossing read on ``watched``."""
     crossing = ps_crossing(metrics, level, watched) if len(metrics) else None
     if not has_general_probe(metrics):
-        cls, why = provisional_class(metrics, level)
+        cls, why = provisional_class(metrics, level, watched)
         return Certificate(False, UNCERTIFIABLE, UNCERTIFIABLE, level, crossing_step=crossing, provisional=cls,
                            reason=f"no general probe in the logs; provisional: {why}")
     holds = _rule_by_step(metrics, level)
@@ -237,14 +237,15 @@ def _lookup_kind(end: pd.DataFrame, indist: float, ctrl: str, said: str) -> tupl
     return INDIST_LOOKUP, f"{said} ({tail})"
 
 
-def provisional_class(metrics: pd.DataFrame, level: float) -> tuple[str, str]:
+def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") -> tuple[str, str]:
     """The class of a run whose logs lack the general probe, read from what they hold (its last
     evaluation), with one line saying why. Provisional: a single probe distance cannot tell a
     fixed-offset copier from an induction head. Rules, in order:
 
-    1. the random-token repeat probe (``ps``) reaches :data:`ihstats.contract.FORMED_LEVEL` (the
-       default level: random tokens have no successor structure to creep on, so a run's raised level,
-       which lifts ``ps_indist`` over its successor creep, does not apply to it): ``induction
+    1. the random-token repeat probe (``ps``) reaches its level: the run's own where the run watches
+       ``ps`` (``watched``), else :data:`ihstats.contract.FORMED_LEVEL` (random tokens have no
+       successor structure to creep on, so a level raised to lift ``ps_indist`` over its successor
+       creep does not apply to them): ``induction
        (previous-token)`` with a previous-token head (layer-0 ``prev_token`` >=
        ``CIRCUIT_PREV_TOKEN_MIN`` under a top head above layer 0); else ``induction (other circuit)``
        when ``ps_indist`` also reaches the run's level (copying at a second placement); else
@@ -260,7 +261,7 @@ def provisional_class(metrics: pd.DataFrame, level: float) -> tuple[str, str]:
     ps, indist = _max_at(end, "ps"), _max_at(end, "ps_indist")
     pt0 = _max_at(end[end["layer"] == 0], "prev_token")
     said = f"random-token PS {ps:.2f}, ps_indist {indist:.2f}, layer-0 previous-token {pt0:.2f}"
-    if np.isfinite(ps) and ps >= FORMED_LEVEL:
+    if np.isfinite(ps) and ps >= (level if watched == "ps" else FORMED_LEVEL):
         rows = end[end["metric"] == "ps"]
         top_layer = int(rows.loc[rows["value"].idxmax(), "layer"])
         if top_layer > 0 and pt0 >= CIRCUIT_PREV_TOKEN_MIN:
