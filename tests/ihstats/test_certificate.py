@@ -136,7 +136,8 @@ def test_legacy_logs_are_uncertifiable_with_a_provisional_class():
     assert certify(with_pt, 0.5, "ps_indist").provisional == INDUCTION_PT  # random tokens read at 0.3
     no_pt = frame({"ps": rise(0.77, 800), "ps_indist": rise(0.86, 800)}, pt0=0.08)
     assert certify(no_pt, 0.5, "ps_indist").provisional == INDUCTION_OTHER
-    assert certify(with_pt, 0.6, "ps").provisional == NO_HEAD  # a run watching ps: its own level
+    ps_only = frame({"ps": rise(0.5, 800)}, pt0=0.95)  # like cpu-tiny: PS 0.49 under its own level 0.5
+    assert certify(ps_only, 0.6, "ps").provisional == NO_HEAD and certify(ps_only, 0.3, "ps").provisional == INDUCTION_PT
     assert certify(frame({"ps": rise(0.87, 800)}, pt0=0.04), 0.3).provisional == FIXED_OFFSET
     t = emergence_table(legacy.assign(run_id="x", formed_level=0.5), "ps_indist").iloc[0]
     assert (t["formed"], t["crossed"], t["onset_basis"]) == (False, True, "crossing")
