@@ -250,8 +250,10 @@ def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") 
        ``CIRCUIT_PREV_TOKEN_MIN`` under a top head above layer 0); else ``induction (other circuit)``
        when ``ps_indist`` also reaches the run's level (copying at a second placement); else
        ``fixed-offset copy`` (one distance, no previous-token head);
-    2. ``ps_indist`` reaches the run's level with ``ps`` below: ``successor lookup`` when within
-       :data:`CERT_MARGIN` of the sharpened successor ceiling (where logged), else
+    2. ``ps_indist`` reaches the run's level with ``ps`` below: ``induction (previous-token)`` when
+       its top head sits above layer 0 over a previous-token head (the random-token probe may sit
+       off the data's repeat region: ``analyses/probe_audit.py``); else ``successor lookup`` when
+       within :data:`CERT_MARGIN` of the sharpened successor ceiling (where logged), else
        ``in-distribution lookup``;
     3. else ``none``.
     """
@@ -270,6 +272,9 @@ def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") 
             return INDUCTION_OTHER, f"{said}: copies random tokens and the data's copies without a previous-token head"
         return FIXED_OFFSET, f"{said}: one probe distance passed without a previous-token head"
     if np.isfinite(indist) and indist >= level:
+        rows = end[end["metric"] == "ps_indist"]
+        if int(rows.loc[rows["value"].idxmax(), "layer"]) > 0 and pt0 >= CIRCUIT_PREV_TOKEN_MIN:
+            return INDUCTION_PT, f"{said}: the data's copies over a previous-token head"
         return _lookup_kind(end, indist, "n/a", f"{said}: the data's copies only")
     return NO_HEAD, said
 

@@ -139,6 +139,10 @@ def test_legacy_logs_are_uncertifiable_with_a_provisional_class():
     ps_only = frame({"ps": rise(0.5, 800)}, pt0=0.95)  # like cpu-tiny: PS 0.49 under its own level 0.5
     assert certify(ps_only, 0.6, "ps").provisional == NO_HEAD and certify(ps_only, 0.3, "ps").provisional == INDUCTION_PT
     assert certify(frame({"ps": rise(0.87, 800)}, pt0=0.04), 0.3).provisional == FIXED_OFFSET
+    # bxc-law C 128: the random-token probe sits off the repeat region (PS 0.18-0.25) over a
+    # previous-token head of 0.98: the data's copies through the classic circuit
+    off_probe = frame({"ps": rise(0.2, 800), "ps_indist": rise(0.88, 800)}, pt0=0.98)
+    assert certify(off_probe, 0.3, "ps_indist").provisional == INDUCTION_PT
     t = emergence_table(legacy.assign(run_id="x", formed_level=0.5), "ps_indist").iloc[0]
     assert (t["formed"], t["crossed"], t["onset_basis"]) == (False, True, "crossing")
     assert fit_basis(pd.Series(["crossing"]), pd.Series([UNCERTIFIABLE])) == LEGACY_BASIS
