@@ -156,3 +156,22 @@ def test_the_general_curve_is_max_over_heads_of_min_over_distances():
 def test_a_bad_formed_level_is_refused_naming_the_run():
     with pytest.raises(ValueError, match="run r7: config.json train.emergence_threshold is 1.5"):
         certify_run(frame(INDUCTION), {"run_id": "r7", "config": {"train": {"emergence_threshold": 1.5}}})
+
+
+def test_fits_read_crossings_only_where_the_basis_says_so():
+    from ihstats.tables import formed_column, outcome_basis, summary_formed
+
+    legacy = pd.DataFrame({"run_id": ["a", "b", "c"], "formed": [False] * 3, "crossed": [True, False, True],
+                           "censored": [False, True, False], "onset_basis": "crossing", "certificate": UNCERTIFIABLE})
+    assert formed_column(legacy).tolist() == [True, False, True]  # by their crossing, not as formed
+    assert outcome_basis(legacy) == LEGACY_BASIS
+    certified = legacy.assign(onset_basis="certified", certificate="not certified", formed=[True, False, False])
+    with pytest.warns(UserWarning):  # c crossed but is not certified: not formed
+        assert formed_column(certified).tolist() == [True, False, False]
+    assert outcome_basis(certified) == "certified" and outcome_basis(legacy.drop(columns="onset_basis")) \
+        == "the table's formed column"
+    old_summary = pd.DataFrame({"run_id": ["a", "b"], "formed": [True, None]})  # written before issue 65
+    formed, basis = summary_formed(old_summary)
+    assert formed.tolist() == [True, False] and basis == LEGACY_BASIS
+    formed, basis = summary_formed(legacy.assign(formed=[False, pd.NA, False]))
+    assert formed.tolist() == [True, False, True] and basis == LEGACY_BASIS
