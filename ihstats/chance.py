@@ -135,7 +135,10 @@ def repeat_probe_floor(context: int, probe_len: int) -> float:
 # ------------------------------------------------------------------ issue 65: induction, controlled
 def _pair_probs(P, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     """``P[prev_i, nxt_i]`` for a dense array or a scipy sparse matrix ``P`` (V, V): (n,) float."""
-    return np.asarray(P[np.asarray(prev), np.asarray(nxt)], dtype=np.float64).ravel()
+    prev, nxt = np.asarray(prev, dtype=np.int64), np.asarray(nxt, dtype=np.int64)
+    if not prev.size:  # scipy cannot index with empty arrays
+        return np.zeros(0)
+    return np.asarray(P[prev, nxt], dtype=np.float64).ravel()
 
 
 def likely_successor(P, marginal: np.ndarray, prev, nxt) -> np.ndarray:

@@ -266,7 +266,7 @@ def general_probe_layout(context: int, repeat_start: int) -> dict[str, Any]:
     near, far = k, C - k
     if far - near < 2:
         raise ValueError(f"context: the general probe needs three distinct copy distances in [k, C - k] "
-                         f"(k = {k}); C = {C} is too short (use C >= 8)")
+                         f"(k = {k}); C = {C} is too short (use C >= 6)")
     return {"span": k, "second": C - k, "distances": (near, (near + far) // 2, far), "slots": GENERAL_PROBE_METRICS}
 
 
