@@ -36,10 +36,11 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
         if name in per_head:
             axes[0].plot(x, per_head[name], label=label)
     f = formation(m)
-    if f["formed"]:  # the onset the README and the emergence table quote, with its interval
+    if f["crossed"]:  # the PS onset with its interval, and whether the run is certified (ihstats.certificate)
         axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
         axes[0].axvline(f["onset"], color="0.3", ls="--", lw=1,
-                        label=f"PS onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}]")
+                        label=f"PS onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}] "
+                              f"({'certified' if f['formed'] else 'crossing; ' + f['mechanism']})")
     axes[0].set(xscale="log", xlabel="updates", ylabel="score", ylim=(0, 1.02), title="per-head scores")
     axes[0].legend(fontsize=8)
     if "ar_acc" in model_level:

@@ -216,7 +216,7 @@ class Trainer:
                 self.stop_at = emergence_stop_step(self.cfg, self.crossing)
             self.bar.set_postfix(ps=f"{self.ps_now:.2f}", refresh=False)
         if at_stop:
-            if self._has_formed():
+            if self._has_crossed():
                 self.stop_reason = "emerged"
                 return False
             self.stop_at = emergence_recheck_step(self.cfg, self.crossing, self.step)
@@ -303,11 +303,14 @@ class Trainer:
             self.crossing = ps_crossing(rows, threshold, watched)
         return float(np.nanmax(results[watched])) if watched in results else float("nan")
 
-    def _has_formed(self) -> bool:
+    def _has_crossed(self) -> bool:
+        """The until-emergence stop rule: the watched PS crossed (uncensored onset, max PS at the run's
+        formed level at the end; ``formation``'s ``crossed``). It is not the verdict: whether the run
+        *formed* (certified, ihstats.certificate) is read from the logs by the summary and the tables."""
         from ihstats.emergence import formation  # looked up per call: tests replace the verdict
 
-        return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold,
-                         metric=self.cfg.train.emergence_metric)["formed"]
+        return formation(self.logs.metric_frame(), formed_level=self.cfg.train.emergence_threshold,
+                         metric=self.cfg.train.emergence_metric)["crossed"]
 
     def save_checkpoint(self, name: str = checkpoint.LAST) -> None:
         """Flush the logs, then checkpoint the state they agree with (only a finite one)."""

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
+from ihstats.contract import FORMED_LEVEL, METRICS_FILE, ps_crossing, write_status
 from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
 from ihtrain.data.successors import Successors, bigram_successors
@@ -208,7 +208,7 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     if frame is None and (out / METRICS_FILE).is_file():
         frame = read_parquet(out / METRICS_FILE, what="metric log")
     last = max(done, default=0)
-    crossing = ps_crossing(frame, EMERGENCE_THRESHOLD) if frame is not None else None
+    crossing = ps_crossing(frame, FORMED_LEVEL) if frame is not None else None
     write_status(out, "done", last, crossing=crossing)
     return rec
 
