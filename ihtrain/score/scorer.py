@@ -25,6 +25,7 @@ import torch
 from tqdm import tqdm
 
 from ihstats.contract import FORMED_LEVEL, METRICS_FILE, ps_crossing, write_status
+from ihstats.certificate import certify_run
 from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, write_series
 from ihtrain.data.successors import Successors, bigram_successors
@@ -213,4 +214,15 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     return rec
 
 
-__all__ = ["ScoreSpec", "score_series"]
+def mechanism_line(out: Path, rec: dict[str, Any]) -> str:
+    """One line for a scored series: its mechanism class and whether it formed
+    (:func:`ihstats.certificate.certify_run` on its metrics at the default level), with the reason."""
+    path = Path(out) / METRICS_FILE
+    if not path.is_file():
+        return f"{rec['model']}: nothing scored"
+    cert = certify_run(read_parquet(path, what="metric log"), rec)
+    verdict = f"formed (certified from step {cert.certified_step})" if cert.certified else "not formed"
+    return f"{Path(rec['model']).name}: {cert.cls}, {verdict} ({cert.reason})"
+
+
+__all__ = ["ScoreSpec", "mechanism_line", "score_series"]
