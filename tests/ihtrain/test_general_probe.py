@@ -177,3 +177,16 @@ def test_chance_indist_agrees_with_ihstats(markov):
     # a uniform head scores exactly the chance of each (head 0 of the positional model)
     assert r["ps_indist"][0, 0] == pytest.approx(want["chance_indist"], abs=1e-6)
     assert r["ps_indist_ctrl"][0, 0] == pytest.approx(want["chance_ctrl"], abs=1e-6)
+
+
+def test_bxc_cross_c32_successor_lookup_is_high_and_its_control_at_chance():
+    """The issue's numbers, from the default grid's own generator (V 512 Markov, f = r = 0.9, C 32,
+    seed 0, 16 held-out sequences): the oracle successor head reads ps_indist 0.35 (issue: 0.34-0.42)
+    and 0.43 sharpened (0.55-0.57 on other draws), 5-6x uniform chance, while on the copies whose
+    token is not a likely successor both oracles sit below chance."""
+    src = MarkovSource(MarkovConfig(vocab=512, frequency=0.9, reliability=0.9), seed=0, pool_tokens=0, context=32)
+    val = src.val_sample(16, 33)
+    c = src.successor_stats().labelled(val, 16)["ceilings"]
+    assert 0.30 < c["ceil_succ_indist"] < 0.42 and c["ceil_succ_pmi_indist"] > c["ceil_succ_indist"]
+    assert c["ceil_succ_indist"] > 4 * c["chance_indist"]
+    assert c["ceil_succ_ctrl"] < c["chance_ctrl"] < 0.1
