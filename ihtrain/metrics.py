@@ -39,10 +39,10 @@ import torch
 import torch.nn.functional as F
 
 from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
-from ihstats.chance import general_probe_chance, offset_general_ceiling
-from ihstats.contract import GENERAL_PROBE_METRICS, METRIC_NAMES, METRICS, OPT_IN_METRICS
-from ihtrain.data.repeats import copy_labels
+from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
 from ihtrain.data.successors import Successors
+from ihtrain.induction_metrics import (attn_score, ceil_offset_gen, chance_gen, chance_indist, constant, indist_chunk,
+                                       indist_gain, ps_gen_far, ps_gen_mid, ps_gen_near, ps_indist, ps_indist_ctrl)
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet, natural_repeat
 
@@ -101,7 +101,7 @@ class Activations:
         ctrl = self.ctrl_queries
         total: dict[str, torch.Tensor | float] = {}
         for i in range(0, N, chunk):
-            part = _indist_chunk(self.model, val[i:i + chunk], self.copy_start,
+            part = indist_chunk(self.model, val[i:i + chunk], self.copy_start,
                                  None if ctrl is None else ctrl[i:i + chunk].to(val.device))
             total = {k: total.get(k, 0) + v for k, v in part.items()}
         return total
@@ -149,23 +149,18 @@ def _next_logprobs(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------ attention scores
-def _attn_score(attn: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> np.ndarray:
-    """Mean over batch and listed queries of attn[..., q_i, k_i]; attn (L, B, H, T, T) -> (L, H)."""
-    return attn[:, :, :, q, k].float().mean(dim=(1, 3)).cpu().numpy()  # (L, B, H, |q|) -> (L, H)
-
-
 def ps(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """Prefix matching: attention from s to s - n + 1, s in [n, 2n-1]."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat[1].attn, q, q - n + 1)
+    return attn_score(acts.repeat[1].attn, q, q - n + 1)
 
 
 def prev_token(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """Previous-token score: attention from s to s - 1, s in [n, 2n-1] (same queries as PS)."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat[1].attn, q, q - 1)
+    return attn_score(acts.repeat[1].attn, q, q - 1)
 
 
 def copy_fwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -178,7 +173,7 @@ def copy_fwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m, device=probes.copy_fwd.device)
-    return _attn_score(acts.copy.attn[:, :N], q, q - m)
+    return attn_score(acts.copy.attn[:, :N], q, q - m)
 
 
 def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -191,7 +186,7 @@ def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarra
     """
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m, device=probes.copy_bwd.device)
-    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
+    return attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
 
 
 def dup_bwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -202,7 +197,7 @@ def dup_bwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     predecessor)."""
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m + 1, device=probes.copy_bwd.device)
-    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - q)
+    return attn_score(acts.copy.attn[:, N:], q, 2 * m - q)
 
 
 def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -210,98 +205,7 @@ def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     s - n + 1, s in [n, 2n-1]; in distribution for every condition (tokens may recur in a span)."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
-
-
-def _indist_chunk(model: GPT, val: torch.Tensor, start: int, ctrl: torch.Tensor | None) -> dict[str, torch.Tensor | float]:
-    """One chunk of :attr:`Activations.indist`: val (n, T + 1), ctrl (n, T + 1) bool or None -> its sums."""
-    queries, keys = (torch.from_numpy(x).to(val.device) for x in copy_labels(val.cpu().numpy(), start))
-    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each; a <= T - 1: labels on T + 1 tokens
-    zero = torch.zeros(model.cfg.n_layer, model.cfg.n_head, dtype=torch.float64)
-    if b.numel() == 0:
-        return {"mass": zero, "gain": 0.0, "count": 0, "chance": 0.0, "mass_ctrl": zero, "count_ctrl": 0}
-    T = val.shape[1] - 1
-    logits, cache = model.run_with_cache(val[:, :-1], logits=True)
-    logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (n, T)
-    k = keys[b, a, :T]  # (Q, T): the positions after earlier occurrences of x[a]
-    attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
-    per_q = (attn.float() * k[:, None, None, :]).sum(-1).double()  # (Q, L, H)
-    # the bigram's first occurrence j: the earliest key k = j + 1 holding the token that follows a
-    j = (k & (val[b, :T] == val[b, a + 1][:, None])).float().argmax(dim=1) - 1
-    c = ctrl[b, a] if ctrl is not None else torch.zeros_like(b, dtype=torch.bool)  # (Q,)
-    return {"mass": per_q.sum(0).cpu(), "gain": float((logp[b, a] - logp[b, j]).double().sum()), "count": int(b.numel()),
-            "chance": float((k.sum(1).double() / (a + 1)).sum()),
-            "mass_ctrl": per_q[c].sum(0).cpu(), "count_ctrl": int(c.sum())}
-
-
-def ps_indist(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
-    """In-distribution PS: at each copy query of the held-out sequences (the data's own ``A B ... A``
-    positions in its repeat region), the attention mass on the positions after the earlier
-    occurrences of the query's token; mean over queries (NaN without any). Chance: the share of
-    earlier positions that are such keys (mean over queries of ``|keys| / (a + 1)``)."""
-    s = acts.indist
-    return (s["mass"] / s["count"]).numpy() if s["count"] else np.full(tuple(s["mass"].shape), np.nan)
-
-
-def ps_indist_ctrl(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
-    """Successor-controlled in-distribution PS: :func:`ps_indist` over only the copy queries whose
-    copied token ``x[a+1]`` is not a likely successor of ``x[a]`` under the source's statistics
-    (:func:`ihstats.chance.likely_successor`); NaN without any."""
-    acts.labelled  # noqa: B018  (raises without successor statistics)
-    s = acts.indist
-    return (s["mass_ctrl"] / s["count_ctrl"]).numpy() if s["count_ctrl"] else np.full(tuple(s["mass"].shape), np.nan)
-
-
-def chance_indist(model: GPT, probes: ProbeSet, acts: Activations) -> float:
-    """ps_indist's chance level: uniform causal attention, mean over copy queries of ``|keys| / (a + 1)``."""
-    s = acts.indist
-    return s["chance"] / s["count"] if s["count"] else float("nan")
-
-
-def _constant(name: str) -> MetricFn:
-    """A per-run constant of :func:`ihstats.chance.indist_ceilings` (computed once per run)."""
-    def read(model: GPT, probes: ProbeSet, acts: Activations) -> float:
-        return float(acts.labelled["ceilings"][name])
-    read.__name__ = read.__qualname__ = name
-    read.__doc__ = f"``{name}`` of :func:`ihstats.chance.indist_ceilings` on the in-distribution probes' sequences."
-    return read
-
-
-def _general_score(i: int) -> MetricFn:
-    def score(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
-        lay = probes.general_layout
-        d, C, rows = lay["distances"][i], probes.context, probes.general.shape[0] // 3
-        q = torch.arange(lay["second"], C - 1, device=probes.general.device)
-        return _attn_score(acts.general.attn[:, i * rows:(i + 1) * rows], q, q - d + 1)
-    name = GENERAL_PROBE_METRICS[i]
-    score.__name__ = score.__qualname__ = name
-    score.__doc__ = (f"General induction PS at the layout's {name[7:]} distance d: attention from s to "
-                     f"s - d + 1, s in [C - k, C - 2], over that distance's rows. Chance: mean 1/(s + 1).")
-    return score
-
-
-ps_gen_near, ps_gen_mid, ps_gen_far = (_general_score(i) for i in range(3))
-
-
-def ceil_offset_gen(model: GPT, probes: ProbeSet, acts: Activations) -> float:
-    """The general score a fixed-offset head can reach (:func:`ihstats.chance.offset_general_ceiling`)."""
-    return offset_general_ceiling(probes.context, probes.repeat_start)
-
-
-def chance_gen(probes: ProbeSet) -> float:
-    """Each general-probe score's chance level (:func:`ihstats.chance.general_probe_chance`)."""
-    return general_probe_chance(probes.context, probes.repeat_start)
-
-
-def indist_gain(model: GPT, probes: ProbeSet, acts: Activations) -> float:
-    """In-distribution induction loss gain (nats): at each copy query ``a`` (the data's own
-    ``A B ... A -> B``), the log-prob of ``B`` at the repeat minus at the bigram's first occurrence
-    ``j`` (the same token predicting the same next token, without the earlier copy in context); mean
-    over queries. A model that reads only the current token scores 0 whatever bigram statistics it
-    has learnt; it rises when the model predicts copies from context. Probe-free: it reads only the
-    model's loss on training-distribution sequences."""
-    s = acts.indist
-    return s["gain"] / s["count"] if s["count"] else float("nan")
+    return attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
 
 
 # ------------------------------------------------------------------------------ log-prob scores
@@ -496,7 +400,7 @@ _FUNCTIONS: dict[str, MetricFn] = {
     "ps_indist": ps_indist, "indist_gain": indist_gain, "anti_copy": anti_copy,
     "ps_gen_near": ps_gen_near, "ps_gen_mid": ps_gen_mid, "ps_gen_far": ps_gen_far, "ps_indist_ctrl": ps_indist_ctrl,
     "chance_indist": chance_indist, "ceil_offset_gen": ceil_offset_gen,
-    **{name: _constant(name) for name in ("chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")},
+    **{name: constant(name) for name in ("chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")},
 }
 # metrics read from held-out text: computed only when val_tokens are given
 NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain", "chance_indist")

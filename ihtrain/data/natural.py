@@ -53,7 +53,7 @@ import numpy as np
 from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
-from ihtrain.data.successors import Successors, bigram_successors
+from ihtrain.data.successors import held_out_bigrams
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
 from ihstats.progress import bar as progress_bar
 
@@ -499,10 +499,7 @@ class NaturalSource:
         starts = np.linspace(0, val.shape[0] - length, n_seqs).round().astype(np.int64)  # (n_seqs,)
         return np.array(val[starts[:, None] + np.arange(length)], dtype=np.int64)
 
-    def successor_stats(self, max_tokens: int = 5_000_000) -> Successors:
-        """Bigram counts of the held-out split (its first ``max_tokens``): natural text has no
-        generator, so its successor statistics are measured where the model never trained."""
-        return bigram_successors(np.asarray(self.stream.val[:max_tokens], dtype=np.int64), self.vocab_size)
+    successor_stats = held_out_bigrams  # natural text has no generator: its held-out split's bigram counts
 
     def __repr__(self) -> str:
         fp = self.fingerprint

@@ -80,10 +80,16 @@ def bigram_successors(tokens: np.ndarray, vocab_size: int) -> Successors:
     return Successors(P.tocsr(), np.bincount(x.ravel(), minlength=vocab_size) / x.size, "held-out bigram counts")
 
 
+def held_out_bigrams(source: Any, max_tokens: int = 5_000_000) -> Successors:
+    """A natural-text source's ``successor_stats``: bigram counts of its held-out split (the first
+    ``max_tokens``), measured where the model never trained (natural text has no generator)."""
+    return bigram_successors(np.asarray(source.stream.val[:max_tokens], dtype=np.int64), source.vocab_size)
+
+
 def source_successors(source: Any) -> Successors | None:
     """The source's successor statistics (its ``successor_stats()``), or None where it has none."""
     get = getattr(source, "successor_stats", None)
     return get() if callable(get) else None
 
 
-__all__ = ["Successors", "bigram_successors", "from_compact", "source_successors"]
+__all__ = ["Successors", "bigram_successors", "from_compact", "held_out_bigrams", "source_successors"]
