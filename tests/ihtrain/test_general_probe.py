@@ -190,3 +190,18 @@ def test_bxc_cross_c32_successor_lookup_is_high_and_its_control_at_chance():
     assert 0.30 < c["ceil_succ_indist"] < 0.42 and c["ceil_succ_pmi_indist"] > c["ceil_succ_indist"]
     assert c["ceil_succ_indist"] > 4 * c["chance_indist"]
     assert c["ceil_succ_ctrl"] < c["chance_ctrl"] < 0.1
+
+
+def test_every_shipped_generator_exposes_its_transitions():
+    """Semi-natural data: its bigram model (the generator's fresh-token model), in model ids."""
+    from ihtrain.data.seminatural import SeminaturalConfig, SeminaturalSource
+
+    stream = np.random.default_rng(0).integers(2, 60, size=20_000)
+    src = SeminaturalSource(SeminaturalConfig(frequency=0.3, reliability=0.7, top_v=40), seed=0, tokens=stream,
+                            pool_tokens=0)
+    s = src.successor_stats()
+    assert s.probs.shape == (src.vocab_size,) * 2 and s.what == "generator transitions"
+    np.testing.assert_allclose(s.probs[2:].sum(1), 1.0)
+    assert s.probs[:2].sum() == 0 and s.marginal[:2].sum() == 0 and s.marginal.sum() == pytest.approx(1.0)
+    mk = MarkovSource(MarkovConfig(vocab=V - 2), seed=0, pool_tokens=0).successor_stats()
+    np.testing.assert_allclose(mk.probs[2:].sum(1), 1.0)
