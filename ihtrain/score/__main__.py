@@ -19,7 +19,7 @@ import torch
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args
 from ihtrain.score.load import DTYPES, ScoreError, resolve_revisions
-from ihtrain.score.scorer import ScoreSpec, score_series
+from ihtrain.score.scorer import ScoreSpec, mechanism_line, score_series
 
 RANGES = {"batch_size": COUNT, "context": COUNT, "probe_seqs": COUNT, "probe_len": NONNEG_INT,
           "probe_seed": NONNEG_INT, "threads": NONNEG_INT}
@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"scored {len(rec['revisions'])} revisions of {rec['model']} ({rec['family']}, "
           f"{rec['n_layer']} x {rec['n_head']} heads) into {spec.out}")
+    general = rec["probe"]["general"]
+    print(f"general induction probe: distances {', '.join(map(str, general['distances']))}, {general['filler']} "
+          f"filler; successor control: {rec['probe']['successors'] or 'none (no --val-tokens)'}")
+    print(mechanism_line(spec.out, rec))
     return 0
 
 

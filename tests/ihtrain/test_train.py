@@ -86,9 +86,16 @@ def test_run_directory_contract(straight_run):
     assert list(m.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
     steps = sorted(m["step"].unique())
     assert steps == eval_schedule(30, 12, 0.5).tolist()
-    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd", "ps_indist"}
-    model_level = {"ar_acc", "ar_rank", "val_loss", "indist_gain"}  # the opt-in metrics (contract.OPT_IN_METRICS) are not named
+    per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd", "ps_indist",
+                "ps_gen_near", "ps_gen_mid", "ps_gen_far", "ps_indist_ctrl"}
+    # the opt-in metrics (contract.OPT_IN_METRICS) are not named; natural text's successor statistics
+    # are its held-out bigram counts, so the controlled score and the ceilings are logged
+    constants = {"chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl",
+                 "ceil_offset_gen"}
+    model_level = {"ar_acc", "ar_rank", "val_loss", "indist_gain"} | constants
     assert set(m["metric"]) == per_head | model_level
+    for name in constants:  # one value per run, logged at every evaluation
+        assert m[m.metric == name]["value"].nunique(dropna=False) == 1 and (m.metric == name).sum() == len(steps)
     assert not m.duplicated(["step", "metric", "layer", "head"]).any()
     for name in per_head:  # a dense (L, H) array per evaluation
         assert len(m[(m.metric == name) & (m.step == 0)]) == 2 * 2
