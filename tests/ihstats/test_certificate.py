@@ -175,3 +175,8 @@ def test_fits_read_crossings_only_where_the_basis_says_so():
     assert formed.tolist() == [True, False] and basis == LEGACY_BASIS
     formed, basis = summary_formed(legacy.assign(formed=[False, pd.NA, False]))
     assert formed.tolist() == [True, False, True] and basis == LEGACY_BASIS
+
+
+def test_a_step_without_controlled_queries_reads_the_general_probe_alone():
+    no_ctrl_queries = {**INDUCTION, "ps_indist_ctrl": np.full(len(STEPS), np.nan)}
+    assert certify(frame(no_ctrl_queries, pt0=0.9, ctrl_ceiling=0.1), level=0.3).certified
