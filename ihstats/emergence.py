@@ -422,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
             table = emergence_table(data, metric, a.head, a.method, a.level, on_error=on_error, **kw)
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
-        logged = set(data.metrics.loc[data.metrics["metric"] == metric, "run_id"])
+        shown = with_general(data.metrics, metric)  # the general score is derived from its three distances
+        logged = set(shown.loc[shown["metric"] == metric, "run_id"])
         for run in data.runs[~data.runs["run_id"].isin(logged)].itertuples():  # said, never dropped silently
             print(f"warning: run {run.run_id} ({run.status}): no {metric!r} evaluations yet; not in the table",
                   file=sys.stderr)
