@@ -244,7 +244,8 @@ def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
     twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
     if metric not in CREEP_REACH or not twice.any():
         return
-    how = (f"the onset is the rise that reaches {CREEP_REACH[metric]}, the creep's knee is in onset_alt"
+    reach = "the run's formed level" if metric in PS_METRICS else f"{CREEP_REACH[metric]}"
+    how = (f"the onset is the rise that reaches {reach}, the creep's knee is in onset_alt"
            if "reach" in DETECTORS[method].options() else
            f"the {method} detector cannot tell the creep from the jump; the onset may read the creep")
     warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal): on planted repeats the "
