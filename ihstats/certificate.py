@@ -139,7 +139,7 @@ def certify(metrics: pd.DataFrame, level: float = FORMED_LEVEL, watched: str = "
     """:func:`certify_run` at an explicit ``level``, with the crossing read on ``watched``."""
     crossing = ps_crossing(metrics, level, watched) if len(metrics) else None
     if not has_general_probe(metrics):
-        cls, why = provisional_class(metrics, level)
+        cls, why = provisional_class(metrics, level, watched)
         return Certificate(False, UNCERTIFIABLE, UNCERTIFIABLE, level, crossing_step=crossing, provisional=cls,
                            reason=f"no general probe in the logs; provisional: {why}")
     holds = _rule_by_step(metrics, level)
@@ -237,20 +237,23 @@ def _lookup_kind(end: pd.DataFrame, indist: float, ctrl: str, said: str) -> tupl
     return INDIST_LOOKUP, f"{said} ({tail})"
 
 
-def provisional_class(metrics: pd.DataFrame, level: float) -> tuple[str, str]:
+def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") -> tuple[str, str]:
     """The class of a run whose logs lack the general probe, read from what they hold (its last
     evaluation), with one line saying why. Provisional: a single probe distance cannot tell a
     fixed-offset copier from an induction head. Rules, in order:
 
-    1. the random-token repeat probe (``ps``) reaches :data:`ihstats.contract.FORMED_LEVEL` (the
-       default level: random tokens have no successor structure to creep on, so a run's raised level,
-       which lifts ``ps_indist`` over its successor creep, does not apply to it): ``induction
+    1. the random-token repeat probe (``ps``) reaches its level: the run's own where the run watches
+       ``ps`` (``watched``), else :data:`ihstats.contract.FORMED_LEVEL` (random tokens have no
+       successor structure to creep on, so a level raised to lift ``ps_indist`` over its successor
+       creep does not apply to them): ``induction
        (previous-token)`` with a previous-token head (layer-0 ``prev_token`` >=
        ``CIRCUIT_PREV_TOKEN_MIN`` under a top head above layer 0); else ``induction (other circuit)``
        when ``ps_indist`` also reaches the run's level (copying at a second placement); else
        ``fixed-offset copy`` (one distance, no previous-token head);
-    2. ``ps_indist`` reaches the run's level with ``ps`` below: ``successor lookup`` when within
-       :data:`CERT_MARGIN` of the sharpened successor ceiling (where logged), else
+    2. ``ps_indist`` reaches the run's level with ``ps`` below: ``induction (previous-token)`` when
+       its top head sits above layer 0 over a previous-token head (the random-token probe may sit
+       off the data's repeat region: ``analyses/probe_audit.py``); else ``successor lookup`` when
+       within :data:`CERT_MARGIN` of the sharpened successor ceiling (where logged), else
        ``in-distribution lookup``;
     3. else ``none``.
     """
@@ -260,7 +263,7 @@ def provisional_class(metrics: pd.DataFrame, level: float) -> tuple[str, str]:
     ps, indist = _max_at(end, "ps"), _max_at(end, "ps_indist")
     pt0 = _max_at(end[end["layer"] == 0], "prev_token")
     said = f"random-token PS {ps:.2f}, ps_indist {indist:.2f}, layer-0 previous-token {pt0:.2f}"
-    if np.isfinite(ps) and ps >= FORMED_LEVEL:
+    if np.isfinite(ps) and ps >= (level if watched == "ps" else FORMED_LEVEL):
         rows = end[end["metric"] == "ps"]
         top_layer = int(rows.loc[rows["value"].idxmax(), "layer"])
         if top_layer > 0 and pt0 >= CIRCUIT_PREV_TOKEN_MIN:
@@ -269,6 +272,9 @@ def provisional_class(metrics: pd.DataFrame, level: float) -> tuple[str, str]:
             return INDUCTION_OTHER, f"{said}: copies random tokens and the data's copies without a previous-token head"
         return FIXED_OFFSET, f"{said}: one probe distance passed without a previous-token head"
     if np.isfinite(indist) and indist >= level:
+        rows = end[end["metric"] == "ps_indist"]
+        if int(rows.loc[rows["value"].idxmax(), "layer"]) > 0 and pt0 >= CIRCUIT_PREV_TOKEN_MIN:
+            return INDUCTION_PT, f"{said}: the data's copies over a previous-token head"
         return _lookup_kind(end, indist, "n/a", f"{said}: the data's copies only")
     return NO_HEAD, said
 

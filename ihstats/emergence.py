@@ -94,7 +94,7 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
     return out.sort_values(["run_id", "step"]).reset_index(drop=True)
 
 
-def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: str = "bayes",
+def emergence_table(data: Any, metric: str = "auto", head: str = "max", method: str = "bayes",
                     level: float = 0.9, on_error: str = "raise", nonfinite: str = "error",
                     **kwargs: Any) -> pd.DataFrame:
     """The docs/DESIGN.md emergence table, one row per (run, metric[, head]).
@@ -104,7 +104,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     data : path, ``ihstats.io.GridData``/``RunData`` or tidy metrics DataFrame
         A path is loaded with :func:`ihstats.io.load_grid` (run or grid directory). Columns of a
         plain frame other than the tidy ones are carried as run factors.
-    metric, head, method, level : see :func:`curve_series` and :func:`ihstats.detectors.detect`;
+    metric : a metric name, or ``auto`` (default): :func:`onset_metric`'s choice, the general score (the
+        certified onset) where the logs hold the general probe, else ``ps_indist``, else ``ps``.
+    head, method, level : see :func:`curve_series` and :func:`ihstats.detectors.detect`;
         ``method`` names a registered detector (:data:`ihstats.detectors.DETECTORS`).
     on_error : {"raise", "skip"}
         A curve a detector rejects (too few checkpoints, ...), or a path's run that cannot be read
@@ -144,6 +146,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             pd.DataFrame({"run_id": metrics["run_id"].unique()})
     else:
         raise TypeError(f"data: expected a path, GridData, RunData or DataFrame, got {type(data).__name__}")
+    metric = onset_metric(metrics) if metric == "auto" else metric
     series = curve_series(metrics, metric, head)
     direction = "down" if metric in DECREASING else "up"
     formed_at = _formed_levels(runs)
@@ -174,8 +177,8 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
 
 def _formed_and_circuit(table: pd.DataFrame, metrics: pd.DataFrame, metric: str, method: str,
                         formed_at: dict[str, float]) -> pd.DataFrame:
-    """A max-PS table with the certificate's columns (``formed`` = certified with an uncensored onset
-    here), ``onset_basis``, ``crossed`` (the formed rule's detector only) and the circuit columns,
+    """A max-PS table with the certificate's columns, ``onset_basis``, ``formed`` (certified with an
+    uncensored onset here) and ``crossed`` (both with the formed rule's detector only) and the circuit columns,
     each run at its own formed level (``train.emergence_threshold``, FORMED_LEVEL where none is recorded)."""
     own_level = table["run_id"].map(lambda rid: formed_at.get(rid, FORMED_LEVEL))
     if method == FORMED_METHOD:  # the old formed rule, kept as the crossing (formation)
@@ -184,7 +187,9 @@ def _formed_and_circuit(table: pd.DataFrame, metrics: pd.DataFrame, metric: str,
               **c.row(), **circuit(with_general(m, metric), formed_at.get(rid, FORMED_LEVEL), metric)}
              for rid, m in metrics.groupby("run_id", sort=False)]
     table = table.merge(pd.DataFrame(certs), on="run_id", how="left")
-    table["formed"] = table.pop("certified").fillna(False).astype(bool) & ~table["censored"].astype(bool)
+    certified = table.pop("certified").fillna(False).astype(bool)
+    if method == FORMED_METHOD:  # the verdicts need the Bayesian onset (another detector's table has none)
+        table["formed"] = certified & ~table["censored"].astype(bool)
     table["onset_basis"] = "certified" if metric == GENERAL_METRIC else "crossing"
     held = table["crossed"] if "crossed" in table else ~table["censored"].astype(bool)
     table.loc[~held.astype(bool), "circuit"] = ""  # a circuit describes a head that crossed

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ihstats.certificate import fit_basis
+from ihstats.certificate import LEGACY_BASIS, fit_basis
 
 _BOOLEAN = {"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False}
 
@@ -111,6 +111,19 @@ def _crossing_rows(df: pd.DataFrame) -> np.ndarray:
     if "onset_basis" not in df.columns:
         return np.zeros(len(df), dtype=bool)
     return (df["onset_basis"].astype(str).str.strip() == "crossing").to_numpy()
+
+
+def summary_formed(summary: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """Formed per run of a grid's ``summary.csv`` as the fits count it, and what that rests on
+    (:func:`outcome_basis`). A summary written before issue 65 (no ``onset_basis`` column) holds the
+    old verdict, a crossing on logs without the general probe: it is read as such and said so. An
+    unfinished run's blank verdict is not formed."""
+    if "onset_basis" not in summary.columns:
+        return summary["formed"].astype("boolean").fillna(False).to_numpy(dtype=bool), LEGACY_BASIS
+    crossing = _crossing_rows(summary)
+    formed = summary["formed"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    crossed = summary["crossed"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    return np.where(crossing, crossed, formed), outcome_basis(summary)
 
 
 def outcome_basis(df: pd.DataFrame) -> str:

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ihstats.contract import PER_HEAD, max_over_heads  # noqa: E402
+from ihstats.contract import FORMED_LEVEL, PER_HEAD, formed_level, max_over_heads  # noqa: E402
 from ihstats.emergence import formation  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from ihstats.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
@@ -35,7 +35,7 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
                         ("la", "logit attribution (max)")):
         if name in per_head:
             axes[0].plot(x, per_head[name], label=label)
-    f = formation(m)
+    f = formation(m, formed_level=_level(run_dir))
     if f["crossed"]:  # the PS onset with its interval, and whether the run is certified (ihstats.certificate)
         axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
         axes[0].axvline(f["onset"], color="0.3", ls="--", lw=1,
@@ -52,6 +52,14 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     axes[2].set(xscale="log", xlabel="updates", ylabel="nats/token", title="held-out loss")
     fig.suptitle(_title(run_dir), fontsize=9)
     return save_figure(fig, run_dir / "curves", dpi=120, close=True)
+
+
+def _level(run_dir: Path) -> float:
+    """The run's own formed level (its config.json; the default where it cannot be read)."""
+    try:
+        return formed_level(read_json(run_dir / "config.json", "run's config"))
+    except (UnreadableFile, ValueError):  # a figure never fails the run: the default level
+        return FORMED_LEVEL
 
 
 def _title(run_dir: Path) -> str:

@@ -37,6 +37,7 @@ from ihstats.law.spec import OBS, PUBLISHED
 from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
                            save_figure)
 from ihstats.plots_paper import plot_law_validation
+from ihstats.tables import outcome_basis
 
 
 def _save(fig, figdir: Path, name: str) -> str:
@@ -214,7 +215,8 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
     return [f"`{law}` ({spec.form} form, ihstats.law.forms) on centred log predictors; likelihood "
             f"**{spec.likelihood}**; measurement "
             f"error from onset intervals: **{spec.measurement_error}** (added in quadrature to "
-            f"the scale); right-censored runs enter through their log survival at `last_step`.",
+            f"the scale); right-censored runs enter through their log survival at `last_step`. "
+            f"Formed (uncensored) runs: **{outcome_basis(d.table)}**.",
             f"Priors (centred log scale): {line}"
             + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), "
             + (f"sigma ~ HalfNormal({pr['sigma']})" if not spec.sigma_by else

@@ -133,10 +133,16 @@ def test_legacy_logs_are_uncertifiable_with_a_provisional_class():
     assert not c.certified and c.cls == UNCERTIFIABLE and c.certificate == UNCERTIFIABLE
     assert c.provisional == INDIST_LOOKUP and c.crossing_step is not None and c.level == 0.5
     with_pt = frame({"ps": rise(0.5, 800), "ps_indist": rise(0.85, 800)}, pt0=0.95)
-    assert certify(with_pt, 0.5).provisional == INDUCTION_PT
+    assert certify(with_pt, 0.5, "ps_indist").provisional == INDUCTION_PT  # random tokens read at 0.3
     no_pt = frame({"ps": rise(0.77, 800), "ps_indist": rise(0.86, 800)}, pt0=0.08)
-    assert certify(no_pt, 0.5).provisional == INDUCTION_OTHER
+    assert certify(no_pt, 0.5, "ps_indist").provisional == INDUCTION_OTHER
+    ps_only = frame({"ps": rise(0.5, 800)}, pt0=0.95)  # like cpu-tiny: PS 0.49 under its own level 0.5
+    assert certify(ps_only, 0.6, "ps").provisional == NO_HEAD and certify(ps_only, 0.3, "ps").provisional == INDUCTION_PT
     assert certify(frame({"ps": rise(0.87, 800)}, pt0=0.04), 0.3).provisional == FIXED_OFFSET
+    # bxc-law C 128: the random-token probe sits off the repeat region (PS 0.18-0.25) over a
+    # previous-token head of 0.98: the data's copies through the classic circuit
+    off_probe = frame({"ps": rise(0.2, 800), "ps_indist": rise(0.88, 800)}, pt0=0.98)
+    assert certify(off_probe, 0.3, "ps_indist").provisional == INDUCTION_PT
     t = emergence_table(legacy.assign(run_id="x", formed_level=0.5), "ps_indist").iloc[0]
     assert (t["formed"], t["crossed"], t["onset_basis"]) == (False, True, "crossing")
     assert fit_basis(pd.Series(["crossing"]), pd.Series([UNCERTIFIABLE])) == LEGACY_BASIS
@@ -150,3 +156,22 @@ def test_the_general_curve_is_max_over_heads_of_min_over_distances():
 def test_a_bad_formed_level_is_refused_naming_the_run():
     with pytest.raises(ValueError, match="run r7: config.json train.emergence_threshold is 1.5"):
         certify_run(frame(INDUCTION), {"run_id": "r7", "config": {"train": {"emergence_threshold": 1.5}}})
+
+
+def test_fits_read_crossings_only_where_the_basis_says_so():
+    from ihstats.tables import formed_column, outcome_basis, summary_formed
+
+    legacy = pd.DataFrame({"run_id": ["a", "b", "c"], "formed": [False] * 3, "crossed": [True, False, True],
+                           "censored": [False, True, False], "onset_basis": "crossing", "certificate": UNCERTIFIABLE})
+    assert formed_column(legacy).tolist() == [True, False, True]  # by their crossing, not as formed
+    assert outcome_basis(legacy) == LEGACY_BASIS
+    certified = legacy.assign(onset_basis="certified", certificate="not certified", formed=[True, False, False])
+    with pytest.warns(UserWarning):  # c crossed but is not certified: not formed
+        assert formed_column(certified).tolist() == [True, False, False]
+    assert outcome_basis(certified) == "certified" and outcome_basis(legacy.drop(columns="onset_basis")) \
+        == "the table's formed column"
+    old_summary = pd.DataFrame({"run_id": ["a", "b"], "formed": [True, None]})  # written before issue 65
+    formed, basis = summary_formed(old_summary)
+    assert formed.tolist() == [True, False] and basis == LEGACY_BASIS
+    formed, basis = summary_formed(legacy.assign(formed=[False, pd.NA, False]))
+    assert formed.tolist() == [True, False, True] and basis == LEGACY_BASIS
