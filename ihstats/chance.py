@@ -151,7 +151,7 @@ def likely_successor(P, marginal: np.ndarray, prev, nxt) -> np.ndarray:
     an earlier token by ``P(x_j | x_a)`` (or by its ratio to ``P(x_j)``), so it can only favour a
     copied token whose ratio exceeds that of the average token in the window, which is about 1; on
     copies with a ratio <= 1 it sits at or below uniform chance (measured on bxc-cross's chains:
-    the oracles' controlled score 0.02-0.05 against chance 0.02-0.08), and 27-33% of copy queries
+    the oracles' controlled score 0.02-0.05 against chance 0.02-0.08), and 27-36% of copy queries
     remain. Returns a boolean array shaped like ``prev``."""
     prev, nxt = np.asarray(prev), np.asarray(nxt)
     m = np.asarray(marginal, dtype=np.float64)

@@ -37,12 +37,14 @@ def indist_chunk(model: GPT, val: torch.Tensor, start: int, ctrl: torch.Tensor |
     """One chunk of :attr:`ihtrain.metrics.Activations.indist`: val (n, T + 1), ctrl (n, T + 1) bool or None -> its sums."""
     queries, keys = (torch.from_numpy(x).to(val.device) for x in copy_labels(val.cpu().numpy(), start))
     b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each; a <= T - 1: labels on T + 1 tokens
-    zero = torch.zeros(model.cfg.n_layer, model.cfg.n_head, dtype=torch.float64)
-    if b.numel() == 0:
-        return {"mass": zero, "gain": 0.0, "count": 0, "chance": 0.0, "mass_ctrl": zero, "count_ctrl": 0}
     T = val.shape[1] - 1
     logits, cache = model.run_with_cache(val[:, :-1], logits=True)
     logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (n, T)
+    # every next token's loss, for val_loss on the same sequences (Activations.val_from_indist)
+    nll = {"nll": float(-logp.double().sum()), "tokens": int(logp.numel())}
+    if b.numel() == 0:
+        zero = torch.zeros(model.cfg.n_layer, model.cfg.n_head, dtype=torch.float64)
+        return {"mass": zero, "gain": 0.0, "count": 0, "chance": 0.0, "mass_ctrl": zero, "count_ctrl": 0, **nll}
     k = keys[b, a, :T]  # (Q, T): the positions after earlier occurrences of x[a]
     attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
     per_q = (attn.float() * k[:, None, None, :]).sum(-1).double()  # (Q, L, H)
@@ -51,7 +53,7 @@ def indist_chunk(model: GPT, val: torch.Tensor, start: int, ctrl: torch.Tensor |
     c = ctrl[b, a] if ctrl is not None else torch.zeros_like(b, dtype=torch.bool)  # (Q,)
     return {"mass": per_q.sum(0).cpu(), "gain": float((logp[b, a] - logp[b, j]).double().sum()), "count": int(b.numel()),
             "chance": float((k.sum(1).double() / (a + 1)).sum()),
-            "mass_ctrl": per_q[c].sum(0).cpu(), "count_ctrl": int(c.sum())}
+            "mass_ctrl": per_q[c].sum(0).cpu(), "count_ctrl": int(c.sum()), **nll}
 
 
 def ps_indist(model: GPT, probes: ProbeSet, acts: Any) -> np.ndarray:

@@ -56,6 +56,8 @@ class Activations:
                  repeat_logits: bool = True, copy_start: int = 0, successors: Successors | None = None):
         self.model, self.probes, self.val_tokens = model, probes, val_tokens
         self.repeat_logits, self.copy_start, self.successors = repeat_logits, copy_start, successors
+        # val_loss reads the in-distribution pass's losses when that pass runs on the same sequences
+        self.val_from_indist = False
         self.memo: dict[str, object] = {}  # intermediate results shared by metrics (e.g. AR)
 
     @cached_property
@@ -331,6 +333,9 @@ def ar_rank(model: GPT, probes: ProbeSet, acts: Activations) -> float:
 @torch.inference_mode()
 def val_loss(model: GPT, probes: ProbeSet, acts: Activations, chunk: int = 64) -> float:
     """Mean next-token cross-entropy over held-out tokens ``acts.val_tokens`` (n, T+1)."""
+    if acts.val_from_indist:  # the in-distribution pass computed every next token's loss already
+        s = acts.indist
+        return s["nll"] / s["tokens"]
     val = acts.val_tokens
     if val is None:
         raise ValueError("val_loss: needs val_tokens (n_seqs, T + 1); none were given")
@@ -445,6 +450,9 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)),
                        copy_start=copy_start, successors=successors)
+    # one forward pass on the held-out sequences serves both when they are the same sequences
+    acts.val_from_indist = (val_tokens is not None and len(val_tokens) <= INDIST_SEQS
+                            and bool(set(names) & {"ps_indist", "indist_gain", "ps_indist_ctrl", "chance_indist"}))
     was_training = model.training
     model.eval()
     try:

@@ -27,7 +27,8 @@ tokens where none is given), overwritten by a span of ``k`` distinct random ordi
 from the row's filler where the vocabulary allows) at ``[C - k - d, C - d)`` and again at the end,
 ``[C - k, C)``, inside the source's repeat region. The three copy distances ``d`` of
 :func:`ihstats.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
-distance ``i`` (near, mid, far), ``R = max(2, n_seqs // 6)`` rows each.
+distance ``i`` (near, mid, far), ``R = max(2, n_seqs // 8)`` rows each (12 by default: 84 queries
+a distance at k 8).
 
 Probes are a pure function of the arguments: one ``numpy.random.Generator`` seeded from ``seed``
 (the general probe: a child stream, so adding it left the other probes' tokens unchanged).
@@ -147,7 +148,7 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
     as_t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).long()  # noqa: E731
     layout = general_probe_layout(context, repeat_start)
     general = general_probe(np.random.default_rng([seed, GENERAL_STREAM]), pool, context, layout,
-                            max(2, n_seqs // 6), filler)
+                            max(2, n_seqs // 8), filler)
     return ProbeSet(as_t(repeat), as_t(fwd), as_t(bwd), n=n, n_copy=n_copy, sep_token=sep,
                     vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi),
                     general=as_t(general), general_layout=layout,

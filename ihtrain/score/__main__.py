@@ -50,7 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="metric names (default: the trainer's default set; val_loss, ps_nat, ... need --val-tokens)")
     p.add_argument("--val-tokens", default=None,
                    help=".npy of held-out token ids (n, T + 1) in the model's vocabulary, for val_loss "
-                        "and the in-distribution metrics")
+                        "and the in-distribution metrics; also the general induction probe's filler (else "
+                        "random tokens) and, by its bigram counts, the successor control (else none)")
     p.add_argument("--ordinary-range", nargs=2, type=int, default=None, metavar=("LO", "HI"),
                    help="probe tokens from [LO, HI) (default: the tokenizer's longest run without specials)")
     p.add_argument("--sep-token", type=int, default=None, help="copy probes' separator (default: the tokenizer's sep, else LO)")

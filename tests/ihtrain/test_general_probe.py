@@ -205,3 +205,14 @@ def test_every_shipped_generator_exposes_its_transitions():
     assert s.probs[:2].sum() == 0 and s.marginal[:2].sum() == 0 and s.marginal.sum() == pytest.approx(1.0)
     mk = MarkovSource(MarkovConfig(vocab=V - 2), seed=0, pool_tokens=0).successor_stats()
     np.testing.assert_allclose(mk.probs[2:].sum(1), 1.0)
+
+
+def test_val_loss_read_off_the_in_distribution_pass_is_the_same(markov):
+    """With the in-distribution probes on the same held-out sequences, val_loss takes their forward
+    pass's losses instead of a second pass: the same number to float32 rounding."""
+    src, val, start, succ, probes = markov
+    model = induction_model(V, C)
+    alone = evaluate(model, probes, val_tokens=torch.as_tensor(val), include=["val_loss"])["val_loss"]
+    shared = evaluate(model, probes, val_tokens=torch.as_tensor(val), include=["val_loss", "ps_indist"],
+                      copy_start=start)["val_loss"]
+    assert shared == pytest.approx(alone, rel=1e-6)
