@@ -81,6 +81,7 @@ def _md_table(df: pd.DataFrame, cols) -> list[str]:
 def write_summary(path: Path, runs, claims, contr, source: str, level: float) -> None:
     md = ["# Bi-Induct verdicts", "", f"- grid: {source}; {len(runs)} runs; conditions "
           + ", ".join(f"{k} ({v})" for k, v in runs["mode"].value_counts().sort_index().items()),
+          f"- formed (the earlier-emergence claim's onset or cap): {runs['basis'].iloc[0] if len(runs) else '-'}",
           f"- concentration compared at the first evaluation with max PS >= {level}",
           "- each measure: Bi-Induct runs (the curricula named) against natural-only, exact two-sample "
           "permutation over runs, one-sided in the predicted direction (for a claim of no increase, one-sided "
@@ -123,6 +124,7 @@ def main(argv=None) -> int:
     fig = plot_biinduct(curves_frame(load_grid(args.grid), CURVE_PANELS), CURVE_PANELS,
                         f"Bi-Induct ({args.grid.name}): induction, previous-token and anti-induction scores; held-out loss")
     save_figure(fig, args.out / "curves", close=True)
+    print(f"formed: {runs['basis'].iloc[0] if len(runs) else '-'}")
     print(claims[["claim", "column", "diff", "p_for_holm", "floor_holm", "verdict"]].to_string(index=False))
     print(f"wrote {args.out}/ (runs.csv, claims.csv, contrasts.csv, summary.md, curves.png/pdf)")
     return 0

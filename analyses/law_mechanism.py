@@ -36,7 +36,7 @@ from ihstats.fileio import UnreadableFile, atomic_write_csv, read_json, read_tab
 from ihstats.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.progress import cli_warnings
-from ihstats.tables import formed_column
+from ihstats.tables import formed_column, outcome_basis
 from ihstats.display import CSV_FLOAT_FORMAT
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
@@ -88,7 +88,9 @@ def onsets_from_grid(grid_dir: Path, shares: dict[str, list[str]]) -> pd.DataFra
     except UnreadableFile as e:
         raise SystemExit(f"error: --grid {e}") from None
     table = table.merge(manifest[["run_id", "cell"]], on="run_id", how="left")
-    # the fits' one rule: a rise that did not reach the formed level (the creep) is censored at last_step
+    # the fits' one rule: a rise that was not certified (on logs without the general probe: did not
+    # cross the run's level, e.g. the creep) is censored at last_step
+    print(f"formed: {outcome_basis(table)}")
     table = table.assign(censored=~formed_column(table))
     return with_shares(table.assign(arm=table["cell"].map(arm_of)), shares)
 
@@ -176,7 +178,7 @@ def main(argv=None) -> int:
         print("mechanism (copy statistics of each cell's training sequences, from the tokens):")
         print(mech.round(3).to_string(index=False))
     wide = onsets.assign(o=np.where(onsets["censored"].astype(bool), np.nan, onsets["onset"]))
-    print("\nonsets (updates, ps_indist; NaN: not formed by its last step):")
+    print("\nonsets (updates; NaN: not formed by its last step):")
     print(wide.pivot_table(index=["arm", "C"], columns="seed", values="o", dropna=False).round(0).to_string())
     print(f"\nb per arm ({args.hdi_prob:.0%} HDI; diff: arm - {REFERENCE}; {args.likelihood}, "
           f"{args.chains} x {args.draws} draws):")

@@ -37,6 +37,7 @@ from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, 
 from ihstats.io import config_factors
 from ihstats.ablation.permutation import stratified_exact_test, stratified_rank_test
 from ihstats.progress import cli_warnings
+from ihstats.tables import summary_formed
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GRIDS = (ROOT / "data" / "reference_runs" / "markov", ROOT / "runs" / "markov-entropy")
@@ -81,12 +82,13 @@ def read_runs(grid: Path) -> pd.DataFrame:
     if "data_entropy_rate" not in summary:
         raise ValueError(f"{grid / 'summary.csv'}: no data_entropy_rate column (written before issue 54); "
                          "rerun the grid command (it trains nothing when every run is done) to rewrite it")
+    formed, basis = summary_formed(summary)  # certified, or on logs without the general probe the crossing
     rows = []
-    for r in summary.itertuples():
+    for r, formed_r in zip(summary.itertuples(), formed):
         f = config_factors(read_json(grid / r.run_id / "config.json", "run's config"))
         rows.append({"grid": grid.name, "run_id": r.run_id, "seed": f["seed"], "marginal": f.get("marginal"),
                      "dependency": f.get("dependency"), "categoriality": _categoriality(f),
-                     "regime": f"f {f['frequency']:g} r {f['reliability']:g}", "formed": bool(r.formed),
+                     "regime": f"f {f['frequency']:g} r {f['reliability']:g}", "formed": bool(formed_r), "basis": basis,
                      "onset": r.onset, "entropy_rate": r.data_entropy_rate})
     return pd.DataFrame(rows)
 
@@ -151,9 +153,10 @@ def _onset_test(strata) -> dict:
             "median_other": float(np.median([t for _, b in pairs for t in b]))}
 
 
-def write_summary(path: Path, cells: pd.DataFrame, contr: pd.DataFrame, grids, tol: float) -> None:
+def write_summary(path: Path, cells: pd.DataFrame, contr: pd.DataFrame, grids, tol: float, basis: str) -> None:
     md = ["# Markov factors at matched entropy rate", "",
           f"- grids: {', '.join(map(str, grids))}; entropy rates matched within {tol:g} bits/token",
+          f"- formed: {basis}",
           "- test: exact stratified test of formed counts over matched pairs, two-sided "
           "(one stratum: Fisher's exact test); onsets: exact stratified rank test (not formed = after "
           "every onset), two-sided; rank shift < 0: the tested level is earlier", "", "## Cells", "",
@@ -185,7 +188,9 @@ def main(argv=None) -> int:
     claim_folder(args.out)  # made and marked as the package's before the first write
     atomic_write_csv(args.out / "cells.csv", cells.drop(columns="times"), index=False)
     atomic_write_csv(args.out / "contrasts.csv", contr, index=False)
-    write_summary(args.out / "summary.md", cells, contr, args.grids, args.tolerance)
+    basis = "; ".join(sorted(set(runs["basis"])))
+    write_summary(args.out / "summary.md", cells, contr, args.grids, args.tolerance, basis)
+    print(f"formed: {basis}")
     print(contr[["contrast", "regime", "formed_tested", "runs_tested", "formed_other", "runs_other",
                  "p_value", "rank_shift", "onset_p"]].to_string(index=False))
     print(f"wrote {args.out}/ (cells.csv, contrasts.csv, summary.md)")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ihstats.tables import outcome_basis
 from ihstats.cli_checks import SAMPLER_RANGES, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.io import load_grid
@@ -101,7 +102,14 @@ def parse_args(argv=None):
 
 
 def load_table(where: str, flag: str) -> pd.DataFrame:
-    """An emergence table from a grid directory (detected here) or an emergence CSV."""
+    """An emergence table from a grid directory (detected here) or an emergence CSV; says on stdout
+    what its formed runs rest on (certified, or crossings where the logs lack the general probe)."""
+    table = _load_table(where, flag)
+    print(f"{flag} {where}: formed: {outcome_basis(table)}")
+    return table
+
+
+def _load_table(where: str, flag: str) -> pd.DataFrame:
     path = Path(where)
     if path.is_file():
         try:

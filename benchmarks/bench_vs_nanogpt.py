@@ -1,11 +1,13 @@
 """Updates per second of ihtrain's trainer against a nanoGPT-style eager loop, side by side, one thread.
 
-    python benchmarks/bench_vs_nanogpt.py                 # the three shapes, a few seconds each
+    python benchmarks/bench_vs_nanogpt.py                 # the five shapes, a few seconds each
     python benchmarks/bench_vs_nanogpt.py --block-s 1 --rounds 8     # longer, less noisy
 
 Shapes: width 32 B 16 C 16 and width 48 B 64 C 64 (bxc-markov's 2-layer 4-head GPT on V 256 Markov
-tokens, its default grid) and width 128 B 16 C 128 (cpu-tiny's 2-layer 4-head GPT on the builtin
-corpus, BPE 1024: the tokenizer in the shared cache; bxc-text's 2048 would be trained first).
+tokens), width 128 B 16 C 128 (cpu-tiny's 2-layer 4-head GPT on the builtin corpus, BPE 1024: the
+tokenizer in the shared cache; bxc-text's 2048 would be trained first), and the default grid's,
+bxc-cross (2-layer 4-head width-64 GPT on V 512 Markov tokens): its base cell B 32 C 64 and its
+longest context, B 32 C 128 (the metric probes grow with C).
 
 What is timed, so that a sceptic can check it:
 
@@ -16,7 +18,9 @@ What is timed, so that a sceptic can check it:
   divergence watch, the checkpoint-due check; checkpoints are pushed out of the window). The
   metric evaluations (``go_on``) are timed apart, per evaluation on the same ``Trainer``, and
   charged per update at the preset's default count (``metrics.n_evals`` over its schedule up to
-  the cap): ``t_update + n_evals * t_eval / cap`` is "ours with default metric logging".
+  the cap): ``t_update + n_evals * t_eval / cap`` is "ours with default metric logging". The
+  evaluations are timed again without issue 65's probes (the general induction probe, the
+  successor control and its constants, ``NEW_PROBES``): their share of that time is "new probes %".
 - **ref**: an independent nanoGPT-style eager loop written out below (its model, tied weights,
   SDPA, torch.optim.AdamW with nanoGPT's decay groups, ``clip_grad_norm_``, ``loss.item()``
   every update, no logging), fed the very batches ours drew (prepared before the window, so the
@@ -48,13 +52,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ihstats.contract import GENERAL_PROBE_METRICS
 from ihtrain.config import apply_overrides, resolve, validate
 from ihtrain.grid.spec import load_grid_preset
+from ihtrain.metrics import NEEDS_SUCCESSORS, metric_names
 from ihtrain.presets import preset_names
 from ihtrain.run.train import solo_update
 from ihtrain.run.trainer import Trainer
 
-SHAPES = [("bxc-markov", 32, 16, 16), ("bxc-markov", 48, 64, 64), ("cpu-tiny", 128, 16, 128)]
+#: what issue 65 added to every evaluation: the general probe, the successor control, the constants
+NEW_PROBES = (*GENERAL_PROBE_METRICS, *NEEDS_SUCCESSORS, "chance_indist", "ceil_offset_gen")
+SHAPES = [("bxc-markov", 32, 16, 16), ("bxc-markov", 48, 64, 64), ("cpu-tiny", 128, 16, 128),
+          ("bxc-cross", 64, 32, 64), ("bxc-cross", 64, 32, 128)]
 
 
 # --------------------------------------------------------------------- nanoGPT-style reference
@@ -153,7 +162,7 @@ def measure_shape(preset: str, d: int, batch: int, context: int, args) -> dict:
     """Alternating blocks of ours and the reference on the same batches; then batch assembly and
     evaluations alone. Returns the clocks and what the report needs."""
     cfg = shape_config(preset, d, batch, context)
-    ours, ref, draw, evals = Clock(), Clock(), Clock(), Clock()
+    ours, ref, draw, evals, evals_old = Clock(), Clock(), Clock(), Clock(), Clock()
     with tempfile.TemporaryDirectory() as tmp:
         run = Trainer(cfg, Path(tmp), progress=False)
         reference, drawn = Reference(run), []
@@ -172,9 +181,14 @@ def measure_shape(preset: str, d: int, batch: int, context: int, args) -> dict:
         run._evaluate()  # the first evaluation builds what later ones reuse
         for _ in range(args.evals):
             evals.time(run._evaluate)
+        # the same evaluations without issue 65's probes: what they add
+        run.include = [m for m in metric_names(run.include, True, run.successors is not None) if m not in NEW_PROBES]
+        for _ in range(args.evals):
+            evals_old.time(run._evaluate)
         run.bar.close()
         flops = run.model.estimate_flops_per_token(context) * batch * context
-    return {"cfg": cfg, "ours": ours, "ref": ref, "draw": draw, "evals": evals, "n_evals": len(run.schedule),
+    return {"cfg": cfg, "ours": ours, "ref": ref, "draw": draw, "evals": evals, "evals_old": evals_old,
+            "n_evals": len(run.schedule),
             "cap": run.total, "flops": flops}
 
 
@@ -201,6 +215,7 @@ def report_row(shape: tuple, r: dict, peak: float) -> dict:
             "batch ms": r["draw"].ms(), "eval ms": ev.ms(), "evals/cap": f"{r['n_evals']}/{r['cap']}",
             "ratio cpu": ref.ms() / ours.ms(), "ratio wall": ref.ms("wall") / ours.ms("wall"),
             "ratio cpu, metrics on": ref.ms() / ours_logged, "metric overhead %": 100 * per_update_eval / ours_logged,
+            "new probes %": 100 * r["n_evals"] * (ev.ms() - r["evals_old"].ms()) / r["cap"] / ours_logged,
             "GFLOP/s": gflops, "of peak %": 100 * gflops / peak}
 
 
@@ -212,7 +227,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=4, help="alternating rounds of ours then ref (default: 4)")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates of each side first (default: 5)")
     p.add_argument("--evals", type=int, default=3, help="timed metric evaluations per shape (default: 3)")
-    p.add_argument("--shapes", default="0,1,2", help="which of the three shapes, by index (default: all)")
+    p.add_argument("--shapes", default=",".join(map(str, range(len(SHAPES)))),
+                   help="which of the shapes, by index (default: all)")
     args = p.parse_args()
     torch.set_num_threads(1)
     peak = matmul_peak_gflops()

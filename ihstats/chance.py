@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ihstats.contract import probe_len_of
+from ihstats.contract import general_probe_layout, probe_len_of
 
 #: the default "at the floor" factor: within a factor of 2 of chance (ln 2 on a log scale)
 CHANCE_FACTOR = 2.0
@@ -132,6 +132,88 @@ def repeat_probe_floor(context: int, probe_len: int) -> float:
     return uniform_attention(np.arange(n, 2 * n))
 
 
+# ------------------------------------------------------------------ issue 65: induction, controlled
+def _pair_probs(P, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """``P[prev_i, nxt_i]`` for a dense array or a scipy sparse matrix ``P`` (V, V): (n,) float."""
+    prev, nxt = np.asarray(prev, dtype=np.int64), np.asarray(nxt, dtype=np.int64)
+    if not prev.size:  # scipy cannot index with empty arrays
+        return np.zeros(0)
+    return np.asarray(P[prev, nxt], dtype=np.float64).ravel()
+
+
+def likely_successor(P, marginal: np.ndarray, prev, nxt) -> np.ndarray:
+    """Whether each ``nxt`` token is a **likely successor** of its ``prev`` token under the source's
+    statistics: ``P(nxt | prev) > P(nxt)`` (positive pointwise mutual information), the one rule
+    the successor-controlled score uses (docs/DESIGN.md, ``ps_indist_ctrl``).
+
+    ``P`` (V, V) holds ``P(next | current)`` (dense, or scipy sparse: bigram counts normalised per
+    row), ``marginal`` (V,) the tokens' probability. Why this rule: a successor-lookup head weights
+    an earlier token by ``P(x_j | x_a)`` (or by its ratio to ``P(x_j)``), so it can only favour a
+    copied token whose ratio exceeds that of the average token in the window, which is about 1; on
+    copies with a ratio <= 1 it sits at or below uniform chance (measured on bxc-cross's chains:
+    the oracles' controlled score 0.02-0.05 against chance 0.02-0.08), and 27-36% of copy queries
+    remain. Returns a boolean array shaped like ``prev``."""
+    prev, nxt = np.asarray(prev), np.asarray(nxt)
+    m = np.asarray(marginal, dtype=np.float64)
+    return (_pair_probs(P, prev.ravel(), nxt.ravel()) > m[nxt.ravel()]).reshape(prev.shape)
+
+
+def _oracle_mass(W, tokens: np.ndarray, b: np.ndarray, a: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Attention mass on the keys of each copy query (b, a) of a head attending to every position
+    ``j <= a`` in proportion to ``W[x[a], x[j]]`` (uniform where all weights are 0): (Q,)."""
+    T = keys.shape[-1]
+    w = _pair_probs(W, np.repeat(tokens[b, a], T), tokens[b, :T].ravel()).reshape(len(a), T)
+    w = w * (np.arange(T)[None, :] <= a[:, None])  # (Q, T): causal
+    empty = w.sum(1) == 0
+    w[empty] = (np.arange(T)[None, :] <= a[empty, None]).astype(np.float64)
+    return (w / w.sum(1, keepdims=True) * keys[b, a, :T]).sum(1)
+
+
+def indist_ceilings(tokens: np.ndarray, queries: np.ndarray, keys: np.ndarray, P, marginal: np.ndarray) -> dict[str, float]:
+    """Chance levels and successor-lookup ceilings of ``ps_indist`` and ``ps_indist_ctrl`` on the
+    held-out sequences ``tokens`` (n, T + 1) with their copy labels (``queries`` (n, T + 1),
+    ``keys`` (n, T + 1, T + 1), ``ihtrain.data.repeats.copy_labels``) under the source's
+    statistics ``P`` (V, V) ``P(next | current)`` and ``marginal`` (V,).
+
+    Returns the model-level constants a run logs (docs/DESIGN.md, "Metric definitions"):
+    ``chance_indist``, ``chance_ctrl`` (uniform causal attention: mean ``|keys| / (a + 1)`` over all
+    copy queries, and over those whose copied token is not a :func:`likely_successor`);
+    ``ceil_succ_indist`` and ``ceil_succ_pmi_indist``, the ``ps_indist`` of the oracle successor
+    head (weights ``P(x_j | x_a)``) and of its PMI-sharpened form (``P(x_j | x_a) / P(x_j)``);
+    ``ceil_succ_ctrl``, the larger of the two oracles' controlled scores. NaN where there is no
+    such query. Only the inputs ``[:, :T]`` are attended over, as the model sees them."""
+    x = np.asarray(tokens)
+    T = x.shape[1] - 1
+    b, a = np.nonzero(np.asarray(queries)[:, :T])
+    m = np.asarray(marginal, dtype=np.float64)
+    ctrl = ~likely_successor(P, m, x[b, a], x[b, a + 1])
+    inv = np.where(m > 0, 1.0 / np.where(m > 0, m, 1.0), 0.0)
+    P_pmi = P.multiply(inv[None, :]).tocsr() if hasattr(P, "multiply") else np.asarray(P) * inv[None, :]
+    chance = keys[b, a, :T].sum(1) / (a + 1.0)
+    succ, pmi = _oracle_mass(P, x, b, a, keys), _oracle_mass(P_pmi, x, b, a, keys)
+    mean = lambda v: float(v.mean()) if v.size else float("nan")  # noqa: E731
+    return {"chance_indist": mean(chance), "chance_ctrl": mean(chance[ctrl]),
+            "ceil_succ_indist": mean(succ), "ceil_succ_pmi_indist": mean(pmi),
+            "ceil_succ_ctrl": max(mean(succ[ctrl]), mean(pmi[ctrl])) if ctrl.any() else float("nan")}
+
+
+def general_probe_chance(context: int, repeat_start: int) -> float:
+    """Each general-probe score's chance level (uniform causal attention on the one target key):
+    the queries sit at ``[C - k, C - 2]`` at every distance (:func:`ihstats.contract.general_probe_layout`)."""
+    lay = general_probe_layout(context, repeat_start)
+    return uniform_attention(np.arange(lay["second"], int(context) - 1))
+
+
+def offset_general_ceiling(context: int, repeat_start: int) -> float:
+    """``ceil_offset_gen``: the general score (min over the probe's distances) of the best
+    fixed-offset head, which attends only to ``s - o + 1`` for one offset ``o``: it reads 1 at the
+    distance ``d = o`` and 0 at every other, so with distinct distances the ceiling is 0 (a head
+    that splits its attention equally over the three probed offsets would reach 1/3)."""
+    lay = general_probe_layout(context, repeat_start)
+    ds = np.asarray(lay["distances"])
+    return float(max((ds == o).astype(float).min() for o in range(1, int(context))))
+
+
 def floor_note(floor: Floor, value: float, means: dict[str, float], factor: float = CHANCE_FACTOR) -> str:
     """One line for a verdict table: the floor, its band and each group's observed mean."""
     seen = ", ".join(f"{k} {v:.3g}" for k, v in means.items())
@@ -141,4 +223,4 @@ def floor_note(floor: Floor, value: float, means: dict[str, float], factor: floa
 
 
 __all__ = ["CHANCE_FACTOR", "Floor", "at_floor", "band_edge", "copy_probe_floors", "copy_probe_len",
-           "floor_note", "repeat_probe_floor", "top_share_floor", "uniform_attention", "uniform_logprob"]
+           "floor_note", "general_probe_chance", "indist_ceilings", "likely_successor", "offset_general_ceiling", "repeat_probe_floor", "top_share_floor", "uniform_attention", "uniform_logprob"]

@@ -11,7 +11,8 @@ Both halves import it: the trainer (``ihtrain.run.train``, ``ihtrain.metrics``, 
 - the short factor names the statistics give config fields,
 - the status values and the one reader / writer of ``status.json``,
 - the max-over-heads curve and its threshold crossing (:func:`max_over_heads`,
-  :func:`ps_crossing`, :func:`run_crossing`) and the default threshold (:data:`EMERGENCE_THRESHOLD`),
+  :func:`ps_crossing`, :func:`run_crossing`), the one formed level (:data:`FORMED_LEVEL`, a run's own:
+  :func:`formed_level`),
 - :class:`SchemaError`, raised by every reader when a file breaks the contract.
 
 Names and values here are fixed strings: add new ones, never rename (old run directories must
@@ -49,10 +50,21 @@ METRICS: dict[str, bool] = {
     # issue 54: the copy half of Sabry and Belz's anti-induction score (logit attribution to the
     # reversed continuation on S SEP rev(S)); opt-in, like the other Bi-Induct probes
     "anti_copy": True,
+    # issue 65: what certifies induction. PS on the general probe (random spans repeated at three
+    # copy distances after in-distribution filler, general_probe_layout), ps_indist restricted to
+    # copies whose token is not a likely successor (ihstats.chance.likely_successor), and per run
+    # the chance levels and non-induction ceilings those scores are read against (model level,
+    # constant per run, logged at every evaluation)
+    "ps_gen_near": True, "ps_gen_mid": True, "ps_gen_far": True, "ps_indist_ctrl": True,
+    "chance_indist": False, "chance_ctrl": False, "ceil_succ_indist": False, "ceil_succ_pmi_indist": False,
+    "ceil_succ_ctrl": False, "ceil_offset_gen": False,
 }
+#: the general probe's per-head scores, near to far copy distance (general_probe_layout's slots)
+GENERAL_PROBE_METRICS: tuple[str, ...] = ("ps_gen_near", "ps_gen_mid", "ps_gen_far")
 #: the metric each onset kind reads (``--onset``): the repeat probe's PS, in-distribution PS at the
 #: data's own copies, and the probe-free in-distribution loss gain (copy vs other positions, nats)
-ONSET_METRICS: dict[str, str] = {"ps": "ps", "indist": "ps_indist", "loss": "indist_gain"}
+ONSET_METRICS: dict[str, str] = {"ps": "ps", "indist": "ps_indist", "loss": "indist_gain",
+                                  "general": "ps_gen"}  # ps_gen: ihstats.certificate.GENERAL_METRIC
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 # Logged only when named in ``metrics.include`` (each costs extra forward passes per evaluation;
 # the Bi-Induct presets name them): the default is every other metric.
@@ -221,9 +233,12 @@ def read_crossing(run_dir: str | Path, threshold: float, metric: str = "ps") -> 
     return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold, metric)
 
 
-#: max PS over heads at which a run's induction head counts as formed (``train.emergence_threshold``'s
-#: default, and the threshold of runs whose config predates the field)
-EMERGENCE_THRESHOLD = 0.3
+#: The one formed level: the general score a head must reach at every probed distance for its run to
+#: be certified (ihstats.certificate), and the max-PS level whose crossing the until-emergence budget
+#: watches. ``train.emergence_threshold`` (the hashed config field, whose name stays for run-id
+#: stability) sets a run's own level; this is its default and the level of runs whose config predates
+#: the field. Read a run's level with :func:`formed_level`, never from the config directly.
+FORMED_LEVEL = 0.3
 
 #: the repeat probe's longest half-length: ``metrics.probe_len = 0`` measures with ``min(this, C // 2)``
 MAX_PROBE_LEN = 50
@@ -235,11 +250,49 @@ def probe_len_of(metrics_probe_len: int, context: int) -> int:
     return metrics_probe_len or min(MAX_PROBE_LEN, context // 2)
 
 
-def emergence_threshold(meta: dict[str, Any]) -> float:
-    """A run's ``train.emergence_threshold`` from its ``config.json`` dict (:data:`EMERGENCE_THRESHOLD`
-    when the config predates the field)."""
+#: the general probe's longest span (tokens repeated); shorter where the repeat region or C is short
+GENERAL_SPAN_MAX = 8
+
+
+def general_probe_layout(context: int, repeat_start: int) -> dict[str, Any]:
+    """Where the general induction probe puts its spans in a context of ``C = context`` positions
+    whose training data holds copies only in ``[repeat_start, C - 1]`` (docs/DESIGN.md, "General
+    induction probe"). A pure function of (C, repeat start), so a reader recomputes it from the
+    hashed config.
+
+    The span of ``k = max(2, min(GENERAL_SPAN_MAX, (C - repeat_start) // 2, C // 4))`` tokens
+    occurs a second time at the end of the context, ``[C - k, C - 1]`` (inside the repeat region),
+    and first ``d`` positions earlier; the distances spread over the attainable range
+    ``[k, C - k]`` (adjacent spans to a first span at position 0): ``near = k``, ``far = C - k``,
+    ``mid`` halfway. Returns ``{"span": k, "second": C - k, "distances": (near, mid, far),
+    "slots": GENERAL_PROBE_METRICS}``; raises ``ValueError`` where no three distinct distances fit.
+    """
+    C, start = int(context), int(repeat_start)
+    if not 0 <= start <= C - 2:
+        raise ValueError(f"repeat_start: must be in [0, C - 2] = [0, {C - 2}], got {repeat_start}")
+    k = max(2, min(GENERAL_SPAN_MAX, (C - start) // 2, C // 4))
+    near, far = k, C - k
+    if far - near < 2:
+        raise ValueError(f"context: the general probe needs three distinct copy distances in [k, C - k] "
+                         f"(k = {k}); C = {C} is too short (use C >= 6)")
+    return {"span": k, "second": C - k, "distances": (near, (near + far) // 2, far), "slots": GENERAL_PROBE_METRICS}
+
+
+def formed_level(meta: dict[str, Any]) -> float:
+    """A run's own formed level (:data:`FORMED_LEVEL` when its config predates the field) from its
+    ``config.json`` dict (``train.emergence_threshold``): the one reader, used by the trainer's
+    budget, the summary, the emergence table, the certificate and every fit.
+
+    Raises SchemaError (a ValueError) naming the run when the value is not a finite number in (0, 1).
+    """
     value = meta.get("config", {}).get("train", {}).get("emergence_threshold")
-    return float(EMERGENCE_THRESHOLD if value is None else value)
+    if value is None:
+        return FORMED_LEVEL
+    level = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else float("nan")
+    if not (np.isfinite(level) and 0 < level < 1):
+        raise SchemaError(f"run {meta.get('run_id', '?')}: config.json train.emergence_threshold is {value!r}; "
+                          f"the formed level must be a number in (0, 1) (default {FORMED_LEVEL})")
+    return level
 
 
 def emergence_metric(meta: dict[str, Any]) -> str:
@@ -249,10 +302,10 @@ def emergence_metric(meta: dict[str, Any]) -> str:
 
 
 __all__ = [
-    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "EMERGENCE_THRESHOLD",
-    "FACTORS", "FACTOR_FIELDS", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
+    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FORMED_LEVEL",
+    "FACTORS", "FACTOR_FIELDS", "GENERAL_PROBE_METRICS", "GENERAL_SPAN_MAX", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "SHIPPED_WRAPPER_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
-    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "emergence_threshold", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "formed_level", "general_probe_layout", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

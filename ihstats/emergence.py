@@ -33,8 +33,9 @@ import pandas as pd
 from ihstats import io
 from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused, default_out,
                                 record_written)
-from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, ONSET_METRICS, emergence_threshold, max_over_heads,
-                              ps_crossing)
+from ihstats.certificate import (GENERAL_METRIC, certify, fit_basis, general_rows, has_general_probe)
+from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, ONSET_METRICS, formed_level,
+                              max_over_heads, ps_crossing)
 from ihstats.display import format_compact, head_label, parse_head, rounded_csv
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.fileio import atomic_write_text, describe_os_error
@@ -43,16 +44,25 @@ from ihstats.tables import formed_counts
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
-FORMED_MIN_PS = 0.3  # max PS at the end of a run that, with an uncensored onset, counts as formed
-FORMED_METHOD = "bayes"  # the detector whose uncensored onset the formed verdict needs (formation)
-PS_METRICS = ("ps", "ps_indist")  # the prefix-matching scores a formed verdict can be read on
-# On planted repeats the in-distribution PS creeps (to about 0.1-0.15) before the induction jump: a
-# layer-1 head attends to the current token's likely successors while no previous-token head exists
-# yet; the loss gain creeps with it (to about 0.3 nats, against 2-3 nats after the jump; docs/RESULTS.md,
-# section 2). Their onset is the rise that reaches the level below (PS: the formed level; the gain: 0.5
+FORMED_METHOD = "bayes"  # the detector whose uncensored onset the crossing needs (formation)
+#: the prefix-matching scores a verdict can be read on: the general score (certified onset), the repeat
+#: probe's PS and the in-distribution PS (crossing onsets)
+PS_METRICS = (GENERAL_METRIC, "ps", "ps_indist")
+# On planted repeats the in-distribution PS creeps before the induction jump: a layer-0 head attends
+# to the current token's likely successors (a successor lookup, ihstats.certificate) while no
+# previous-token head exists yet; the loss gain creeps with it (docs/RESULTS.md, section 2, and
+# "What 'formed' certifies"). Their onset is the rise that reaches the level below (PS: the formed level; the gain: 0.5
 # nats), read by a detector that takes ``reach`` (the Bayesian one reads the curve floored at half the
 # level, and of two stages the one that reaches it; a creep's knee goes to onset_alt).
-CREEP_REACH: dict[str, float] = {"ps_indist": FORMED_MIN_PS, "indist_gain": 0.5}
+CREEP_REACH: dict[str, float] = {"ps_indist": FORMED_LEVEL, "indist_gain": 0.5}
+
+
+def with_general(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``metrics`` with the per-head general score rows (``ps_gen``, :func:`ihstats.certificate.general_rows`)
+    appended when ``metric`` asks for it and the logs hold the general probe; else ``metrics`` as given."""
+    if metric != GENERAL_METRIC or (metrics["metric"] == GENERAL_METRIC).any() or not has_general_probe(metrics):
+        return metrics
+    return pd.concat([metrics, general_rows(metrics)], ignore_index=True)
 
 
 def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -> pd.DataFrame:
@@ -64,7 +74,7 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
     missing = [c for c in ("step", "metric", "layer", "head", "value") if c not in metrics.columns]
     if missing:
         raise ValueError(f"metrics frame: missing column(s) {', '.join(missing)}")
-    m = metrics if "run_id" in metrics.columns else metrics.assign(run_id="run")
+    m = with_general(metrics if "run_id" in metrics.columns else metrics.assign(run_id="run"), metric)
     names = sorted(m["metric"].unique())
     if metric not in names:
         raise ValueError(f"metric: {metric!r} is not in the logs; available: {', '.join(names) or 'none'}")
@@ -84,7 +94,7 @@ def curve_series(metrics: pd.DataFrame, metric: str = "ps", head: str = "max") -
     return out.sort_values(["run_id", "step"]).reset_index(drop=True)
 
 
-def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: str = "bayes",
+def emergence_table(data: Any, metric: str = "auto", head: str = "max", method: str = "bayes",
                     level: float = 0.9, on_error: str = "raise", nonfinite: str = "error",
                     **kwargs: Any) -> pd.DataFrame:
     """The docs/DESIGN.md emergence table, one row per (run, metric[, head]).
@@ -94,7 +104,9 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     data : path, ``ihstats.io.GridData``/``RunData`` or tidy metrics DataFrame
         A path is loaded with :func:`ihstats.io.load_grid` (run or grid directory). Columns of a
         plain frame other than the tidy ones are carried as run factors.
-    metric, head, method, level : see :func:`curve_series` and :func:`ihstats.detectors.detect`;
+    metric : a metric name, or ``auto`` (default): :func:`onset_metric`'s choice, the general score (the
+        certified onset) where the logs hold the general probe, else ``ps_indist``, else ``ps``.
+    head, method, level : see :func:`curve_series` and :func:`ihstats.detectors.detect`;
         ``method`` names a registered detector (:data:`ihstats.detectors.DETECTORS`).
     on_error : {"raise", "skip"}
         A curve a detector rejects (too few checkpoints, ...), or a path's run that cannot be read
@@ -110,10 +122,12 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
         run_id, factors (cell_id, seed, B, C, N, n_params, ...; a path or GridData/RunData always
         carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
-        (the curve's value at its last step); for max PS with the formed rule's detector
-        (``FORMED_METHOD``, the Bayesian one) also ``formed`` (uncensored onset and final >=
-        ``FORMED_MIN_PS``, as :func:`formation`); for max PS the circuit columns of :func:`circuit`
-        (crossing at ``FORMED_MIN_PS``).
+        (the curve's value at its last step); for max PS (general, ``ps`` or ``ps_indist``) the
+        certificate's columns (:func:`ihstats.certificate.certify` at each run's own formed level:
+        ``formed`` = certified with an uncensored onset here, ``certificate``, ``mechanism``,
+        ``mechanism_provisional``, ...), ``onset_basis`` (``certified`` on the general curve, else
+        ``crossing``), with the Bayesian detector ``crossed`` (the old rule: uncensored onset and
+        final >= the run's level), and the circuit columns of :func:`circuit` (crossing at the run's level).
     """
     if isinstance(data, (str, Path)):
         data = io.load_grid(data, nonfinite=nonfinite, on_error=on_error)
@@ -121,7 +135,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             warnings.warn(f"{why} (run skipped)", stacklevel=2)
     if isinstance(data, io.RunData):
         runs = pd.DataFrame([{"run_id": data.run_id, "status": data.status, **data.factors,
-                              "formed_level": emergence_threshold(data.meta)}])
+                              "formed_level": formed_level(data.meta)}])
         metrics = data.metrics
     elif isinstance(data, io.GridData):
         runs, metrics = data.runs.drop(columns=["path"], errors="ignore"), data.metrics
@@ -132,6 +146,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
             pd.DataFrame({"run_id": metrics["run_id"].unique()})
     else:
         raise TypeError(f"data: expected a path, GridData, RunData or DataFrame, got {type(data).__name__}")
+    metric = onset_metric(metrics) if metric == "auto" else metric
     series = curve_series(metrics, metric, head)
     direction = "down" if metric in DECREASING else "up"
     formed_at = _formed_levels(runs)
@@ -139,7 +154,7 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
     for (rid, layer, hd), c in series.groupby(["run_id", "layer", "head"], sort=False):
         c = c.sort_values("step")
         label = head if head == "max" else head_label((layer, hd) if head == "each" else head)
-        own = _with_reach(metric, method, kwargs, formed_at.get(rid, FORMED_MIN_PS))
+        own = _with_reach(metric, method, kwargs, formed_at.get(rid, FORMED_LEVEL))
         try:
             r = detect(c["step"].to_numpy(), c["value"].to_numpy(), method, level, direction,
                        label=f"run {rid} {metric}[{label}]", **own)
@@ -162,17 +177,22 @@ def emergence_table(data: Any, metric: str = "ps", head: str = "max", method: st
 
 def _formed_and_circuit(table: pd.DataFrame, metrics: pd.DataFrame, metric: str, method: str,
                         formed_at: dict[str, float]) -> pd.DataFrame:
-    """A max-PS table with ``formed`` (the formed rule's detector only) and the circuit columns. On
-    ps_indist a run is read at its own formed level (as its onset), elsewhere at FORMED_MIN_PS."""
-    at = {rid: max(FORMED_MIN_PS, lv) for rid, lv in formed_at.items()} if metric in CREEP_REACH else {}
-    if method == FORMED_METHOD:  # the one meaning of formed (formation), on either PS
-        own_level = table["run_id"].map(lambda rid: at.get(rid, FORMED_MIN_PS))
-        table["formed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)
-    circuits = [{"run_id": rid, **circuit(m, at.get(rid, FORMED_MIN_PS), metric)}
-                for rid, m in metrics.groupby("run_id", sort=False)]
-    table = table.merge(pd.DataFrame(circuits, columns=["run_id", *CIRCUIT_COLUMNS]), on="run_id", how="left")
-    if "formed" in table:  # a run that never formed has no circuit (its crossing columns stay)
-        table.loc[~table["formed"].astype(bool), "circuit"] = ""
+    """A max-PS table with the certificate's columns, ``onset_basis``, ``formed`` (certified with an
+    uncensored onset here) and ``crossed`` (both with the formed rule's detector only) and the circuit columns,
+    each run at its own formed level (``train.emergence_threshold``, FORMED_LEVEL where none is recorded)."""
+    own_level = table["run_id"].map(lambda rid: formed_at.get(rid, FORMED_LEVEL))
+    if method == FORMED_METHOD:  # the old formed rule, kept as the crossing (formation)
+        table["crossed"] = ~table["censored"].astype(bool) & (table["final"] >= own_level)
+    certs = [{"run_id": rid, "certified": (c := certify(m, formed_at.get(rid, FORMED_LEVEL), metric)).certified,
+              **c.row(), **circuit(with_general(m, metric), formed_at.get(rid, FORMED_LEVEL), metric)}
+             for rid, m in metrics.groupby("run_id", sort=False)]
+    table = table.merge(pd.DataFrame(certs), on="run_id", how="left")
+    certified = table.pop("certified").fillna(False).astype(bool)
+    if method == FORMED_METHOD:  # the verdicts need the Bayesian onset (another detector's table has none)
+        table["formed"] = certified & ~table["censored"].astype(bool)
+    table["onset_basis"] = "certified" if metric == GENERAL_METRIC else "crossing"
+    held = table["crossed"] if "crossed" in table else ~table["censored"].astype(bool)
+    table.loc[~held.astype(bool), "circuit"] = ""  # a circuit describes a head that crossed
     return table
 
 
@@ -200,13 +220,13 @@ def onsets_beside(metrics: pd.DataFrame, metric: str, method: str = "bayes", lev
     return pd.DataFrame(rows, columns=["run_id", *others])
 
 
-def _with_reach(metric: str, method: str, kwargs: dict[str, Any], formed_level: float = FORMED_MIN_PS) -> dict[str, Any]:
+def _with_reach(metric: str, method: str, kwargs: dict[str, Any], level: float = FORMED_LEVEL) -> dict[str, Any]:
     """The detector parameters for ``metric``: ``kwargs`` plus its :data:`CREEP_REACH` level where the
     detector takes ``reach`` and none was given. A run whose own formed level (``train.emergence_threshold``)
     is higher is read at that level on PS: where the creep itself reaches 0.3 (short, dense copies),
     such a run's stopping rule and onset both wait for the rise to its level."""
     if metric in CREEP_REACH and "reach" in DETECTORS[method].options():
-        reach = max(CREEP_REACH[metric], formed_level) if metric in PS_METRICS else CREEP_REACH[metric]
+        reach = max(CREEP_REACH[metric], level) if metric in PS_METRICS else CREEP_REACH[metric]
         return {"reach": reach, **kwargs}
     return dict(kwargs)
 
@@ -224,7 +244,8 @@ def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
     twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
     if metric not in CREEP_REACH or not twice.any():
         return
-    how = (f"the onset is the rise that reaches {CREEP_REACH[metric]}, the creep's knee is in onset_alt"
+    reach = "the run's formed level" if metric in PS_METRICS else f"{CREEP_REACH[metric]}"
+    how = (f"the onset is the rise that reaches {reach}, the creep's knee is in onset_alt"
            if "reach" in DETECTORS[method].options() else
            f"the {method} detector cannot tell the creep from the jump; the onset may read the creep")
     warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal): on planted repeats the "
@@ -235,26 +256,34 @@ def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
 # ------------------------------------------------------------------------------ formed
 
 
-def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float = 0.9,
+def formation(metrics: pd.DataFrame, formed_level: float = FORMED_LEVEL, level: float = 0.9,
               metric: str = "ps") -> dict[str, Any]:
-    """Whether one run formed an induction head, and what the head looks like.
+    """Whether one run formed an induction head, whether its PS crossed, and what the head looks like.
 
-    *Formed* (the one meaning used by until-emergence budgets, grid summaries and preset checks):
-    the Bayesian detector finds an uncensored onset in the max-PS curve and max PS at the last
-    evaluation is at least ``min_ps``. Beside the verdict, the results that describe the head:
-    ``n_ih_heads`` (heads at the last evaluation whose PS is at least half the top head's, and at
-    least ``min_ps / 2``: heads sharing the work), ``ih_head`` (``L1H2``: the top head) and
-    ``prev_token`` (the best previous-token score of a head in a layer below the top head's;
-    NaN in layer 0), so a head that forms without a previous-token head shows as such; and the
-    circuit columns of :func:`circuit` (crossing at ``min_ps``).
+    *Formed* (the one meaning used by grid summaries, ``--status``, the budget reader and preset
+    checks) is *certified* (:func:`ihstats.certificate.certify` at ``formed_level``, the run's own
+    level) with an uncensored onset on ``metric``. *Crossed* (the old rule, which the
+    until-emergence budget stops on): the Bayesian detector finds an uncensored onset in the max-PS
+    curve of ``metric`` and max PS at the last evaluation is at least ``formed_level``. Beside the
+    verdicts: ``onset_basis`` (``certified`` when ``metric`` is the general score, else
+    ``crossing``), the certificate's columns (``certificate``, ``mechanism``, ...), ``n_ih_heads``
+    (heads at the last evaluation whose PS is at least half the top head's, and at least
+    ``formed_level / 2``: heads sharing the work), ``ih_head`` (``L1H2``: the top head),
+    ``prev_token`` (the best previous-token score of a head in a layer below the top head's; NaN in
+    layer 0) and the circuit columns of :func:`circuit` (crossing at ``formed_level``; blank when
+    the run did not cross).
 
     ``metrics``: tidy rows of one run (``step, metric, layer, head, value``). ``metric``: the PS the
-    verdict reads (``ps``, the repeat probe; ``ps_indist``, the data's own copies).
+    onset reads (``ps_gen``, the general score, where logged: the certified onset; ``ps``, the
+    repeat probe; ``ps_indist``, the data's own copies).
     """
+    metrics = with_general(metrics, metric)
+    cert = certify(metrics, formed_level, metric)
     ps = metrics.loc[metrics["metric"] == metric, ["step", "layer", "head", "value"]]
-    out: dict[str, Any] = {"formed": False, "onset": np.nan, "onset_lo": np.nan, "onset_hi": np.nan,
+    out: dict[str, Any] = {"formed": False, "crossed": False, "onset": np.nan, "onset_lo": np.nan, "onset_hi": np.nan,
                            "censored": True, "final_max_ps": np.nan, "n_ih_heads": 0, "ih_head": "",
-                           "prev_token": np.nan, **circuit(metrics, min_ps, metric)}
+                           "prev_token": np.nan, **circuit(metrics, formed_level, metric), **cert.row(),
+                           "onset_basis": "certified" if metric == GENERAL_METRIC else "crossing"}
     if ps.empty:
         return out
     curve = max_over_heads(metrics, metric)
@@ -265,21 +294,22 @@ def formation(metrics: pd.DataFrame, min_ps: float = FORMED_MIN_PS, level: float
         return out
     out["final_max_ps"] = float(top["value"])
     out["ih_head"] = head_label((top["layer"], top["head"]))
-    out["n_ih_heads"] = int((last["value"] >= max(0.5 * top["value"], 0.5 * min_ps)).sum())
+    out["n_ih_heads"] = int((last["value"] >= max(0.5 * top["value"], 0.5 * formed_level)).sum())
     pt = metrics[(metrics["metric"] == "prev_token") & (metrics["step"] == ps["step"].max())
                  & (metrics["layer"] < top["layer"])]["value"]
     out["prev_token"] = float(pt.max()) if len(pt) else np.nan
     if len(curve) >= DETECTORS[FORMED_METHOD].min_points:
-        params = _with_reach(metric, FORMED_METHOD, {}, min_ps)  # the onset the emergence table reads
+        params = _with_reach(metric, FORMED_METHOD, {}, formed_level)  # the onset the emergence table reads
         r = get_detector(FORMED_METHOD, level=level, **params).fit(curve.index.to_numpy(), curve.to_numpy())
         out.update(onset=r.onset, onset_lo=r.onset_lo, onset_hi=r.onset_hi, censored=r.censored)
-    out["formed"] = bool(not out["censored"] and out["final_max_ps"] >= min_ps)
-    if not out["formed"]:  # PS may have crossed and fallen back: no head, so no circuit label
+    out["crossed"] = bool(not out["censored"] and out["final_max_ps"] >= formed_level)
+    out["formed"] = bool(cert.certified and not out["censored"])
+    if not out["crossed"]:  # PS may have crossed and fallen back: no head, so no circuit label
         out["circuit"] = ""
     return out
 
 
-def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str = "ps") -> dict[str, Any]:
+def circuit(metrics: pd.DataFrame, threshold: float = FORMED_LEVEL, metric: str = "ps") -> dict[str, Any]:
     """Which circuit one run's induction head is built on, read from its tidy metrics.
 
     At the PS crossing (the first evaluation with max PS >= ``threshold``,
@@ -289,8 +319,9 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str
     better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
     ``"no-prev-token"`` (a head that attends a fixed offset back can pass a short repeat probe
     without one); ``""`` when max PS never crossed or no previous-token score was logged. A run
-    that crossed but did not form (:func:`formation`) gets ``""`` from :func:`formation` and from
-    the emergence table: a circuit is a property of a head that formed.
+    that did not cross (:func:`formation`'s ``crossed``) gets ``""`` from :func:`formation` and from
+    the emergence table: a circuit is a property of a head that crossed. The certificate's class
+    (``mechanism``) is the verdict on what the head does; this column says only what it sits on.
 
     Parameters
     ----------
@@ -322,9 +353,13 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_MIN_PS, metric: str
 
 
 def onset_metric(metrics: pd.DataFrame, onset: str = "auto") -> str:
-    """The metric an onset kind reads (:data:`ihstats.contract.ONSET_METRICS`); ``auto``: the
-    in-distribution PS where the logs hold it (every run since issue 52), else the repeat probe's."""
+    """The metric an onset kind reads (:data:`ihstats.contract.ONSET_METRICS`); ``auto``: the general
+    score (the certified onset, :data:`ihstats.certificate.GENERAL_METRIC`) where the logs hold the
+    general probe (issue 65), else the in-distribution PS where they hold it (issue 52), else the
+    repeat probe's: the last two are crossing onsets, never certified."""
     if onset == "auto":
+        if has_general_probe(metrics):
+            return GENERAL_METRIC
         return "ps_indist" if (metrics["metric"] == "ps_indist").any() else "ps"
     if onset not in ONSET_METRICS:
         raise ValueError(f"onset: must be auto or one of {', '.join(ONSET_METRICS)}, got {onset!r}")
@@ -392,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             table = emergence_table(data, metric, a.head, a.method, a.level, on_error=on_error, **kw)
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
-        logged = set(data.metrics.loc[data.metrics["metric"] == metric, "run_id"])
+        shown = with_general(data.metrics, metric)  # the general score is derived from its three distances
+        logged = set(shown.loc[shown["metric"] == metric, "run_id"])
         for run in data.runs[~data.runs["run_id"].isin(logged)].itertuples():  # said, never dropped silently
             print(f"warning: run {run.run_id} ({run.status}): no {metric!r} evaluations yet; not in the table",
                   file=sys.stderr)
@@ -412,8 +448,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{metric} onset (updates), {a.method}, {a.level:.0%} interval:")
     print(format_compact(table))
     print(f"wrote {formed_counts(formed, table['censored'], 'runs' if a.head == 'max' else 'rows')} of the "
-          f"{metric} onset to {out}")
+          f"{metric} onset to {out}{_basis_note(table)}")
     return 0
+
+
+def _basis_note(table: pd.DataFrame) -> str:
+    """What the table's onsets rest on, and how many runs crossed without the certificate."""
+    if "onset_basis" not in table:
+        return ""
+    crossed = f", {int(table['crossed'].astype(bool).sum())} crossed" if "crossed" in table else ""
+    return f"; onset basis: {fit_basis(table['onset_basis'], table['certificate'])}{crossed}"
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ihstats.contract import (
     FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, METRICS_FILE, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
-    UNKNOWN_STATUS, SchemaError, emergence_metric, emergence_threshold, run_crossing,
+    UNKNOWN_STATUS, SchemaError, emergence_metric, formed_level, run_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.ids import cell_hash, seed_kinds
@@ -246,7 +246,7 @@ def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False)
     bad = run_problems(path, meta, record, last, named=named) + _log_problems(meta, factors, metrics)
     if bad:
         raise SchemaError(f"run {run_id} ({path}): {'; '.join(bad)}; {SKIP_HINT}")
-    crossing = run_crossing(record, metrics, emergence_threshold(meta), emergence_metric(meta))
+    crossing = run_crossing(record, metrics, formed_level(meta), emergence_metric(meta))
     return RunData(run_id, path, meta, factors, status, metrics, train, problems, crossing)
 
 
@@ -333,7 +333,7 @@ def load_grid(path: str | Path, *, nonfinite: str = "error", on_error: str = "ra
             continue
         problems += r.problems
         runs.append({"run_id": r.run_id, "status": r.status, "path": str(d), **r.factors,
-                     "formed_level": emergence_threshold(r.meta)})
+                     "formed_level": formed_level(r.meta)})
         metrics.append(r.metrics)
         if r.train is not None:
             train.append(r.train)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ihstats.contract import (
     CONFIG_KEYS, MANIFEST_COLUMNS, MANIFEST_KEY_COLUMNS, METRICS_COLUMNS, METRICS_KEY, MODEL_LEVEL, PER_HEAD,
-    STATUSES, TRAIN_COLUMNS, SchemaError, emergence_metric, emergence_threshold, ps_crossing,
+    STATUSES, TRAIN_COLUMNS, SchemaError, emergence_metric, formed_level, ps_crossing,
 )
 from ihstats.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.run_check import (config_problem, config_value_problems, duplicate_runs, logs_problem, metric_range_problem,
@@ -140,7 +140,7 @@ def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
         problems.append(f"{rd}/train.parquet: starts at update {first_train}, after train.log_every = {log_every}: "
                         f"its early rows are missing")
     if "crossing" in status:
-        logged = ps_crossing(m, emergence_threshold(cfg), emergence_metric(cfg))
+        logged = ps_crossing(m, formed_level(cfg), emergence_metric(cfg))
         if logged != status["crossing"]:
             problems.append(f"{rd}: status.json crossing {status['crossing']} != {logged}, the first step at "
                             f"which metrics.parquet's max PS (train.emergence_metric) reaches train.emergence_threshold")

@@ -11,6 +11,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ihstats.certificate import LEGACY_BASIS, fit_basis
+
 _BOOLEAN = {"true": True, "false": False, "1": True, "0": False, "1.0": True, "0.0": False}
 
 
@@ -74,19 +76,27 @@ def formed_counts(formed, censored, unit: str = "runs") -> str:
 
 
 def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
-    """Whether each run formed an induction head: the one rule every fit applies (docs/DESIGN.md,
+    """Whether each run counts as formed in a fit: the one rule every fit applies (docs/DESIGN.md,
     "What the fits accept").
 
     ``formed`` is the verdict when the table has it (``censored`` alone: formed = not censored).
+    Rows whose ``onset_basis`` is ``crossing`` (logs without the general probe, or a table read on
+    another onset: :mod:`ihstats.certificate`) are fitted on their crossing instead: ``crossed``
+    where the table has it, else not censored; say so with :func:`outcome_basis` in every output.
     ``formed = True`` on a censored row contradicts itself and is refused. ``formed = False`` on an
-    uncensored row (a rise whose final PS stayed below the formed threshold) is not formed: the
-    frontier counts it so and the law fits it as censored at ``last_step``; a warning names the rows.
+    uncensored row (a rise that was not certified, or stayed below the formed level) is not formed:
+    the frontier counts it so and the law fits it as censored at ``last_step``; a warning names the rows.
     """
     if "formed" not in df.columns and "censored" not in df.columns:
         raise error("formed, censored: the table needs one of them (python -m ihstats.emergence writes both)")
     if "formed" not in df.columns:
         return ~boolean_column(df, "censored", error=error)
     formed = boolean_column(df, "formed", error=error)
+    crossing = _crossing_rows(df)
+    if crossing.any():
+        outcome = boolean_column(df, "crossed", error=error) if "crossed" in df.columns else \
+            ~boolean_column(df, "censored", error=error)
+        formed = np.where(crossing, outcome, formed)
     if "censored" in df.columns:
         cens = boolean_column(df, "censored", error=error)
         if (formed & cens).any():
@@ -94,10 +104,46 @@ def formed_column(df: pd.DataFrame, error=ValueError) -> np.ndarray:
                         f"that formed has an onset: fix one of the two columns")
         rise = ~formed & ~cens
         if rise.any():
-            warnings.warn(f"formed = False with an uncensored onset in {rows(df, rise)}: a rise that did not "
-                          f"reach the formed threshold counts as not formed (the law enters it as right-censored "
-                          f"at last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
+            warnings.warn(f"formed = False with an uncensored onset in {rows(df, rise)}: a rise that was not "
+                          f"certified or did not reach the formed level counts as not formed (the law enters it as "
+                          f"right-censored at last_step; docs/DESIGN.md)", UserWarning, stacklevel=2)
     return formed
+
+
+def _crossing_rows(df: pd.DataFrame) -> np.ndarray:
+    """Rows whose onset is a crossing, not certified (``onset_basis``; none when the table lacks it)."""
+    if "onset_basis" not in df.columns:
+        return np.zeros(len(df), dtype=bool)
+    return (df["onset_basis"].astype(str).str.strip() == "crossing").to_numpy()
+
+
+def summary_formed(summary: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """Formed per run of a grid's ``summary.csv`` as the fits count it, and what that rests on
+    (:func:`outcome_basis`). A summary written before issue 65 (no ``onset_basis`` column) holds the
+    old verdict, a crossing on logs without the general probe: it is read as such and said so. An
+    unfinished run's blank verdict is not formed."""
+    if "onset_basis" not in summary.columns:
+        return summary["formed"].astype("boolean").fillna(False).to_numpy(dtype=bool), LEGACY_BASIS
+    crossing = _crossing_rows(summary)
+    formed = summary["formed"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    crossed = summary["crossed"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    return np.where(crossing, crossed, formed), outcome_basis(summary)
+
+
+def outcome_word(basis: str) -> str:
+    """The word a fit's output gives its positive outcome: ``formed`` only when it is certified (or
+    the table's own column), ``crossed`` when it rests on crossings (never called formed)."""
+    return "crossed" if basis.startswith(("crossing", "mixed")) or basis == LEGACY_BASIS else "formed"
+
+
+def outcome_basis(df: pd.DataFrame) -> str:
+    """What a fit's formed/not-formed outcome rests on, in the words every fit output gives:
+    ``certified``, ``crossing, not certified: logs lack the general probe`` (or another reason),
+    a mixed count, or ``the table's formed column`` for a table without ``onset_basis``
+    (:func:`ihstats.certificate.fit_basis`)."""
+    if "onset_basis" not in df.columns:
+        return "the table's formed column"
+    return fit_basis(df["onset_basis"].astype(str).str.strip(), df["certificate"] if "certificate" in df else None)
 
 
 # ------------------------------------------------------------------ cross-column and cross-table rules

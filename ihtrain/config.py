@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from ihstats.contract import EMERGENCE_THRESHOLD, MAX_PROBE_LEN, probe_len_of  # noqa: F401  (re-exported)
+from ihstats.contract import FORMED_LEVEL, MAX_PROBE_LEN, probe_len_of  # noqa: F401  (re-exported)
 from ihstats.ids import cell_hash, config_hash
 from ihtrain.config_checks import is_plain_name, validate
 from ihtrain.data.registry import default_source, recorded_sections, registered_section
@@ -86,7 +86,7 @@ class TrainConfig:
     budget: Literal["steps", "tokens", "until-emergence"] = "steps"
     max_steps: int = 2000  # used by budget=steps, and as the cap for until-emergence
     max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
-    emergence_threshold: float = EMERGENCE_THRESHOLD  # until-emergence: max PS that starts the margin; "formed" needs it at the end too
+    emergence_threshold: float = FORMED_LEVEL  # the run's formed level (contract.formed_level): the crossing that starts the until-emergence margin, and the general score a certified head reaches
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
     emergence_metric: Literal["ps", "ps_indist"] = "ps"  # the PS whose crossing and onset the budget watches
     lr: float = 3e-3

@@ -69,8 +69,9 @@ def _validate_train(t: Any, m: Any) -> None:
         need(0 <= getattr(t, name) < 1, f"train.{name}", f"must be in [0, 1), got {getattr(t, name)}")
     need(0 <= t.weight_decay < math.inf, "train.weight_decay", f"must be a finite number >= 0, got {t.weight_decay}")
     need(t.warmup_steps >= 0, "train.warmup_steps", f"must be >= 0 (0: use train.warmup_frac), got {t.warmup_steps}")
-    # PS is a fraction: a threshold outside (0, 1] is crossed at once or never
-    need(0 < t.emergence_threshold <= 1, "train.emergence_threshold", f"must be in (0, 1], got {t.emergence_threshold}")
+    # PS is a fraction: a level outside (0, 1) is crossed at once or never (1.0 only by a perfect head)
+    need(0 < t.emergence_threshold < 1, "train.emergence_threshold",
+         f"must be in (0, 1) (the formed level, contract.formed_level), got {t.emergence_threshold}")
     need(t.emergence_metric in ("ps", "ps_indist"), "train.emergence_metric",
          f"must be ps (the repeat probe) or ps_indist (the data's own copies), got {t.emergence_metric!r}")
     need(t.threads >= 0, "train.threads", f"must be >= 0 (0: torch's default), got {t.threads}")

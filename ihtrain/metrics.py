@@ -18,6 +18,12 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
 - in-distribution probes from held-out text (``val_tokens``, (n, T+1)): the natural repeat probe
   :func:`ihtrain.probes.natural_repeat` (:func:`ps_nat`, :func:`repeat_nat_logprob`) and the
   token-index ICL score :func:`icl_token_index`; like ``val_loss`` they need ``val_tokens``.
+- general probe (issue 65, :func:`ihtrain.probes.general_probe`): rows ``[i R, (i + 1) R)`` repeat a
+  span of ``k`` tokens at distance ``d_i``, the second occurrence at ``[C - k, C - 1]``; PS at
+  distance ``d`` reads attention ``s -> s - d + 1`` for ``s in [C - k, C - 2]`` (:func:`ps_gen_near`).
+- successor control (issue 65): :func:`ps_indist_ctrl` and the per-run constants (chance levels,
+  successor-lookup ceilings) need the source's successor statistics
+  (:class:`ihtrain.data.successors.Successors`, ``successors=``) as well as ``val_tokens``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ import torch.nn.functional as F
 
 from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
-from ihtrain.data.repeats import copy_labels
+from ihtrain.data.successors import Successors
+from ihtrain.induction_metrics import (attn_score, ceil_offset_gen, chance_gen, chance_indist, constant, indist_chunk,
+                                       indist_gain, ps_gen_far, ps_gen_mid, ps_gen_near, ps_indist, ps_indist_ctrl)
 from ihtrain.model import GPT, Cache
 from ihtrain.probes import ProbeSet, natural_repeat
 
@@ -45,9 +53,11 @@ class Activations:
     Hooks attached to the model while it evaluates (an ablation) show in them."""
 
     def __init__(self, model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
-                 repeat_logits: bool = True, copy_start: int = 0):
+                 repeat_logits: bool = True, copy_start: int = 0, successors: Successors | None = None):
         self.model, self.probes, self.val_tokens = model, probes, val_tokens
-        self.repeat_logits, self.copy_start = repeat_logits, copy_start
+        self.repeat_logits, self.copy_start, self.successors = repeat_logits, copy_start, successors
+        # val_loss reads the in-distribution pass's losses when that pass runs on the same sequences
+        self.val_from_indist = False
         self.memo: dict[str, object] = {}  # intermediate results shared by metrics (e.g. AR)
 
     @cached_property
@@ -76,24 +86,56 @@ class Activations:
         return logits, cache, probe
 
     @cached_property
-    def indist(self) -> tuple[torch.Tensor, float, int]:
-        """(sum over copy queries of each head's attention mass on their keys (L, H), sum of the loss
-        gains, number of copy queries) on the held-out sequences ``val_tokens[:INDIST_SEQS]`` (inputs
+    def indist(self) -> dict[str, torch.Tensor | float]:
+        """Sums over the copy queries of the held-out sequences ``val_tokens[:INDIST_SEQS]`` (inputs
         ``[:, :T]``), labelled by :func:`ihtrain.data.repeats.copy_labels` from position
-        ``copy_start`` (the data's repeat region); see :func:`ps_indist` and :func:`indist_gain`. In
-        chunks of sequences, so a large model's patterns and logits never sit in memory at once."""
-        if self.val_tokens is None:
-            raise ValueError("in-distribution probes: need val_tokens (n_seqs, T + 1); none were given")
-        val = torch.as_tensor(self.val_tokens, dtype=torch.long)[:INDIST_SEQS].to(self.probes.repeat.device)
+        ``copy_start`` (the data's repeat region): ``mass`` (L, H) each head's attention on their
+        keys, ``gain`` the loss gains, ``count`` the queries, ``chance`` their uniform-attention
+        mass; ``mass_ctrl`` and ``count_ctrl`` over the controlled queries (:attr:`ctrl_queries`;
+        0 without successor statistics). See :func:`ps_indist`, :func:`ps_indist_ctrl`,
+        :func:`indist_gain`. In chunks of sequences, so a large model's patterns and logits never
+        sit in memory at once."""
+        val = self.indist_val.to(self.probes.repeat.device)
         N, T = val.shape[0], val.shape[1] - 1
         cfg = self.model.cfg
         per_seq = max(cfg.n_layer * cfg.n_head * T * T, T * self.probes.vocab_size)
         chunk = max(1, min(N, INDIST_CHUNK_ELEMENTS // per_seq))
-        mass, gain, count = torch.zeros(cfg.n_layer, cfg.n_head, dtype=torch.float64), 0.0, 0
+        ctrl = self.ctrl_queries
+        total: dict[str, torch.Tensor | float] = {}
         for i in range(0, N, chunk):
-            m, g, c = _indist_chunk(self.model, val[i:i + chunk], self.copy_start)
-            mass, gain, count = mass + m, gain + g, count + c
-        return mass, gain, count
+            part = indist_chunk(self.model, val[i:i + chunk], self.copy_start,
+                                 None if ctrl is None else ctrl[i:i + chunk].to(val.device))
+            total = {k: total.get(k, 0) + v for k, v in part.items()}
+        return total
+
+    @cached_property
+    def indist_val(self) -> torch.Tensor:
+        """The held-out sequences the in-distribution probes read: ``val_tokens[:INDIST_SEQS]`` (n, T + 1)."""
+        if self.val_tokens is None:
+            raise ValueError("in-distribution probes: need val_tokens (n_seqs, T + 1); none were given")
+        return torch.as_tensor(self.val_tokens, dtype=torch.long)[:INDIST_SEQS]
+
+    @cached_property
+    def ctrl_queries(self) -> torch.Tensor | None:
+        """(n, T + 1) bool: copy queries whose copied token is not a likely successor (None without
+        successor statistics); computed once per run (:meth:`Successors.labelled` remembers it)."""
+        if self.successors is None:
+            return None
+        return torch.from_numpy(self.labelled["ctrl"])
+
+    @cached_property
+    def labelled(self) -> dict:
+        """:meth:`Successors.labelled` of the in-distribution sequences: ``ctrl`` and ``ceilings``."""
+        if self.successors is None:
+            raise ValueError("successor control: needs the source's successor statistics (successors=); none were given")
+        return self.successors.labelled(self.indist_val.cpu().numpy(), self.copy_start)
+
+    @cached_property
+    def general(self) -> Cache:
+        """Cache on the general probe (patterns only): rows split across the layout's distances."""
+        if self.probes.general is None:
+            raise ValueError("general probe: this ProbeSet has none (build it with ihtrain.probes.make_probes)")
+        return self.model.run_with_cache(self.probes.general, logits=False)[1]
 
     @cached_property
     def copy_logprobs(self) -> torch.Tensor:
@@ -109,23 +151,18 @@ def _next_logprobs(model: GPT, tokens: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------ attention scores
-def _attn_score(attn: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> np.ndarray:
-    """Mean over batch and listed queries of attn[..., q_i, k_i]; attn (L, B, H, T, T) -> (L, H)."""
-    return attn[:, :, :, q, k].float().mean(dim=(1, 3)).cpu().numpy()  # (L, B, H, |q|) -> (L, H)
-
-
 def ps(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """Prefix matching: attention from s to s - n + 1, s in [n, 2n-1]."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat[1].attn, q, q - n + 1)
+    return attn_score(acts.repeat[1].attn, q, q - n + 1)
 
 
 def prev_token(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """Previous-token score: attention from s to s - 1, s in [n, 2n-1] (same queries as PS)."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat[1].attn, q, q - 1)
+    return attn_score(acts.repeat[1].attn, q, q - 1)
 
 
 def copy_fwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -138,7 +175,7 @@ def copy_fwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     """
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m, device=probes.copy_fwd.device)
-    return _attn_score(acts.copy.attn[:, :N], q, q - m)
+    return attn_score(acts.copy.attn[:, :N], q, q - m)
 
 
 def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -151,7 +188,7 @@ def anti_induction(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarra
     """
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m, device=probes.copy_bwd.device)
-    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
+    return attn_score(acts.copy.attn[:, N:], q, 2 * m - 1 - q)
 
 
 def dup_bwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -162,7 +199,7 @@ def dup_bwd(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     predecessor)."""
     m, N = probes.n_copy, probes.n_copy_seqs
     q = torch.arange(m + 1, 2 * m + 1, device=probes.copy_bwd.device)
-    return _attn_score(acts.copy.attn[:, N:], q, 2 * m - q)
+    return attn_score(acts.copy.attn[:, N:], q, 2 * m - q)
 
 
 def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
@@ -170,44 +207,7 @@ def ps_nat(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
     s - n + 1, s in [n, 2n-1]; in distribution for every condition (tokens may recur in a span)."""
     n = probes.n
     q = torch.arange(n, 2 * n, device=probes.repeat.device)
-    return _attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
-
-
-def _indist_chunk(model: GPT, val: torch.Tensor, start: int) -> tuple[torch.Tensor, float, int]:
-    """One chunk of :attr:`Activations.indist`: val (n, T + 1) -> (mass sum (L, H), gain sum, queries)."""
-    queries, keys = (torch.from_numpy(x).to(val.device) for x in copy_labels(val.cpu().numpy(), start))
-    b, a = torch.nonzero(queries, as_tuple=True)  # (Q,) each; a <= T - 1: labels on T + 1 tokens
-    if b.numel() == 0:
-        return torch.zeros(model.cfg.n_layer, model.cfg.n_head, dtype=torch.float64), 0.0, 0
-    T = val.shape[1] - 1
-    logits, cache = model.run_with_cache(val[:, :-1], logits=True)
-    logp = F.log_softmax(logits.float(), dim=-1).gather(-1, val[:, 1:, None]).squeeze(-1)  # (n, T)
-    k = keys[b, a, :T]  # (Q, T): the positions after earlier occurrences of x[a]
-    attn = cache.attn[:, b, :, a, :]  # (Q, L, H, T): advanced indices lead
-    mass = (attn.float() * k[:, None, None, :]).sum(-1).double().sum(0)  # (L, H)
-    # the bigram's first occurrence j: the earliest key k = j + 1 holding the token that follows a
-    j = (k & (val[b, :T] == val[b, a + 1][:, None])).float().argmax(dim=1) - 1
-    return mass.cpu(), float((logp[b, a] - logp[b, j]).double().sum()), int(b.numel())
-
-
-def ps_indist(model: GPT, probes: ProbeSet, acts: Activations) -> np.ndarray:
-    """In-distribution PS: at each copy query of the held-out sequences (the data's own ``A B ... A``
-    positions in its repeat region), the attention mass on the positions after the earlier
-    occurrences of the query's token; mean over queries (NaN without any). Chance: the share of
-    earlier positions that are such keys (mean over queries of ``|keys| / (a + 1)``)."""
-    mass, _, count = acts.indist
-    return (mass / count).numpy() if count else np.full(tuple(mass.shape), np.nan)
-
-
-def indist_gain(model: GPT, probes: ProbeSet, acts: Activations) -> float:
-    """In-distribution induction loss gain (nats): at each copy query ``a`` (the data's own
-    ``A B ... A -> B``), the log-prob of ``B`` at the repeat minus at the bigram's first occurrence
-    ``j`` (the same token predicting the same next token, without the earlier copy in context); mean
-    over queries. A model that reads only the current token scores 0 whatever bigram statistics it
-    has learnt; it rises when the model predicts copies from context. Probe-free: it reads only the
-    model's loss on training-distribution sequences."""
-    _, gain, count = acts.indist
-    return gain / count if count else float("nan")
+    return attn_score(acts.repeat_nat[1].attn, q, q - n + 1)
 
 
 # ------------------------------------------------------------------------------ log-prob scores
@@ -333,6 +333,9 @@ def ar_rank(model: GPT, probes: ProbeSet, acts: Activations) -> float:
 @torch.inference_mode()
 def val_loss(model: GPT, probes: ProbeSet, acts: Activations, chunk: int = 64) -> float:
     """Mean next-token cross-entropy over held-out tokens ``acts.val_tokens`` (n, T+1)."""
+    if acts.val_from_indist:  # the in-distribution pass computed every next token's loss already
+        s = acts.indist
+        return s["nll"] / s["tokens"]
     val = acts.val_tokens
     if val is None:
         raise ValueError("val_loss: needs val_tokens (n_seqs, T + 1); none were given")
@@ -400,39 +403,56 @@ _FUNCTIONS: dict[str, MetricFn] = {
     "dup_bwd": dup_bwd, "ps_nat": ps_nat, "repeat_nat_logprob": repeat_nat_logprob,
     "copy_fwd_logprob": copy_fwd_logprob, "copy_bwd_logprob": copy_bwd_logprob, "icl_token_index": icl_token_index,
     "ps_indist": ps_indist, "indist_gain": indist_gain, "anti_copy": anti_copy,
+    "ps_gen_near": ps_gen_near, "ps_gen_mid": ps_gen_mid, "ps_gen_far": ps_gen_far, "ps_indist_ctrl": ps_indist_ctrl,
+    "chance_indist": chance_indist, "ceil_offset_gen": ceil_offset_gen,
+    **{name: constant(name) for name in ("chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")},
 }
 # metrics read from held-out text: computed only when val_tokens are given
-NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain")
+NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain", "chance_indist")
+# ... and the source's successor statistics (ihtrain.data.successors): computed only when both are given
+NEEDS_SUCCESSORS = ("ps_indist_ctrl", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")
 INDIST_SEQS = 32  # held-out sequences the in-distribution probes read (the first of val_tokens)
 INDIST_CHUNK_ELEMENTS = 40_000_000  # attention-pattern or logit entries per chunk of those sequences
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
 
 
-def metric_names(include: list[str] | tuple[str, ...] | None, has_val: bool) -> list[str]:
+def metric_names(include: list[str] | tuple[str, ...] | None, has_val: bool, has_successors: bool = False) -> list[str]:
     """The metrics :func:`evaluate` computes, in registry order: those in ``include``, or by default
-    all but ``OPT_IN_METRICS`` (those in ``NEEDS_VAL`` only when held-out tokens are given)."""
+    all but ``OPT_IN_METRICS`` (those in ``NEEDS_VAL`` only when held-out tokens are given, those in
+    ``NEEDS_SUCCESSORS`` only when the source's successor statistics are given too)."""
+    usable = has_val and has_successors
     if include:
         unknown = [m for m in include if m not in REGISTRY]
         if unknown:
             raise ValueError(f"include: unknown metric(s) {unknown}; allowed: {', '.join(REGISTRY)}")
-        if not has_val and set(NEEDS_VAL) & set(include):
-            raise ValueError(f"include: {sorted(set(NEEDS_VAL) & set(include))} need val_tokens")
+        if not has_val and set(NEEDS_VAL + NEEDS_SUCCESSORS) & set(include):
+            raise ValueError(f"include: {sorted(set(NEEDS_VAL + NEEDS_SUCCESSORS) & set(include))} need val_tokens")
+        if not usable and set(NEEDS_SUCCESSORS) & set(include):
+            raise ValueError(f"include: {sorted(set(NEEDS_SUCCESSORS) & set(include))} need the source's successor "
+                             f"statistics (a Markov, semi-natural or natural-text source)")
         return [m for m in REGISTRY if m in include]
-    return [m for m in REGISTRY if m not in OPT_IN_METRICS and (m not in NEEDS_VAL or has_val)]
+    return [m for m in REGISTRY if m not in OPT_IN_METRICS and (m not in NEEDS_VAL or has_val)
+            and (m not in NEEDS_SUCCESSORS or usable)]
 
 
 def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray | None = None,
-             include: list[str] | tuple[str, ...] | None = None, copy_start: int = 0) -> dict[str, np.ndarray | float]:
+             include: list[str] | tuple[str, ...] | None = None, copy_start: int = 0,
+             successors: Successors | None = None) -> dict[str, np.ndarray | float]:
     """Compute the metrics in ``include`` (default: all but ``OPT_IN_METRICS``; those in ``NEEDS_VAL``
-    only when ``val_tokens`` is given; ``copy_start``: the first position of the data's repeat region,
-    :func:`ihtrain.data.repeat_start_of`, for the in-distribution probes) in eval mode under ``torch.inference_mode``; the model's train/eval mode is restored after.
+    only when ``val_tokens`` is given, those in ``NEEDS_SUCCESSORS`` only with ``successors`` too;
+    ``copy_start``: the first position of the data's repeat region, :func:`ihtrain.data.repeat_start_of`,
+    for the in-distribution probes) in eval mode under ``torch.inference_mode``; the model's
+    train/eval mode is restored after.
 
     Returns ``{name: (L, H) float64 array or float}`` in registry order.
     """
-    names = metric_names(include, has_val=val_tokens is not None)
+    names = metric_names(include, has_val=val_tokens is not None, has_successors=successors is not None)
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)),
-                       copy_start=copy_start)
+                       copy_start=copy_start, successors=successors)
+    # one forward pass on the held-out sequences serves both when they are the same sequences
+    acts.val_from_indist = (val_tokens is not None and len(val_tokens) <= INDIST_SEQS
+                            and bool(set(names) & {"ps_indist", "indist_gain", "ps_indist_ctrl", "chance_indist"}))
     was_training = model.training
     model.eval()
     try:
@@ -481,4 +501,5 @@ __all__ = ["Activations", "Metric", "REGISTRY", "METRIC_NAMES", "evaluate", "met
            "ar_from_logits", "ov_eigenvalues", "ov_copy_from_eigenvalues", "ps", "prev_token", "la",
            "copy_fwd", "anti_induction", "anti_copy", "ov_copy", "ar_acc", "ar_rank", "val_loss", "dup_bwd", "ps_nat",
            "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob", "icl_token_index", "ps_indist", "indist_gain",
-           "NEEDS_VAL"]
+           "NEEDS_VAL", "NEEDS_SUCCESSORS", "ps_gen_near", "ps_gen_mid", "ps_gen_far", "ps_indist_ctrl", "chance_indist",
+           "ceil_offset_gen", "chance_gen"]

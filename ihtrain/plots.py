@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ihstats.contract import PER_HEAD, emergence_threshold, max_over_heads  # noqa: E402
-from ihstats.emergence import FORMED_MIN_PS, formation, onset_metric  # noqa: E402
+from ihstats.contract import FORMED_LEVEL, PER_HEAD, formed_level, max_over_heads  # noqa: E402
+from ihstats.emergence import formation, onset_metric  # noqa: E402
 from ihstats.plots import save_figure  # noqa: E402
 from ihstats.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
 
@@ -45,12 +45,13 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     for z, (name, label, style) in enumerate(CURVE_STYLES, start=2):
         if name in per_head:
             axes[0].plot(x, per_head[name], label=label, zorder=z, **style)
-    metric = onset_metric(m)  # the PS the emergence table reads (the data's own copies where logged)
-    f = formation(m, min_ps=_formed_level(run_dir), metric=metric)  # as the grid summary reads the run
-    if f["formed"]:  # the onset the README and the emergence table quote, with its interval
+    metric = onset_metric(m)  # the PS the emergence table reads (the general probe, else the data's copies)
+    f = formation(m, formed_level=_level(run_dir), metric=metric)  # as the grid summary reads the run
+    if f["crossed"]:  # the PS onset with its interval, and whether the run is certified (ihstats.certificate)
         axes[0].axvspan(f["onset_lo"], f["onset_hi"], color="0.85", zorder=0)
         axes[0].axvline(f["onset"], color="0.4", ls=(0, (4, 3)), lw=0.8, zorder=1,
-                        label=f"{metric} onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}]")
+                        label=f"{metric} onset {f['onset']:,.0f} [{f['onset_lo']:,.0f}, {f['onset_hi']:,.0f}] "
+                              f"({'certified' if f['formed'] else 'crossing; ' + f['mechanism']})")
     axes[0].set(xscale="log", xlabel="updates", ylabel="score", ylim=(0, 1.02), title="per-head scores")
     axes[0].legend(fontsize=7, loc="upper left", framealpha=0.85)
     if "ar_acc" in model_level:
@@ -64,13 +65,12 @@ def plot_run_curves(run_dir: str | Path) -> list[Path]:
     return save_figure(fig, run_dir / "curves", dpi=120, close=True)
 
 
-def _formed_level(run_dir: Path) -> float:
-    """The run's formed level (its ``train.emergence_threshold``; the default where config.json is
-    unreadable), so the onset drawn is the one the grid summary and the emergence table give."""
+def _level(run_dir: Path) -> float:
+    """The run's own formed level (its config.json; the default where it cannot be read)."""
     try:
-        return emergence_threshold(read_json(Path(run_dir) / "config.json", "run's config"))
-    except (UnreadableFile, KeyError, TypeError):
-        return FORMED_MIN_PS
+        return formed_level(read_json(run_dir / "config.json", "run's config"))
+    except (UnreadableFile, ValueError):  # a figure never fails the run: the default level
+        return FORMED_LEVEL
 
 
 def _title(run_dir: Path) -> str:

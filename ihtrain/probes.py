@@ -21,17 +21,29 @@ repeated: ``(N_val, 2n)``. The same layout as ``repeat`` but in the training dis
 condition (the random-token probe is the injected snippets' distribution: natural-only models
 score it below uniform). A span may hold a token twice; PS stays positional (s -> s - n + 1).
 
-Probes are a pure function of the arguments: one ``numpy.random.Generator`` seeded from ``seed``.
+**general** (issue 65; :func:`general_probe`): the general induction probe. Rows of ``C`` tokens:
+in-distribution filler (a held-out sequence of the source, ``filler``; uniform random ordinary
+tokens where none is given), overwritten by a span of ``k`` distinct random ordinary tokens (absent
+from the row's filler where the vocabulary allows) at ``[C - k - d, C - d)`` and again at the end,
+``[C - k, C)``, inside the source's repeat region. The three copy distances ``d`` of
+:func:`ihstats.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
+distance ``i`` (near, mid, far), ``R = max(2, n_seqs // 8)`` rows each (12 by default: 84 queries
+a distance at k 8).
+
+Probes are a pure function of the arguments: one ``numpy.random.Generator`` seeded from ``seed``
+(the general probe: a child stream, so adding it left the other probes' tokens unchanged).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from ihstats.contract import general_probe_layout
 from ihtrain.config import MAX_PROBE_LEN, probe_len_of
 from ihtrain.data import repeat_start_of
 
@@ -50,6 +62,10 @@ class ProbeSet:
     context: int
     seed: int
     ordinary_range: tuple[int, int]
+    general: torch.Tensor | None = None  # (3 R, C): rows [i R, (i + 1) R) repeat a span at distances[i]
+    general_layout: dict | None = None  # ihstats.contract.general_probe_layout of (C, repeat_start)
+    general_filler: str = ""  # "held-out" (the source's own sequences) or "random" (uniform tokens)
+    repeat_start: int = 0  # the source's repeat region starts here (the general probe's layout reads it)
 
     @property
     def n_seqs(self) -> int:
@@ -61,9 +77,9 @@ class ProbeSet:
 
     def to(self, device: torch.device | str) -> ProbeSet:
         """A copy with the token tensors on ``device``."""
-        return ProbeSet(self.repeat.to(device), self.copy_fwd.to(device), self.copy_bwd.to(device),
-                        self.n, self.n_copy, self.sep_token, self.vocab_size, self.context, self.seed,
-                        self.ordinary_range)
+        return dataclasses.replace(self, repeat=self.repeat.to(device), copy_fwd=self.copy_fwd.to(device),
+                                   copy_bwd=self.copy_bwd.to(device),
+                                   general=None if self.general is None else self.general.to(device))
 
 
 def _distinct_rows(rng: np.random.Generator, pool: np.ndarray, n_rows: int, k: int) -> np.ndarray:
@@ -74,8 +90,9 @@ def _distinct_rows(rng: np.random.Generator, pool: np.ndarray, n_rows: int, k: i
 
 
 def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[int, int],
-                sep_token: int | None, n_seqs: int = 100, n: int = 0, n_copy_seqs: int = 0) -> ProbeSet:
-    """Build the repeat and copy probes.
+                sep_token: int | None, n_seqs: int = 100, n: int = 0, n_copy_seqs: int = 0,
+                repeat_start: int = 0, filler: np.ndarray | torch.Tensor | None = None) -> ProbeSet:
+    """Build the repeat, copy and general probes.
 
     Parameters
     ----------
@@ -87,6 +104,10 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
     n_seqs : N, sequences per probe.
     n : half-length of the repeat probe; 0 gives ``min(50, context // 2)``.
     n_copy_seqs : rows of each copy probe; 0 gives ``max(1, n_seqs // 4)``.
+    repeat_start : first position of the source's repeat region (the general probe's second span
+        lies in it; 0: anywhere, as in natural text and scored series).
+    filler : held-out sequences (N, >= C) of the source for the general probe's filler; None:
+        uniform random ordinary tokens.
     """
     lo, hi = (int(v) for v in ordinary_range)
     if not (0 <= lo < hi <= vocab_size):
@@ -111,7 +132,7 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
     sep = lo if sep_token is None else int(sep_token)
     if not 0 <= sep < vocab_size:
         raise ValueError(f"sep_token: must be in [0, vocab_size={vocab_size}), got {sep_token}")
-    pool = np.arange(lo, hi, dtype=np.int64)
+    pool = np.arange(lo, hi, dtype=np.int64)  # general_probe relies on it being the whole range
     copy_pool = pool[pool != sep]
     if copy_pool.size < n_copy:
         raise ValueError(f"ordinary_range: {ordinary_range} without sep_token={sep} holds {copy_pool.size} "
@@ -125,8 +146,42 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
     fwd = np.concatenate([s, sep_col, s], axis=1)  # (N_copy, 2m + 1)
     bwd = np.concatenate([s, sep_col, s[:, ::-1]], axis=1)  # (N_copy, 2m + 1)
     as_t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).long()  # noqa: E731
+    layout = general_probe_layout(context, repeat_start)
+    general = general_probe(np.random.default_rng([seed, GENERAL_STREAM]), pool, context, layout,
+                            max(2, n_seqs // 8), filler)
     return ProbeSet(as_t(repeat), as_t(fwd), as_t(bwd), n=n, n_copy=n_copy, sep_token=sep,
-                    vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi))
+                    vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi),
+                    general=as_t(general), general_layout=layout,
+                    general_filler="random" if filler is None else "held-out", repeat_start=int(repeat_start))
+
+
+GENERAL_STREAM = 0x65  # the general probe's child seed stream (issue 65)
+
+
+def general_probe(rng: np.random.Generator, pool: np.ndarray, context: int, layout: dict, rows: int,
+                  filler: np.ndarray | torch.Tensor | None = None) -> np.ndarray:
+    """The general probe's tokens (module docstring): (3 rows, C) int64, distance i in rows
+    ``[i rows, (i + 1) rows)``. ``filler`` rows are reused in turn (row r takes filler row r mod N)."""
+    C, k, second = int(context), layout["span"], layout["second"]
+    R = 3 * rows
+    if filler is None:
+        x = pool[rng.integers(0, pool.size, size=(R, C))]
+    else:
+        f = np.asarray(filler, dtype=np.int64)
+        if f.ndim != 2 or f.shape[0] < 1 or f.shape[1] < C:
+            raise ValueError(f"filler: the general probe needs held-out sequences (N, >= C={C}), got shape {f.shape}")
+        x = f[np.arange(R) % f.shape[0], :C].copy()
+    # span tokens absent from the row's filler sort last: drawn only where the pool runs short
+    keys = rng.random((R, pool.size))
+    lo = int(pool[0])  # pool is range(lo, hi)
+    inside = (x >= lo) & (x < lo + pool.size)
+    keys[np.nonzero(inside)[0], x[inside] - lo] += 1.0
+    span = pool[np.argsort(keys, axis=1)[:, :k]]  # (R, k) distinct per row
+    for i, d in enumerate(layout["distances"]):
+        r = slice(i * rows, (i + 1) * rows)
+        x[r, second - d:second - d + k] = span[r]
+        x[r, second:] = span[r]
+    return x
 
 
 def natural_repeat(val_tokens: torch.Tensor | np.ndarray, n: int) -> torch.Tensor:
@@ -148,4 +203,4 @@ def probe_in_region(cfg: Any) -> tuple[int, int, int]:
     return n, max(0, min(2 * n - 1, C - 1) - max(n, start) + 1), start
 
 
-__all__ = ["ProbeSet", "make_probes", "natural_repeat", "probe_in_region", "MAX_PROBE_LEN"]
+__all__ = ["GENERAL_STREAM", "ProbeSet", "general_probe", "make_probes", "natural_repeat", "probe_in_region", "MAX_PROBE_LEN"]

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.ablation.biinduct import claim_tests, curves_frame, run_table
+from ihstats.tables import summary_formed
 from ihstats.ablation.data import ablation_families, prepare as ablation_data
 from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.results import run_ablation_tests
@@ -247,9 +248,11 @@ def _knob_columns(summary: pd.DataFrame, knobs) -> pd.DataFrame:
 
 
 def _freqrel_table(grid: Path) -> pd.DataFrame:
-    """One row per run (frequency, reliability, formed) from the grid's summary.csv."""
+    """One row per run (frequency, reliability, formed, basis) from the grid's summary.csv: formed as
+    the fits count it (certified, or the crossing on logs without the general probe, said in ``basis``)."""
     t = _knob_columns(pd.read_csv(grid / "summary.csv"), ("frequency", "reliability"))
-    return t[["run_id", "frequency", "reliability", "formed"]].assign(formed=lambda d: d["formed"].astype(bool))
+    formed, basis = summary_formed(t)
+    return t[["run_id", "frequency", "reliability"]].assign(formed=formed, basis=basis)
 
 
 # the shipped frontier sets: the semi-natural transects (issue 41) and the former Markov grid
@@ -360,15 +363,16 @@ MARKOV_KNOBS = ("marginal", "dependency", "categoriality", "regime")
 def analysis_markov_factors(inp: Inputs) -> FigureData:
     grid = _shipped(inp, "markov")
     t = _knob_columns(pd.read_csv(grid / "summary.csv"), MARKOV_KNOBS)
-    frame = t[["run_id", *MARKOV_KNOBS, "formed", "onset", "max_ps", "steps", "data_entropy_rate"]].copy()
+    formed, basis = summary_formed(t)
+    frame = t[["run_id", *MARKOV_KNOBS, "onset", "max_ps", "steps", "data_entropy_rate"]].assign(formed=formed)
     frame["condition"] = np.where(frame["dependency"] == "iid", "iid",
                                   "markov/" + frame["categoriality"].astype(str))
     cells = (frame.groupby(["regime", "condition", "marginal"])
              .agg(n_runs=("formed", "size"), n_formed=("formed", "sum"),
                   max_ps=("max_ps", "mean"), entropy_rate=("data_entropy_rate", "mean")).reset_index())
     iid, mk = (frame.loc[frame["dependency"] == d, "formed"] for d in ("iid", "markov"))
-    note = (f"crossed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; crossed = an "
-            f"uncensored Bayesian onset and final max PS >= 0.3 (the grid summary's 'formed'; not certified)")
+    note = (f"crossed: i.i.d. {int(iid.sum())}/{len(iid)}, Markov {int(mk.sum())}/{len(mk)}; "
+            f"{basis} (an uncensored Bayesian onset and final max PS >= 0.3; not certified)")
     return FigureData(frame.sort_values(["regime", "condition", "marginal"]).reset_index(drop=True),
                       f"{rel_path(grid)}/summary.csv (real logs)", False, extra={"cells": cells},
                       note=note)

@@ -77,7 +77,7 @@ def test_until_emergence_with_negative_threshold_never_starts(tmp_path, capsys):
     """The issue's example ended "done" with crossing 0; now nothing is written."""
     rc = train_main(["--preset", "cpu-smoke", "--set", "train.budget=until-emergence", "--set",
                      "train.emergence_threshold=-1", "--set", "train.max_steps=300", "--out", str(tmp_path / "r")])
-    assert rc == 2 and "train.emergence_threshold: must be in (0, 1], got -1.0" in capsys.readouterr().err
+    assert rc == 2 and "train.emergence_threshold: must be in (0, 1) (the formed level, contract.formed_level), got -1.0" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 

@@ -36,7 +36,7 @@ from ihstats.fileio import read_json
 from ihstats.io import load_grid
 from ihstats.ablation.permutation import correct_pvalues
 from ihstats.ablation.seeds import two_sample_floor, two_sample_test
-from ihstats.tables import matched
+from ihstats.tables import matched, summary_formed
 
 NATURAL, CONTROL = "none", "random"
 CURRICULA = ("forward", "backward", "balanced")
@@ -177,12 +177,15 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
         labels = grid.runs["biinduct"].astype(str) + "@s" + grid.runs["seed"].astype(int).astype(str)
         matched(labels, ablation["condition"].map(lambda c: str(c).removesuffix(PREV_TOKEN_SUFFIX)),
                 "the ablation table's conditions")
+    formed, basis = summary_formed(summary)  # certified, or on logs without the general probe the crossing
+    formed = dict(zip(summary.index, formed))
     rows = []
     for run in grid.runs.to_dict("records"):
         rid = run["run_id"]
         m = grid.metrics[grid.metrics["run_id"] == rid]
         s = summary.loc[rid]
-        row = {"run_id": rid, "mode": run["biinduct"], "seed": int(run["seed"]), "formed": bool(s["formed"]),
+        row = {"run_id": rid, "mode": run["biinduct"], "seed": int(run["seed"]), "formed": bool(formed[rid]),
+               "basis": basis,
                "onset": float(s[SUMMARY_ONSET[onset]] if SUMMARY_ONSET[onset] in s else s["onset"]),
                "steps": int(s["steps"]),
                "max_ps_peak": float(max_over_heads(m).max())}

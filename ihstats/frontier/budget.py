@@ -8,9 +8,10 @@ draws its own line (as the paper's frontier is drawn at its one budget), and no 
 below which heads never form is shown.
 
 * :func:`read_at_budget` recomputes each run's verdict from its logs truncated at a budget:
-  the Bayesian onset on the max-PS curve up to that update, formed as
-  :func:`ihstats.emergence.formation` defines it (uncensored onset, max PS at the last
-  evaluation >= 0.3). A run that stopped before the budget (until-emergence stops at 1.3 x the
+  the Bayesian onset on the max-PS curve up to that update, formed (certified) and crossed as
+  :func:`ihstats.emergence.formation` defines them, each run at its own formed level
+  (``formed_level`` of ``data.runs``). On logs without the general probe the comparison reads the
+  crossings, and says so (:func:`ihstats.tables.outcome_basis`). A run that stopped before the budget (until-emergence stops at 1.3 x the
   crossing) is read whole, exactly as a run capped at that budget would have stopped too.
 * :func:`compare_budgets` pairs the two readings run by run: ``late`` runs formed only between
   the budgets, ``lost`` ones formed at the short reading only (a detector's second opinion on
@@ -35,15 +36,18 @@ from scipy.stats import binom
 
 from ihstats import io
 from ihstats.cli_checks import Range, check_args, check_out_file, record_written
-from ihstats.emergence import FORMED_MIN_PS, PS_METRICS, formation, onset_metric
+from ihstats.certificate import GENERAL_METRIC
+from ihstats.contract import FORMED_LEVEL
+from ihstats.emergence import PS_METRICS, formation, onset_metric
 from ihstats.fileio import atomic_write_text
+from ihstats.tables import formed_column, outcome_basis, outcome_word
 from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
 from ihstats.frontier.spec import FrontierSpec, KNOBS
 
-BUDGET_COLUMNS = ("run_id", "budget", "formed", "onset", "onset_lo", "onset_hi", "censored",
-                  "final_max_ps", "last_step")
+BUDGET_COLUMNS = ("run_id", "budget", "formed", "crossed", "onset_basis", "certificate", "mechanism", "onset",
+                  "onset_lo", "onset_hi", "censored", "final_max_ps", "last_step")
 
 
 def run_caps(data: io.GridData) -> pd.Series:
@@ -59,8 +63,7 @@ def run_caps(data: io.GridData) -> pd.Series:
     return pd.Series(caps, name="cap")
 
 
-def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_PS,
-                   level: float = 0.9, onset: str = "auto") -> pd.DataFrame:
+def read_at_budget(data: io.GridData, budget: float, level: float = 0.9, onset: str = "auto") -> pd.DataFrame:
     """Each run's formed verdict as if it had stopped at update ``budget``.
 
     Parameters
@@ -69,36 +72,42 @@ def read_at_budget(data: io.GridData, budget: float, min_ps: float = FORMED_MIN_
         Runs and their tidy metrics (:func:`ihstats.io.load_grid`).
     budget : float
         Last update read; evaluations after it are ignored.
-    min_ps, level : float
-        As :func:`ihstats.emergence.formation`.
+    level : float
+        The onset interval's credible level (:func:`ihstats.emergence.formation`). Each run is read
+        at its own formed level (the ``formed_level`` column of ``data.runs``; the default
+        ``contract.FORMED_LEVEL`` where it has none).
     onset : str
         Which PS the verdict reads (:func:`ihstats.emergence.onset_metric`): ``auto`` (default, the
-        in-distribution PS where the logs hold it), ``ps``, ``indist``.
+        general score where the logs hold it, else the in-distribution PS), ``general``, ``ps``, ``indist``.
 
     Returns
     -------
     pandas.DataFrame
         One row per run: the run factors of ``data.runs`` (without ``path``), ``budget``,
-        ``formed``, ``onset``, ``onset_lo``, ``onset_hi``, ``censored``, ``final_max_ps`` and
-        ``last_step`` (the last evaluation read; for a censored run the censoring point).
+        ``formed`` (certified), ``crossed``, ``onset_basis``, ``certificate``, ``mechanism``,
+        ``onset``, ``onset_lo``, ``onset_hi``, ``censored``, ``final_max_ps`` and ``last_step``
+        (the last evaluation read; for a censored run the censoring point).
     """
     if not budget > 0:
         raise ValueError(f"budget: must be > 0 updates, got {budget}")
     m = data.metrics
     metric = onset_metric(m, onset)
     if metric not in PS_METRICS:
-        raise ValueError(f"onset: the frontier reads a formed verdict, on ps or indist; got {onset!r}")
+        raise ValueError(f"onset: the frontier reads a formed verdict, on general, ps or indist; got {onset!r}")
+    own = dict(zip(data.runs["run_id"], data.runs["formed_level"])) if "formed_level" in data.runs else {}
     rows = []
     for rid, run in m[m["step"] <= budget].groupby("run_id", sort=False):
-        f = formation(run, min_ps=min_ps, level=level, metric=metric)
+        f = formation(run, formed_level=float(own.get(rid, FORMED_LEVEL)), level=level, metric=metric)
         rows.append({"run_id": rid, "budget": float(budget), "last_step": int(run["step"].max()),
                      **{k: f[k] for k in BUDGET_COLUMNS if k in f}})
     for rid in sorted(set(data.runs["run_id"]) - set(m.loc[m["step"] <= budget, "run_id"])):
-        rows.append({"run_id": rid, "budget": float(budget), "formed": False, "censored": True,
+        rows.append({"run_id": rid, "budget": float(budget), "formed": False, "crossed": False, "censored": True,
+                     "onset_basis": "certified" if metric == GENERAL_METRIC else "crossing",
                      "last_step": 0})  # no evaluation before the budget: nothing formed yet
     out = pd.DataFrame(rows, columns=list(BUDGET_COLUMNS))
     out["censored"] = out["censored"].astype(bool)
     out["formed"] = out["formed"].astype(bool)
+    out["crossed"] = out["crossed"].astype(bool)
     runs = data.runs.drop(columns=["path"], errors="ignore")
     trained = m.groupby("run_id")["step"].max()  # how far each run has trained, not how far it is read
     return _without_unfinished(runs.merge(out, on="run_id", how="right"), budget, trained)
@@ -113,13 +122,21 @@ def _without_unfinished(table: pd.DataFrame, budget: float, trained: pd.Series) 
     if "status" not in table:
         return table
     reached = table["run_id"].map(trained).fillna(0)
-    unknown = ~table["formed"] & (reached < budget) & (table["status"] != "done")
+    unknown = ~budget_outcome(table) & (reached < budget) & (table["status"] != "done")
     if unknown.any():
         ids = table.loc[unknown, "run_id"].tolist()
         warnings.warn(f"{len(ids)} run(s) not finished and not formed by update {budget:g} left out of the "
                       f"verdict there (their outcome is not known yet: {', '.join(ids[:4])}"
                       f"{' ...' if len(ids) > 4 else ''}); rerun the grid command to finish them", stacklevel=3)
     return table[~unknown].reset_index(drop=True)
+
+
+def budget_outcome(table: pd.DataFrame) -> np.ndarray:
+    """Formed per run as the fits count it (:func:`ihstats.tables.formed_column`): certified, or on
+    logs without the general probe the crossing (said by :func:`ihstats.tables.outcome_basis`)."""
+    with warnings.catch_warnings():  # an uncensored rise that did not count is this reader's normal case
+        warnings.simplefilter("ignore", UserWarning)
+        return formed_column(table)
 
 
 def boundary_levels(table: pd.DataFrame) -> dict:
@@ -163,6 +180,7 @@ class BudgetComparison:
     p_value: float  # exact one-sided sign test of late against lost
     boundary: pd.DataFrame  # budget, frequency, reliability (GLM boundary levels)
     alpha: float = 0.05
+    basis: str = "certified"  # what "formed" rests on (ihstats.tables.outcome_basis)
 
     @property
     def moves(self) -> bool:
@@ -175,21 +193,23 @@ class BudgetComparison:
         return {k: float(b.at[self.long, k] / b.at[self.short, k]) for k in KNOBS}
 
     def table(self) -> pd.DataFrame:
-        """One row per budget: runs formed and the boundary levels."""
-        return self.boundary.assign(n_runs=self.n_runs, n_formed=list(self.formed))
+        """One row per budget: runs formed, what that rests on, and the boundary levels."""
+        return self.boundary.assign(n_runs=self.n_runs, n_formed=list(self.formed), basis=self.basis)
 
     def verdict(self) -> str:
         """One line: the boundary moved (with the shift), or not shown to move."""
         b = self.boundary.set_index("budget")
         where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} at {self.short:,.0f} updates, "
                           f"{_lvl(b.at[self.long, k])} at {self.long:,.0f}" for k in KNOBS)
-        counts = (f"{self.late} of {self.n_runs} runs formed only between {self.short:,.0f} and "
-                  f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}")
+        word = outcome_word(self.basis)
+        counts = (f"{self.late} of {self.n_runs} runs {word} only between {self.short:,.0f} and "
+                  f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}; "
+                  f"{word}: {self.basis}")
         if self.moves:
             # the paper's frontier is drawn at one budget too: what differs is only that we read two
             return (f"the boundary moves with the budget: each budget draws its own line (a fixed-budget "
                     f"boundary, as the paper's at its budget; no budget-free limit is shown) ({counts}; {where})")
-        return (f"the boundary is not shown to move between the budgets: late formers within chance "
+        return (f"the boundary is not shown to move between the budgets: late {word} runs within chance "
                 f"({counts}; {where})")
 
 
@@ -224,13 +244,14 @@ def compare_budgets(short: pd.DataFrame, long: pd.DataFrame, alpha: float = 0.05
     b_short, b_long = float(short["budget"].iloc[0]), float(long["budget"].iloc[0])
     if not b_short < b_long:
         raise ValueError(f"short budget {b_short} must be below the long one {b_long}")
-    pair = short.set_index("run_id")["formed"].astype(bool).to_frame("s").join(
-        long.set_index("run_id")["formed"].astype(bool).rename("l"))
+    pair = pd.Series(budget_outcome(short), index=short["run_id"]).to_frame("s").join(
+        pd.Series(budget_outcome(long), index=long["run_id"]).rename("l"))
     late, lost = int((pair["l"] & ~pair["s"]).sum()), int((pair["s"] & ~pair["l"]).sum())
     p = float(binom.sf(late - 1, late + lost, 0.5)) if late + lost else 1.0
     bounds = pd.DataFrame([{"budget": b, **boundary_levels(t)} for b, t in ((b_short, short), (b_long, long))])
+    basis = outcome_basis(pd.concat([short, long], ignore_index=True))
     return BudgetComparison(b_short, b_long, len(pair), (int(pair["s"].sum()), int(pair["l"].sum())),
-                            late, lost, p, bounds, alpha)
+                            late, lost, p, bounds, alpha, basis)
 
 
 def _within_trained(data: io.GridData, caps: pd.Series, long: float, short: float) -> None:
@@ -264,10 +285,11 @@ def per_run(long: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
     keep = [c for c in long.columns if c not in BUDGET_COLUMNS or c == "run_id"]
     out = long[keep].copy()
     for name, t in (("short", short), ("long", long)):
+        formed = pd.Series(budget_outcome(t), index=t["run_id"])
         t = t.set_index("run_id")
-        out[f"formed_{name}"] = out["run_id"].map(t["formed"]).astype(bool)
-        out[f"onset_{name}"] = out["run_id"].map(t["onset"].where(t["formed"]))
-    return out
+        out[f"formed_{name}"] = out["run_id"].map(formed).astype(bool)
+        out[f"onset_{name}"] = out["run_id"].map(t["onset"].where(formed))
+    return out.assign(basis=outcome_basis(long))
 
 
 def _varying(table: pd.DataFrame) -> list:

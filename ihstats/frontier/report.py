@@ -16,15 +16,18 @@ import pandas as pd
 from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
+from ihstats.tables import outcome_word
 from ihstats.plots import plot_frontier
 from ihstats.fileio import atomic_write_text
 
 
-def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(), knob=None) -> None:
+def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(), knob=None,
+                          basis: str = "the table's formed column") -> None:
     """Write ``summary.md`` (at ``path``): the fit, which knob matters more (``knob``:
     :func:`knob_table`, made here without the onset row when not given), the GLM cross-check, then
     ``extra`` lines (the two budgets of :func:`budget_lines`, the onset model of
-    :mod:`ihstats.onset.report`); and beside it the figure it names, ``frontier.png/.pdf``."""
+    :mod:`ihstats.onset.report`); and beside it the figure it names, ``frontier.png/.pdf``. ``basis``:
+    what "formed" rests on (:func:`ihstats.tables.outcome_basis`), said beside the count."""
     plot_frontier(res, path.parent / "frontier", hdi_prob=hdi_prob)
     s = res.summary(hdi_prob)
     cmp = res.compare_glm(hdi_prob)
@@ -34,8 +37,8 @@ def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(
     lines = [
         "# Frontier fit", "",
         f"- input: {source}",
-        f"- runs: {int(cells['n_runs'].sum())} in {len(cells)} cells; formed: "
-        f"{int(cells['n_formed'].sum())}",
+        f"- runs: {int(cells['n_runs'].sum())} in {len(cells)} cells; {outcome_word(basis)}: "
+        f"{int(cells['n_formed'].sum())} ({basis})",
         f"- model: logit p(formed) = b0 + b_freq z(log f) + b_rel z(log r)"
         f"{' + b_int z z' if res.model.spec.interaction else ''}; Normal(0, "
         f"{res.model.spec.prior_sd}) slopes on the standardised scale",

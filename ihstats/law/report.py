@@ -40,6 +40,7 @@ from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_
 from ihstats.plots_paper import plot_law_validation
 from ihstats.display import CSV_FLOAT_FORMAT
 from ihstats.fileio import atomic_write_csv, atomic_write_text
+from ihstats.tables import outcome_basis
 
 
 def _save(fig, figdir: Path, name: str) -> str:
@@ -224,7 +225,8 @@ def _model_text(res: UPTLawResults, summ: pd.DataFrame, source: str, runtime_s: 
     return [f"`{law}` ({spec.form} form, ihstats.law.forms) on centred log predictors; likelihood "
             f"**{spec.likelihood}**; measurement "
             f"error from onset intervals: **{spec.measurement_error}** (added in quadrature to "
-            f"the scale); right-censored runs enter through their log survival at `last_step`.",
+            f"the scale); right-censored runs enter through their log survival at `last_step`. "
+            f"Formed (uncensored) runs: **{outcome_basis(d.table)}**.",
             f"Priors (centred log scale): {line}"
             + f", intercept ~ Normal(mean observed log onset, {pr['alpha_sd']}), "
             + (f"sigma ~ HalfNormal({pr['sigma']})" if not spec.sigma_by else

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 from ihstats.fit_protocol import FitData
 from ihstats.knobs import KNOBS
 from ihstats.onset.spec import OnsetError, OnsetSpec
-from ihstats.tables import boolean_column
+from ihstats.tables import formed_column
 
 
 @dataclass
@@ -44,8 +45,9 @@ def prepare(table: pd.DataFrame, spec: OnsetSpec | None = None) -> OnsetData:
         missing.append("formed (or censored)")
     if missing:
         raise OnsetError(f"missing columns: {missing}; have {list(table.columns)}")
-    formed = (boolean_column(table, "formed", error=OnsetError) if "formed" in table
-              else ~boolean_column(table, "censored", error=OnsetError))
+    with warnings.catch_warnings():  # an uncensored rise that is not formed is read as censored, as every fit does
+        warnings.simplefilter("ignore", UserWarning)
+        formed = formed_column(table, error=OnsetError)  # certified, or the crossing where the basis says so
     df = pd.DataFrame({k: pd.to_numeric(table[k], errors="coerce") for k in KNOBS})
     df["formed"] = np.asarray(formed, bool)
     df["time"] = np.where(df["formed"], pd.to_numeric(table["onset"], errors="coerce"),

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ihstats.certificate import GENERAL_SLOTS
 from ihstats.ids import config_hash
 from ihstats.simulate.curves import SimCurve
 
@@ -41,12 +42,14 @@ def _set_dotted(d: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] | None = None, *,
-                   status: str = "done", n_params_non_embedding: int = 400_000) -> str:
+                   status: str = "done", n_params_non_embedding: int = 400_000, general: bool = False) -> str:
     """Write a run directory (docs/DESIGN.md layout) whose max-PS-over-heads series is ``curve``.
 
     ``config`` maps dotted config fields to values (``{"train.batch_size": 32}``). Head (1, 0)
     carries the curve, the other heads stay strictly below it, so the max over heads is exact.
-    ``val_loss`` falls as the curve rises. Returns the run id (hash of the config).
+    ``val_loss`` falls as the curve rises. ``general``: also the general probe's three distances
+    (``ps_gen_near/mid/far``, each head's equal to its PS, so the general curve is ``curve``: a run
+    the certificate reads, ihstats.certificate). Returns the run id (hash of the config).
     """
     cfg = default_config()
     for k, v in (config or {}).items():
@@ -66,7 +69,8 @@ def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] 
         for layer in range(L):
             for head in range(H):
                 on = (layer, head) == (min(1, L - 1), 0)
-                rows.append((step, tok, "ps", layer, head, v if on else v - 0.05 - 0.01 * (layer * H + head)))
+                score = v if on else v - 0.05 - 0.01 * (layer * H + head)
+                rows += [(step, tok, name, layer, head, score) for name in ("ps", *(GENERAL_SLOTS if general else ()))]
                 rows.append((step, tok, "prev_token", layer, head, 0.3 if layer == 0 else 0.05))
         rows.append((step, tok, "val_loss", -1, -1, 4.0 - 2.0 * v))
     metrics = pd.DataFrame(rows, columns=["step", "tokens", "metric", "layer", "head", "value"])
@@ -83,9 +87,10 @@ def write_fake_run(run_dir: str | Path, curve: SimCurve, config: dict[str, Any] 
 
 def write_fake_grid(grid_dir: str | Path, runs: list[tuple[SimCurve, dict[str, Any]]], *,
                     name: str = "simgrid", with_grid_json: bool = True,
-                    statuses: list[str] | None = None) -> list[str]:
+                    statuses: list[str] | None = None, general: bool = False) -> list[str]:
     """Write a grid directory: one run per ``(curve, dotted overrides)``, plus ``grid.json`` and
-    ``manifest.parquet`` (axis columns named by dotted field) unless ``with_grid_json=False``."""
+    ``manifest.parquet`` (axis columns named by dotted field) unless ``with_grid_json=False``;
+    ``general`` as :func:`write_fake_run`."""
     grid_dir = Path(grid_dir)
     grid_dir.mkdir(parents=True, exist_ok=True)
     statuses = statuses or ["done"] * len(runs)
@@ -93,7 +98,7 @@ def write_fake_grid(grid_dir: str | Path, runs: list[tuple[SimCurve, dict[str, A
     axes: dict[str, list[Any]] = {}
     for (curve, over), status in zip(runs, statuses):
         tmp = grid_dir / f".tmp{len(ids)}"
-        rid = write_fake_run(tmp, curve, over, status=status)
+        rid = write_fake_run(tmp, curve, over, status=status, general=general)
         tmp.rename(grid_dir / rid)
         ids.append(rid)
         manifest.append({"run_id": rid, **over, "status": status, "stop_reason": "max_steps" if status == "done" else "",

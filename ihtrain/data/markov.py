@@ -53,6 +53,7 @@ import numpy as np
 from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights, planted_frequency
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource
+from ihtrain.data.successors import Successors, from_compact
 from ihtrain.errors import need
 
 
@@ -464,6 +465,10 @@ class MarkovSource:
 
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         return self._make(np.random.default_rng([self.seed, 0x7A1, length]), n_seqs, length)[0] + N_SPECIAL
+
+    def successor_stats(self) -> Successors:
+        """The chain's exact transitions and stationary marginal, in model ids (specials: none)."""
+        return from_compact(self.chain.dense(), self.chain.pi, N_SPECIAL, "generator transitions")
 
 
 # ---------------------------------------------------------------------------- the registry's entry

@@ -53,6 +53,7 @@ import numpy as np
 from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
+from ihtrain.data.successors import held_out_bigrams
 from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
 from ihstats.progress import bar as progress_bar, step
 
@@ -498,6 +499,8 @@ class NaturalSource:
         self._check(val.shape[0], length, "val")
         starts = np.linspace(0, val.shape[0] - length, n_seqs).round().astype(np.int64)  # (n_seqs,)
         return np.array(val[starts[:, None] + np.arange(length)], dtype=np.int64)
+
+    successor_stats = held_out_bigrams  # natural text has no generator: its held-out split's bigram counts
 
     def __repr__(self) -> str:
         fp = self.fingerprint

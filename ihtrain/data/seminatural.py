@@ -30,6 +30,7 @@ from ihtrain.data.natural import load_stream
 from ihtrain.data.lags import RepeatKnobs, check_mechanism, lag_weights, planted_frequency
 from ihtrain.data.repeats import SequencePool, as_rng, check_prob, plant_repeats, truth_stats
 from ihtrain.data.source import DataSource, resolve_cache_dir
+from ihtrain.data.successors import Successors, from_compact
 from ihtrain.errors import need
 
 
@@ -254,6 +255,10 @@ class SeminaturalSource:
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 0x7A1, length])  # disjoint from the pool's streams
         return self._make(rng, n_seqs, length)[0] + N_SPECIAL
+
+    def successor_stats(self) -> Successors:
+        """The bigram model's transitions (the generator's fresh-token model) and its unigram, in model ids."""
+        return from_compact(self.bigram.dense(), self.bigram.unigram, N_SPECIAL, "generator transitions")
 
 
 # ---------------------------------------------------------------------------- the registry's entry

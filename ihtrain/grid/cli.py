@@ -259,7 +259,9 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
     failed = summary[(summary["status"] != "done") & (summary["run_id"].isin(only) if only else True)]
     n_done = int((summary["status"] == "done").sum())
     n_formed = int(summary["formed"].fillna(False).astype(bool).sum())
-    print(f"grid {spec.name}: {n_done}/{len(summary)} runs done, {n_formed} formed, in {time.time() - t0:.0f} s; "
+    n_crossed = int((summary["crossed"].fillna(False).astype(bool) & ~summary["formed"].fillna(False).astype(bool)).sum())
+    print(f"grid {spec.name}: {n_done}/{len(summary)} runs done, {n_formed} formed (certified), {n_crossed} crossed "
+          f"without the certificate, in {time.time() - t0:.0f} s; "
           f"wrote {grid_dir}/manifest.parquet, summary.csv")
     if len(failed):
         for _, row in failed.iterrows():

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ihstats.display import compact_runs, count, head_label, varying
 from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
+from ihstats.certificate import CERTIFICATE_COLUMNS
 from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
 from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_json, read_parquet
 from ihtrain.grid.expand import GridSpec, PlannedRun
@@ -78,7 +79,8 @@ def write_manifest(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path) -> pd
 
 
 def _no_results() -> dict[str, Any]:
-    return {"formed": pd.NA, "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
+    return {"formed": pd.NA, "crossed": pd.NA, "onset_basis": "", **{c: "" for c in CERTIFICATE_COLUMNS[:3]},
+            "onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan"),
             "max_ps": float("nan"), "n_ih_heads": pd.NA, "ih_head": "", "prev_token": float("nan"),
             **circuit(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])), "wall_s": float("nan"),
             **other_onsets(pd.DataFrame(columns=["step", "metric", "layer", "head", "value"]), "ps", float("nan")),
@@ -86,8 +88,10 @@ def _no_results() -> dict[str, Any]:
 
 
 def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, Any]:
-    """Per-run results for the closing table: the *formed* verdict (uncensored Bayesian onset and
-    final max PS >= ``threshold``, :func:`ihstats.emergence.formation`) with the onset and its 90%
+    """Per-run results for the closing table: the *formed* verdict (certified, with an uncensored
+    onset), ``crossed`` (the old rule: uncensored Bayesian onset and final max PS >= ``threshold``,
+    the run's formed level), ``onset_basis``, the certificate and the mechanism class
+    (:func:`ihstats.emergence.formation`, :mod:`ihstats.certificate`) with the onset and its 90%
     interval, final max PS, how many heads share the work, the top head, the best previous-token
     score below it, the run's circuit (:func:`ihstats.emergence.circuit`), the training wall time and
     ``data_entropy_rate``: the generator's exact entropy rate (bits/token, without planted repeats)
@@ -98,9 +102,10 @@ def run_summary(run: PlannedRun, grid_dir: Path, threshold: float) -> dict[str, 
     if (rdir / "metrics.parquet").is_file():
         m = read_parquet(rdir / "metrics.parquet", ["step", "metric", "layer", "head", "value"], "metric log", remedy)
         metric = onset_metric(m)  # the in-distribution PS where logged (issue 52), else the repeat probe's
-        f = formation(m, min_ps=threshold, metric=metric)
-        out.update({k: f[k] for k in ("formed", "onset", "onset_lo", "onset_hi", "n_ih_heads", "ih_head",
-                                      "prev_token", *CIRCUIT_COLUMNS)}, max_ps=f["final_max_ps"])
+        f = formation(m, formed_level=threshold, metric=metric)
+        out.update({k: f[k] for k in ("formed", "crossed", "onset_basis", *CERTIFICATE_COLUMNS[:3], "onset", "onset_lo",
+                                      "onset_hi", "n_ih_heads", "ih_head", "prev_token", *CIRCUIT_COLUMNS)},
+                   max_ps=f["final_max_ps"])
         if f["censored"]:
             out.update(onset=float("nan"), onset_lo=float("nan"))
         out.update(other_onsets(m, metric, out["onset"]))

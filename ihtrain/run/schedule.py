@@ -72,7 +72,8 @@ def emergence_stop_step(cfg: RunConfig, crossing: int) -> int:
 
 
 def emergence_recheck_step(cfg: RunConfig, crossing: int, step: int) -> int:
-    """Until-emergence: where to check again when the run had not *formed* (uncensored Bayesian
-    onset and max PS >= threshold, :func:`ihstats.emergence.formation`) at its stop step: a quarter
+    """Until-emergence: where to check again when the run had not *crossed* (uncensored Bayesian
+    onset and max PS >= its formed level, :func:`ihstats.emergence.formation`'s ``crossed``; the stop
+    rule, not the certified verdict) at its stop step: a quarter
     of the margin later, so a rise that came late gets plateau points behind it."""
     return step + max(1, math.ceil(crossing * cfg.train.emergence_margin / 4))

@@ -35,6 +35,7 @@ from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
 from ihstats.progress import bar as progress_bar
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
+from ihtrain.data.successors import source_successors
 from ihtrain.probes import make_probes
 from ihtrain.run.provenance import config_record
 from ihtrain.run.files import check_resumed_data, check_resumed_log
@@ -150,11 +151,13 @@ class Trainer:
             if cfg.metrics.enabled else set()
         if t.budget == "until-emergence" and not cfg.metrics.enabled:
             raise ConfigError("train.budget: 'until-emergence' needs metrics.enabled=true (it watches the PS curve)")
-        self.probes = make_probes(vocab, t.context, seed=cfg.stream_seed, ordinary_range=source.ordinary_range,
-                                  sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
-                                  n=cfg.metrics.probe_len)
         self.val_tokens = torch.as_tensor(source.val_sample(cfg.metrics.val_seqs, t.context + 1), dtype=torch.long)
         self.copy_start = repeat_start_of(cfg.data, t.context + 1)  # the in-distribution probes' region
+        # the general probe's filler: the held-out sequences (in distribution); its spans in the repeat region
+        self.probes = make_probes(vocab, t.context, seed=cfg.stream_seed, ordinary_range=source.ordinary_range,
+                                  sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
+                                  n=cfg.metrics.probe_len, repeat_start=self.copy_start, filler=self.val_tokens)
+        self.successors = source_successors(source)  # None: no ps_indist_ctrl, no successor ceilings
         self.include = cfg.metrics.include or None
 
     def _write_config(self) -> None:
@@ -213,7 +216,7 @@ class Trainer:
                 self.stop_at = emergence_stop_step(self.cfg, self.crossing)
             self.bar.set_postfix(ps=f"{self.ps_now:.2f}", refresh=False)
         if at_stop:
-            if self._has_formed():
+            if self._has_crossed():
                 self.stop_reason = "emerged"
                 return False
             self.stop_at = emergence_recheck_step(self.cfg, self.crossing, self.step)
@@ -288,7 +291,7 @@ class Trainer:
     def _evaluate(self) -> float:
         self.last_eval = self.step
         results = evaluate(self.model, self.probes, val_tokens=self.val_tokens.to(self.device), include=self.include,
-                           copy_start=self.copy_start)
+                           copy_start=self.copy_start, successors=self.successors)
         rows = to_rows(results, step=self.step, tokens=self.step * self.cfg.tokens_per_step)
         self.logs.add_metrics(rows)
         threshold = self.cfg.train.emergence_threshold
@@ -300,11 +303,14 @@ class Trainer:
             self.crossing = ps_crossing(rows, threshold, watched)
         return float(np.nanmax(results[watched])) if watched in results else float("nan")
 
-    def _has_formed(self) -> bool:
+    def _has_crossed(self) -> bool:
+        """The until-emergence stop rule: the watched PS crossed (uncensored onset, max PS at the run's
+        formed level at the end; ``formation``'s ``crossed``). It is not the verdict: whether the run
+        *formed* (certified, ihstats.certificate) is read from the logs by the summary and the tables."""
         from ihstats.emergence import formation  # looked up per call: tests replace the verdict
 
-        return formation(self.logs.metric_frame(), min_ps=self.cfg.train.emergence_threshold,
-                         metric=self.cfg.train.emergence_metric)["formed"]
+        return formation(self.logs.metric_frame(), formed_level=self.cfg.train.emergence_threshold,
+                         metric=self.cfg.train.emergence_metric)["crossed"]
 
     def save_checkpoint(self, name: str = checkpoint.LAST) -> None:
         """Flush the logs, then checkpoint the state they agree with (only a finite one)."""

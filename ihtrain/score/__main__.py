@@ -19,7 +19,7 @@ import torch
 
 from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihtrain.score.load import DTYPES, ScoreError, one_line, resolve_revisions
-from ihtrain.score.scorer import ScoreSpec, score_series
+from ihtrain.score.scorer import ScoreSpec, mechanism_line, score_series
 
 RANGES = {"batch_size": COUNT, "context": COUNT, "probe_seqs": COUNT, "probe_len": NONNEG_INT,
           "probe_seed": NONNEG_INT, "threads": NONNEG_INT}
@@ -50,7 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="metric names (default: the trainer's default set; val_loss, ps_nat, ... need --val-tokens)")
     p.add_argument("--val-tokens", default=None,
                    help=".npy of held-out token ids (n, T + 1) in the model's vocabulary, for val_loss "
-                        "and the in-distribution metrics")
+                        "and the in-distribution metrics; also the general induction probe's filler (else "
+                        "random tokens) and, by its bigram counts, the successor control (else none)")
     p.add_argument("--ordinary-range", nargs=2, type=int, default=None, metavar=("LO", "HI"),
                    help="probe tokens from [LO, HI) (default: the tokenizer's longest run without specials)")
     p.add_argument("--sep-token", type=int, default=None, help="copy probes' separator (default: the tokenizer's sep, else LO)")
@@ -100,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     n = len(rec["revisions"])
     print(f"scored {n} revision{'s' if n != 1 else ''} of {rec['model']} ({rec['family']}, "
           f"{rec['n_layer']} x {rec['n_head']} heads) into {spec.out}")
+    general = rec["probe"]["general"]
+    print(f"general induction probe: distances {', '.join(map(str, general['distances']))}, {general['filler']} "
+          f"filler; successor control: {rec['probe']['successors'] or 'none (no --val-tokens)'}")
+    print(mechanism_line(spec.out, rec))
     return 0
 
 

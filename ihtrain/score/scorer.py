@@ -2,7 +2,9 @@
 
 :class:`ScoreSpec` says what to score (model, revisions, B and C, probes, metrics, dtype, device);
 :func:`score_series` scores it: the probes are built once from the model's vocabulary and reused at
-every revision, one checkpoint is in memory at a time, and each revision's rows are appended to
+every revision (the general induction probe's filler: the held-out text of ``--val-tokens``, else
+random ordinary tokens; its successor statistics, for ``ps_indist_ctrl`` and the ceilings: that
+text's bigram counts, else none), one checkpoint is in memory at a time, and each revision's rows are appended to
 ``metrics.parquet`` atomically before the next one loads, so a killed command rerun the same way
 goes on with the first unscored revision. The directory (docs/DESIGN.md, "Scored series
 directory"): ``series.json`` (:mod:`ihstats.series`), ``metrics.parquet``, ``status.json``.
@@ -28,9 +30,11 @@ import torch
 from tqdm import tqdm
 
 from ihstats import progress
-from ihstats.contract import EMERGENCE_THRESHOLD, METRICS_FILE, ps_crossing, write_status
+from ihstats.contract import FORMED_LEVEL, METRICS_FILE, ps_crossing, write_status
 from ihstats.fileio import atomic_write_parquet, read_parquet
 from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, shape_id, write_series
+from ihstats.certificate import certify_run
+from ihtrain.data.successors import Successors, bigram_successors
 from ihtrain.metrics import evaluate, metric_names, to_rows
 from ihtrain.probes import ProbeSet, make_probes
 from ihtrain.run.provenance import git_commit, package_versions
@@ -66,23 +70,35 @@ def _probes(spec: ScoreSpec, first: Revision, vocab_size: int) -> tuple[ProbeSet
         rng, sep, where = vocabulary(first, vocab_size)
         sep = spec.sep_token if spec.sep_token is not None else sep
     try:
+        # a pretrained model's data may copy anywhere: the general probe's region starts at 0
         return make_probes(vocab_size, spec.context, spec.probe_seed, rng, sep, n_seqs=spec.probe_seqs,
-                           n=spec.probe_len), where
+                           n=spec.probe_len, repeat_start=0, filler=spec.val_tokens), where
     except ValueError as e:
         raise ScoreError(f"probes: {e}") from None
+
+
+def _successors(spec: ScoreSpec, vocab_size: int) -> Successors | None:
+    """Bigram counts of the held-out text (``--val-tokens``); None without it."""
+    if spec.val_tokens is None:
+        return None
+    try:
+        return bigram_successors(spec.val_tokens, vocab_size)
+    except ValueError as e:
+        raise ScoreError(f"--val-tokens: {e}") from None
 
 
 def _check_positions(hf: torch.nn.Module, probes: ProbeSet) -> None:
     """The longest probe must fit the model's positions (a learned table has no row past them)."""
     c = hf.config
     most = getattr(c, "n_positions", None) or getattr(c, "max_position_embeddings", None)
-    longest = max(probes.repeat.shape[1], probes.copy_fwd.shape[1])
+    longest = max(probes.repeat.shape[1], probes.copy_fwd.shape[1], probes.general.shape[1])
     if most is not None and longest > most:
         raise ScoreError(f"--context {probes.context}: probes of {longest} tokens exceed the model's "
                          f"{most} positions; lower --context or --probe-len")
 
 
-def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[str], where: str) -> dict[str, Any]:
+def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[str], where: str,
+            successors: Successors | None) -> dict[str, Any]:
     """series.json for ``spec`` (ihstats.series.SERIES_KEYS), from the first checkpoint."""
     shape = HFModel(hf).cfg
     n_params, n_non_emb = count_params(hf)
@@ -91,7 +107,10 @@ def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[
     probe = {"seed": probes.seed, "n_seqs": probes.n_seqs, "n": probes.n, "n_copy": probes.n_copy,
              "n_copy_seqs": probes.n_copy_seqs, "ordinary_range": list(probes.ordinary_range),
              "sep_token": probes.sep_token, "vocab_size": probes.vocab_size, "vocabulary_from": where,
-             "val_tokens": None if spec.val_tokens is None else list(spec.val_tokens.shape)}
+             "val_tokens": None if spec.val_tokens is None else list(spec.val_tokens.shape),
+             "general": {"span": probes.general_layout["span"], "distances": list(probes.general_layout["distances"]),
+                         "rows": int(probes.general.shape[0]), "filler": probes.general_filler},
+             "successors": None if successors is None else successors.what}
     rec = {"kind": SERIES_KIND, "run_id": "", "model": spec.model, "family": hf.config.model_type,
            "B": spec.batch_size, "C": spec.context, "revisions": [r.record(spec.batch_size, spec.context)
                                                                   for r in spec.revisions],
@@ -139,7 +158,7 @@ def _append_rows(out: Path, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _score_one(spec: ScoreSpec, rev: Revision, probes: ProbeSet, names: list[str], first: dict[str, Any],
-               hf: torch.nn.Module | None = None) -> pd.DataFrame:
+               hf: torch.nn.Module | None = None, successors: Successors | None = None) -> pd.DataFrame:
     """metrics.parquet rows of one revision (``hf``: already loaded, else loaded here)."""
     hf = hf if hf is not None else load_checkpoint(rev, spec.dtype, spec.device)
     model = HFModel(hf)
@@ -150,7 +169,7 @@ def _score_one(spec: ScoreSpec, rev: Revision, probes: ProbeSet, names: list[str
     if shape != theirs or int(emb[0]) != first["probe"]["vocab_size"]:
         raise ScoreError(f"revision {rev.name}: a {shape} model with {int(emb[0])} embedding rows, not the "
                          f"series' {theirs} with {first['probe']['vocab_size']}: one series is one model")
-    res = evaluate(model, probes, spec.val_tokens, include=names)
+    res = evaluate(model, probes, spec.val_tokens, include=names, successors=successors)
     del model, hf
     return to_rows(res, rev.step, rev.step * spec.batch_size * spec.context)
 
@@ -200,8 +219,9 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
     family_of(hf)  # an unsupported family fails before anything is written
     probes, where = _probes(spec, first_rev, int(hf.get_input_embeddings().weight.shape[0]))
     _check_positions(hf, probes)
-    names = metric_names(spec.include or None, has_val=spec.val_tokens is not None)
-    rec = _record(spec, hf, probes, names, where)
+    successors = _successors(spec, probes.vocab_size)
+    names = metric_names(spec.include or None, has_val=spec.val_tokens is not None, has_successors=successors is not None)
+    rec = _record(spec, hf, probes, names, where, successors)
     out.mkdir(parents=True, exist_ok=True)
     with series_lock(out):
         if is_series_dir(out):
@@ -210,7 +230,7 @@ def score_series(spec: ScoreSpec) -> dict[str, Any]:
         first = [hf]  # handed over, not kept here: one checkpoint in memory at a time
         del hf
         try:
-            _score_todo(spec, out, rec, probes, names, first)
+            _score_todo(spec, out, rec, probes, names, first, successors)
         except Exception as e:  # noqa: BLE001 - whatever stops it, the series says failed, in one line
             msg = str(e) if isinstance(e, ScoreError) else f"{type(e).__name__}: {one_line(e)}"
             write_status(out, "failed", _last_scored(out), reason=msg)
@@ -245,7 +265,7 @@ def _last_scored(out: Path) -> int:
 
 
 def _score_todo(spec: ScoreSpec, out: Path, rec: dict[str, Any], probes: ProbeSet, names: list[str],
-                first: list[torch.nn.Module]) -> None:
+                first: list[torch.nn.Module], successors: Successors | None = None) -> None:
     """Score the revisions of ``spec`` not yet in ``out`` (``first``: the first one, loaded)."""
     first_rev, hf = spec.revisions[0], first.pop()
     done = _scored_steps(out)
@@ -256,7 +276,7 @@ def _score_todo(spec: ScoreSpec, out: Path, rec: dict[str, Any], probes: ProbeSe
     frame = None
     for rev in log.bar(todo):
         write_status(out, "running", max(done, default=0), reason=f"scoring {rev.name}")
-        frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded))
+        frame = _append_rows(out, _score_one(spec, rev, probes, names, rec, loaded, successors))
         loaded = None
         done.add(rev.step)
         log.scored(rev.name)
@@ -266,8 +286,19 @@ def _score_todo(spec: ScoreSpec, out: Path, rec: dict[str, Any], probes: ProbeSe
     if frame is None and (out / METRICS_FILE).is_file():
         frame = read_parquet(out / METRICS_FILE, what="metric log")
     last = max(done, default=0)
-    crossing = ps_crossing(frame, EMERGENCE_THRESHOLD) if frame is not None else None
+    crossing = ps_crossing(frame, FORMED_LEVEL) if frame is not None else None
     write_status(out, "done", last, crossing=crossing)
 
 
-__all__ = ["LOCK_FILE", "ScoreSpec", "score_series", "series_lock"]
+def mechanism_line(out: Path, rec: dict[str, Any]) -> str:
+    """One line for a scored series: its mechanism class and whether it formed
+    (:func:`ihstats.certificate.certify_run` on its metrics at the default level), with the reason."""
+    path = Path(out) / METRICS_FILE
+    if not path.is_file():
+        return f"{rec['model']}: nothing scored"
+    cert = certify_run(read_parquet(path, what="metric log"), rec)
+    verdict = f"formed (certified from step {cert.certified_step})" if cert.certified else "not formed"
+    return f"{Path(rec['model']).name}: {cert.cls}, {verdict} ({cert.reason})"
+
+
+__all__ = ["LOCK_FILE", "ScoreSpec", "mechanism_line", "score_series", "series_lock"]

@@ -87,8 +87,9 @@ def test_read_at_budget_truncates_real_logs(tmp_path):
     data = io.load_grid(tmp_path / "g")
     assert set(run_caps(data).index) == set(ids) and (run_caps(data) == 9000).all()
     long, short = (read_at_budget(data, b).set_index("run_id") for b in (9000, 3000))
-    assert list(long.loc[ids, "formed"]) == [True, True, False]
-    assert list(short.loc[ids, "formed"]) == [False, True, False]
+    assert list(long.loc[ids, "crossed"]) == [True, True, False]  # no general probe: the crossings
+    assert list(short.loc[ids, "crossed"]) == [False, True, False]
+    assert not long["formed"].any() and (long["onset_basis"] == "crossing").all()
     assert short["last_step"].max() <= 3000 and (short["budget"] == 3000).all()
     assert long.at[ids[0], "onset_lo"] <= 3000 <= long.at[ids[0], "onset_hi"]
     assert {"frequency", "reliability", "seed"} <= set(long.columns)
@@ -143,7 +144,9 @@ def test_the_shipped_extension_forms_only_after_the_freqrel_cap():
     r06, f06 = long[long["reliability"] == 0.6], long[long["frequency"] == 0.6]
     r05 = long[long["reliability"] == 0.5]
     assert len(long) == 9 and len(r06) == len(f06) == len(r05) == 3
-    assert r06["formed"].sum() == 2 and r06.loc[r06["formed"], "onset"].between(4000, 5200).all()
-    assert f06["formed"].sum() == 2 and f06.loc[f06["formed"], "onset"].between(6000, 10500).all()
-    assert not r05["formed"].any()  # r 0.5: no onset in 12,600 updates
-    assert short["formed"].sum() == 0  # freqrel's own cap would have read both points as "never forms"
+    # freqrel-extend's logs lack the general probe: never formed, read on their crossings
+    assert not long["formed"].any() and (long["certificate"] == "uncertifiable (no general probe)").all()
+    assert r06["crossed"].sum() == 2 and r06.loc[r06["crossed"], "onset"].between(4000, 5200).all()
+    assert f06["crossed"].sum() == 2 and f06.loc[f06["crossed"], "onset"].between(6000, 10500).all()
+    assert not r05["crossed"].any()  # r 0.5: no onset in 12,600 updates
+    assert short["crossed"].sum() == 0  # freqrel's own cap would have read both points as "never crosses"

@@ -65,7 +65,8 @@ def test_shipped_runs_with_and_without_a_previous_token_head():
     rows = {rid: run_summary(SimpleNamespace(run_id=rid), BXC, 0.3) for rid in (NO_PT_RUN, PT_RUN)}
     assert rows[NO_PT_RUN]["circuit"] == "no-prev-token" and rows[NO_PT_RUN]["prev_token_l0_end"] < 0.13
     assert rows[PT_RUN]["circuit"] == "prev-token" and rows[PT_RUN]["prev_token_l0_end"] > 0.6
-    assert rows[NO_PT_RUN]["formed"] and rows[PT_RUN]["formed"]
+    assert rows[NO_PT_RUN]["crossed"] and rows[PT_RUN]["crossed"]
+    assert not rows[NO_PT_RUN]["formed"] and not rows[PT_RUN]["formed"]  # bxc-markov lacks the general probe
 
 
 def test_law_report_counts_circuits_per_cell_and_flags_a_mixed_fit():
@@ -83,7 +84,7 @@ def test_law_report_counts_circuits_per_cell_and_flags_a_mixed_fit():
 
 
 def test_a_run_that_crossed_and_fell_back_has_no_circuit_label():
-    """issue 56: PS crossed 0.3 then fell back below it, so the run never formed; its status and
+    """issue 56: PS crossed 0.3 then fell back below it, so the run never crossed for good; its status and
     summary rows must not call it "prev-token" (its crossing measurements stay)."""
     run = tidy_run(0.7, run_id="fell")
     ps = run["metric"] == "ps"
@@ -91,6 +92,6 @@ def test_a_run_that_crossed_and_fell_back_has_no_circuit_label():
     run.loc[ps & (run["layer"] == 1) & (run["head"] == 0) & last, "value"] = 0.1  # ends below 0.3
     assert circuit(run)["circuit"] == "prev-token"  # the crossing itself is still measured
     f = formation(run)
-    assert not f["formed"] and f["circuit"] == "" and f["ih_head_crossing"] == "L1H0"
+    assert not f["crossed"] and f["circuit"] == "" and f["ih_head_crossing"] == "L1H0"
     t = emergence_table(run).set_index("run_id")
-    assert not t.loc["fell", "formed"] and t.loc["fell", "circuit"] == ""
+    assert not t.loc["fell", "crossed"] and t.loc["fell", "circuit"] == ""

@@ -120,7 +120,7 @@ def test_reference_runs_crossing_from_their_logs(ref):
         ps = run.metrics[run.metrics["metric"] == contract.emergence_metric(run.meta)]  # ps, or ps_indist
         steps = np.sort(ps["step"].unique())
         top = np.array([ps.loc[ps["step"] == s, "value"].max() for s in steps])
-        hit = np.flatnonzero(top >= contract.emergence_threshold(run.meta))
+        hit = np.flatnonzero(top >= contract.formed_level(run.meta))
         assert run.crossing == (int(steps[hit[0]]) if hit.size else None), d
 
 

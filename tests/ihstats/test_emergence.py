@@ -290,7 +290,10 @@ def _run_frame(rise_to: dict[tuple[int, int], float], onset: float, prev: float 
 
 def test_formation_formed_head_with_its_structure():
     f = formation(_run_frame({(1, 2): 0.6}, onset=800))
-    assert f["formed"] and not f["censored"]
+    assert f["crossed"] and not f["censored"]
+    # a log without the general probe is never formed: its crossing stays in its own column
+    assert not f["formed"] and f["certificate"] == "uncertifiable (no general probe)"
+    assert (f["onset_basis"], f["mechanism_provisional"]) == ("crossing", "induction (previous-token)")
     assert f["onset_lo"] <= f["onset"] <= f["onset_hi"]
     assert 500 < f["onset"] < 1200
     assert (f["ih_head"], f["n_ih_heads"]) == ("L1H2", 1)
@@ -300,20 +303,20 @@ def test_formation_formed_head_with_its_structure():
 
 def test_formation_counts_heads_that_share_the_work():
     f = formation(_run_frame({(1, 0): 0.36, (1, 3): 0.31}, onset=800, prev=0.1))
-    assert f["formed"] and f["n_ih_heads"] == 2
+    assert f["crossed"] and f["n_ih_heads"] == 2
     assert f["prev_token"] == pytest.approx(0.1)  # reported, not required
 
 
-def test_formation_needs_both_an_onset_and_the_level():
+def test_the_crossing_needs_both_an_onset_and_the_level():
     low = formation(_run_frame({(1, 2): 0.2}, onset=800))  # a clear rise that stays below 0.3
-    assert not low["censored"] and not low["formed"]
-    assert formation(_run_frame({(1, 2): 0.2}, onset=800), min_ps=0.15)["formed"]
+    assert not low["censored"] and not low["crossed"]
+    assert formation(_run_frame({(1, 2): 0.2}, onset=800), formed_level=0.15)["crossed"]
     flat = formation(_run_frame({}, onset=800))
-    assert flat["censored"] and not flat["formed"]
+    assert flat["censored"] and not flat["crossed"]
 
 
 def test_formation_of_an_empty_or_short_log_is_not_formed():
     empty = pd.DataFrame(columns=["step", "metric", "layer", "head", "value"])
-    assert formation(empty)["formed"] is False
+    assert formation(empty)["formed"] is False and formation(empty)["crossed"] is False
     short = _run_frame({(1, 2): 0.6}, onset=2, steps=np.arange(1, 6))
-    assert formation(short)["formed"] is False
+    assert formation(short)["crossed"] is False

@@ -47,7 +47,8 @@ def test_the_other_onsets_stand_beside_the_in_distribution_one(logs):
         assert t.loc[rid, "onset_ps"] == pytest.approx(ps_on, rel=0.2)  # the repeat probe, later here
         assert 0.9 * in_on <= t.loc[rid, "onset_gain"] <= 1.35 * in_on
         assert t.loc[rid, "gain_ratio"] == pytest.approx(1.0, rel=0.3)
-        assert bool(t.loc[rid, "formed"])
+        assert bool(t.loc[rid, "crossed"]) and not bool(t.loc[rid, "formed"])  # no general probe: crossing only
+        assert t.loc[rid, "onset_basis"] == "crossing"
     assert "onset_gain" not in emergence_table(logs[logs["metric"] == "ps"], "ps").columns  # old logs: as before
 
 
@@ -136,7 +137,7 @@ def test_reach_keeps_a_first_stage_that_reaches_the_level():
 
 def test_a_run_with_a_higher_formed_level_is_read_at_its_own_level():
     """A creep that reaches 0.38 (short, dense copies at width 64) then a jump: a run whose formed level
-    (train.emergence_threshold) is 0.5 has its onset, formed verdict, circuit and the trainer's
+    (train.emergence_threshold) is 0.5 has its onset, crossing, circuit and the trainer's
     formation read at the jump; the same curve at the default level 0.3 reads the creep."""
     from ihstats.emergence import formation
 
@@ -145,11 +146,11 @@ def test_a_run_with_a_higher_formed_level_is_read_at_its_own_level():
                             "value": y})
     jump_at = emergence_table(metrics.assign(formed_level=0.5), "ps_indist").iloc[0]
     creep_at = emergence_table(metrics.assign(formed_level=0.3), "ps_indist").iloc[0]
-    assert 0.7 * 2600 <= jump_at["onset"] <= 1.1 * 2600 and jump_at["formed"]
+    assert 0.7 * 2600 <= jump_at["onset"] <= 1.1 * 2600 and jump_at["crossed"]
     assert creep_at["onset"] < 0.6 * 2600  # the creep crosses 0.3 near update 1,000
-    assert abs(formation(metrics, min_ps=0.5, metric="ps_indist")["onset"] - jump_at["onset"]) < 1
-    assert formation(metrics, min_ps=0.3, metric="ps_indist")["onset"] < 0.6 * 2600
-    # a run that stays on the creep (0.38) has not formed at its level 0.5, in the table as in formation
+    assert abs(formation(metrics, formed_level=0.5, metric="ps_indist")["onset"] - jump_at["onset"]) < 1
+    assert formation(metrics, formed_level=0.3, metric="ps_indist")["onset"] < 0.6 * 2600
+    # a run that stays on the creep (0.38) has not crossed its level 0.5, in the table as in formation
     flat = metrics[metrics["step"] < 1800]
-    assert not emergence_table(flat.assign(formed_level=0.5), "ps_indist").iloc[0]["formed"]
-    assert not formation(flat, min_ps=0.5, metric="ps_indist")["formed"]
+    assert not emergence_table(flat.assign(formed_level=0.5), "ps_indist").iloc[0]["crossed"]
+    assert not formation(flat, formed_level=0.5, metric="ps_indist")["crossed"]

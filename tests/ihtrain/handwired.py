@@ -151,3 +151,99 @@ def small_probes(V: int = 20, C: int = 16):
     p = make_probes(vocab_size=V, context=C, seed=0, ordinary_range=(1, V), sep_token=0, n_seqs=30)
     assert (V, C) != (20, 16) or (p.n, p.n_copy) == (8, 7)
     return p
+
+
+# ------------------------------------------------------------------ issue 65: heads that are not induction
+def lookup_model(W: "np.ndarray", P: int = 16, d: int = 96) -> GPT:
+    """One attention-only layer, one head (d_head = d), V = W.shape[0] tokens: the query holding
+    token a attends to every position j <= a with weight exactly ``W[a, x_j]`` (normalised): the
+    score is ``log W[a, x_j]`` (``W`` > 0). ``W = P(next | current)`` of a Markov generator is the
+    oracle successor-lookup head of ``ihstats.chance.indist_ceilings`` (``W / marginal``: its PMI
+    form). No output (OV zero): an attention-only fixture."""
+    import numpy as np
+
+    V = W.shape[0]
+    model = _blank(V, P, d, n_layer=1, n_head=1)
+    lam = math.sqrt(d) / _ln_scale(2, d) ** 2  # q . k / sqrt(dh) = log W exactly
+    logW = torch.from_numpy(np.log(np.maximum(W, 1e-30))).float()
+    with torch.no_grad():
+        Q, K = model.W_Q(0)[0], model.W_K(0)[0]
+        for t in range(V):
+            Q[t, t] = lam
+        K[:V, :V] = logW.T  # K[token j, dim t] = log W[t, j]
+    return model.eval()
+
+
+def offset_model(V: int = 20, P: int = 16, offset: int = 8, d: int = 128) -> GPT:
+    """One attention-only layer, one head: the fixed-offset copier. The query at s attends to
+    ``s - offset + 1`` (where that exists; earlier positions attend uniformly over the first key),
+    OV copies: on ``[span | span]`` data at distance ``offset`` it predicts every copy, on the
+    general probe it scores 1 at the distance ``offset`` and 0 at the others."""
+    model = _blank(V, P, d, n_layer=1, n_head=1)
+    with torch.no_grad():
+        _pos_attention(model, 0, 0, V, P, {p: p + offset - 1 for p in range(P - offset + 1)}, lam=10.0)
+        _copy_ov(model, 0, 0, V, 3.0)
+    return model.eval()
+
+
+def position_lookup_model(table: dict[int, int], V: int = 20, P: int = 16, d: int = 128) -> GPT:
+    """One attention-only layer, one head: a lookup keyed by position. The query at ``a`` attends to
+    the key ``table[a]`` (a table fitted to held-out data's copies, e.g. the modal copy target at
+    each position; positions without an entry attend uniformly), OV copies."""
+    model = _blank(V, P, d, n_layer=1, n_head=1)
+    key_index: dict[int, list[int]] = {}
+    for a, k in table.items():
+        key_index.setdefault(k, []).append(a)
+    with torch.no_grad():
+        Q, K = model.W_Q(0)[0], model.W_K(0)[0]
+        for p in range(P):
+            Q[2 * V + p, p] = 10.0
+        for k, queries in key_index.items():
+            for a in queries:
+                K[2 * V + k, a] = 1.0
+        _copy_ov(model, 0, 0, V, 3.0)
+    return model.eval()
+
+
+def dup_induction_model(V: int = 20, P: int = 16, d: int = 192, alpha: float = 3.0) -> GPT:
+    """Induction through another circuit (no previous-token head): two attention-only layers.
+
+    Layer 0, a duplicate-token head: the query holding token t attends to the earlier positions j
+    holding t (its own position penalised) and writes j's position into a "source position"
+    subspace (V-composition of the positional embedding). Layer 1 reads that position on the query
+    side (Q-composition) and attends to the key at ``j + 1``, the token after the earlier
+    occurrence; OV copies it. Layer 0's previous-token score is at chance, its PS 0.
+    """
+    if d < 2 * V + 4 * P:
+        raise ValueError(f"d={d} too small for the layout, need >= 2V + 4P = {2 * V + 4 * P}")
+    model = _blank(V, P, d, n_layer=2, n_head=1)
+    c0, c1 = _ln_scale(2, d), _ln_scale(3, d)
+    src = 2 * V + 2 * P  # source-position pairs [src, src + P) and [src + P, src + 2P)
+    with torch.no_grad():
+        Q, K = model.W_Q(0)[0], model.W_K(0)[0]
+        lam = 12.0
+        for t in range(V):
+            Q[t, t] = lam  # token match
+            K[t, t] = 1.0
+        for p in range(P):
+            Q[2 * V + p, V + p] = lam  # own position: penalised
+            K[2 * V + p, V + p] = -2.0
+        Vw, O = model.W_V(0)[0], model.W_O(0)[0]
+        for p in range(P):
+            Vw[2 * V + p, p] = 1.0
+            O[p, src + p], O[p, src + P + p] = 1.0 / c0, -1.0 / c0
+        # layer 1: the query holding source position j matches the key at position j + 1
+        _pos_attention_from(model, 1, 0, src, 2 * V, {p + 1: p for p in range(P - 1)}, P, lam=15.0)
+        _copy_ov(model, 1, 0, V, alpha / c1)
+    return model.eval()
+
+
+def _pos_attention_from(model: GPT, layer: int, head: int, q_base: int, k_base: int, key_index: dict[int, int],
+                        P: int, lam: float) -> None:
+    """Query dims ``q_base + p`` (p < P) look for head dimension p; key dims ``k_base + p'`` offer
+    ``key_index[p']``: the query carrying p attends to the key p' with ``key_index[p'] == p``."""
+    Q, K = model.W_Q(layer)[head], model.W_K(layer)[head]
+    for p in range(P):
+        Q[q_base + p, p] = lam
+    for p, j in key_index.items():
+        K[k_base + p, j] = 1.0

@@ -11,8 +11,9 @@ import torch
 
 from ihstats import contract
 from ihtrain.config import ModelConfig
+from ihtrain.data.successors import bigram_successors
 from ihstats.contract import OPT_IN_METRICS
-from ihtrain.metrics import (METRIC_NAMES, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
+from ihtrain.metrics import (METRIC_NAMES, NEEDS_SUCCESSORS, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
                              to_rows, val_loss)
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -167,11 +168,14 @@ def test_ov_copy_matches_full_vocabulary_eigenvalues():
 def test_evaluate_restores_mode_and_shapes(probes):
     model = GPT(ModelConfig(n_layer=2, n_head=4, d_model=32, vocab_size=V, context=C), seed=0).train()
     val = torch.randint(0, V, (4, C + 1))
-    r = evaluate(model, probes, val_tokens=val)
+    succ = bigram_successors(val.numpy(), V)
+    r = evaluate(model, probes, val_tokens=val, successors=succ)
     assert model.training
     assert list(r) == [m for m in METRIC_NAMES if m not in OPT_IN_METRICS]  # opt-in ones only by name
-    everything = evaluate(model, probes, val_tokens=val, include=list(METRIC_NAMES))
+    everything = evaluate(model, probes, val_tokens=val, include=list(METRIC_NAMES), successors=succ)
     assert list(everything) == list(METRIC_NAMES)
+    # without successor statistics the controlled score and the successor ceilings are left out
+    assert set(r) - set(evaluate(model, probes, val_tokens=val)) == set(NEEDS_SUCCESSORS)
     for name in ("ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy"):
         assert r[name].shape == (2, 4) and r[name].dtype == np.float64
     for name in ("ar_acc", "ar_rank", "val_loss"):
@@ -199,8 +203,9 @@ def test_evaluate_errors(probes):
 def test_to_rows_tidy(induction):
     rows = to_rows(induction, step=12, tokens=3072)
     assert list(rows.columns) == ["step", "tokens", "metric", "layer", "head", "value"]
-    # no val_tokens, opt-in metrics not named: 7 per-head metrics on the 2 x 1 heads, 2 model-level (ar_acc, ar_rank)
-    assert len(rows) == 7 * 2 + 2
+    # no val_tokens, opt-in metrics not named: 10 per-head metrics on the 2 x 1 heads (7 + the general
+    # probe's 3), 3 model-level (ar_acc, ar_rank, ceil_offset_gen)
+    assert len(rows) == 10 * 2 + 3
     assert rows["step"].dtype == np.int64 and rows["layer"].dtype == np.int64 and rows["value"].dtype == np.float64
     ps = rows[rows.metric == "ps"].set_index(["layer", "head"])["value"]
     assert ps.loc[(1, 0)] == pytest.approx(1.0, abs=NEAR)

@@ -44,7 +44,8 @@ def test_cheapest_cell_shows_the_preset_outcome(preset, factors, formed, tmp_pat
     run = cell_run(preset, factors)
     status = train_run(run.config, tmp_path, progress=False, make_figures=False)
     assert status["status"] == "done"
-    f = formation(pd.read_parquet(tmp_path / "metrics.parquet"), min_ps=run.config.train.emergence_threshold)
-    assert f["formed"] is formed, f
+    f = formation(pd.read_parquet(tmp_path / "metrics.parquet"), formed_level=run.config.train.emergence_threshold,
+                  metric=run.config.train.emergence_metric)
+    assert f["crossed"] is formed, f  # the crossing the budget stops on (the certificate: ihstats.certificate)
     stops_early = formed and run.config.train.budget == "until-emergence"
     assert status["stop_reason"] == ("emerged" if stops_early else run.config.cap_reason)

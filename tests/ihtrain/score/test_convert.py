@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from ihtrain.config import ModelConfig
+from ihtrain.data.successors import bigram_successors
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -67,7 +68,9 @@ def test_every_metric_with_held_out_tokens_matches(tmp_path):
                  "--probe-seqs", "8", "--ordinary-range", str(LO), str(V), "--val-tokens", str(tmp_path / "val.npy"),
                  "--include", *REGISTRY, "--threads", "1", "--no-progress"]) == 0
     scored = pd.read_parquet(out / "metrics.parquet")
-    ours = to_rows(evaluate(g, make_probes(V, 32, 0, (LO, V), None, n_seqs=8), val, include=list(REGISTRY)), 5, 320)
+    # the scorer fills the general probe with the held-out text and counts its bigrams for the successor control
+    probes = make_probes(V, 32, 0, (LO, V), None, n_seqs=8, filler=val)
+    ours = to_rows(evaluate(g, probes, val, include=list(REGISTRY), successors=bigram_successors(val, V)), 5, 320)
     assert list(scored["metric"].unique()) == list(REGISTRY)
     rank = ours["metric"] == "ar_rank"
     np.testing.assert_allclose(scored["value"][~rank], ours["value"][~rank], atol=1e-5, rtol=0)

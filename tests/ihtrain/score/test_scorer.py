@@ -32,8 +32,10 @@ def test_a_series_of_each_family_follows_the_contract(family_series, tmp_path):
     run = io.load_run(out)
     m = run.metrics
     assert sorted(m["step"].unique()) == [10, 100, 1000]
-    # opt-in metrics are logged only when asked for; ps_indist needs held-out tokens
-    assert set(PER_HEAD) - set(OPT_IN_METRICS) - {"ps_indist"} <= set(m["metric"])
+    # opt-in metrics are logged only when asked for; ps_indist and its successor control need held-out tokens
+    assert set(PER_HEAD) - set(OPT_IN_METRICS) - {"ps_indist", "ps_indist_ctrl"} <= set(m["metric"])
+    # the general induction probe is scored by default, filled with random tokens without held-out text
+    assert {"ps_gen_near", "ps_gen_mid", "ps_gen_far"} <= set(m["metric"]) and rec["probe"]["general"]["filler"] == "random"
     ps = m[m["metric"] == "ps"]
     assert len(ps) == 3 * 2 * 4 and ps["value"].between(0, 1).all()
     assert run.status == "done" and run.factors["family"] == family and run.factors["N"] == rec["n_params_non_embedding"]
