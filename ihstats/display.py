@@ -21,7 +21,10 @@ import pandas as pd
 CSV_DIGITS = 6
 CSV_FLOAT_FORMAT = f"%.{CSV_DIGITS}g"
 #: the columns, in order, that name what kind of head a run grew, where a table has them
-CLASS_COLUMNS = ("mechanism_class", "class", "certificate", "circuit")
+CLASS_COLUMNS = ("mechanism", "mechanism_class", "class", "certificate", "circuit")
+#: the certificate's class of logs without the general probe (ihstats.certificate.UNCERTIFIABLE):
+#: the compact view then shows the provisional class, marked, beside "formed: no"
+UNCERTIFIABLE_CLASS = "uncertifiable (no general probe)"
 #: factor columns a compact line shows when they vary across the table, in this order
 FACTOR_ORDER = ("B", "C", "d_model", "n_layer", "n_head", "frequency", "reliability", "dependency", "marginal",
                 "biinduct", "source", "seed")
@@ -99,15 +102,28 @@ def compact_runs(table: pd.DataFrame, *, factors: Iterable[str] | None = None) -
                                                     cens, pd.to_numeric(last))]
     if "formed" in t:
         cols["formed"] = t["formed"].map(_flag)
+    if "crossed" in t and "formed" in t and (t["crossed"].fillna(False).astype(bool)
+                                             != t["formed"].fillna(False).astype(bool)).any():
+        cols["crossed"] = t["crossed"].map(_flag)  # a crossing the certificate does not carry
     for c in CLASS_COLUMNS:
         if c in t:
-            cols["class" if c != "circuit" else "circuit"] = t[c].fillna("").astype(str).replace("", "-")
+            cols["class" if c != "circuit" else "circuit"] = _class_text(t, c)
             break
     for c in ("ih_head_crossing", "ih_head", "head"):
         if c in t and t[c].astype(str).str.strip().ne("").any() and not (t[c].astype(str) == "max").all():
             cols["head"] = t[c].map(head_label).replace("", "-")
             break
     return pd.DataFrame(cols)
+
+
+def _class_text(t: pd.DataFrame, column: str) -> pd.Series:
+    """The class column for the eye; logs the certificate cannot read show their provisional class
+    with a ``?`` (read from what the logs hold, not certified)."""
+    cls = t[column].fillna("").astype(str)
+    if "mechanism_provisional" in t:
+        prov = t["mechanism_provisional"].fillna("").astype(str)
+        cls = cls.where((cls != UNCERTIFIABLE_CLASS) | (prov == ""), prov + "?")
+    return cls.replace("", "-")
 
 
 def format_compact(table: pd.DataFrame, *, factors: Iterable[str] | None = None, limit: int = 40) -> str:
