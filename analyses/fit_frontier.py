@@ -51,7 +51,7 @@ from ihstats.fileio import UnreadableFile
 from ihstats.fit_protocol import save_and_warn
 from ihstats.fileio import read_table as read_checked_table
 from ihstats.progress import cli_warnings
-from ihstats.tables import outcome_basis
+from ihstats.tables import outcome_basis, outcome_word
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -193,8 +193,8 @@ def main(argv=None) -> int:
     knob.to_csv(out / "knob.csv", index=False)
     basis = outcome_basis(table)  # certified, or crossings on logs without the general probe
     write_frontier_report(res, out / "summary.md", source, args.hdi_prob, extra, knob=knob, basis=basis)
-    print(f"runs: {int(res.model.cells['n_runs'].sum())}, formed: {int(res.model.cells['n_formed'].sum())} "
-          f"({basis}); "
+    print(f"runs: {int(res.model.cells['n_runs'].sum())}, {outcome_word(basis)}: "
+          f"{int(res.model.cells['n_formed'].sum())} ({basis}); "
           f"separation: {SEPARATION_WORDS.get(res.separation, res.separation)}")
     print(knob_text(knob))
     note = res.boundary_note(args.hdi_prob)

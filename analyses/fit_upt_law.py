@@ -34,7 +34,7 @@ from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_s
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.fileio import UnreadableFile, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.tables import formed_counts, outcome_basis
+from ihstats.tables import formed_counts, outcome_basis, outcome_word
 from ihstats import progress
 from ihstats.progress import cli_warnings
 
@@ -222,9 +222,11 @@ def main(argv=None) -> int:
 
     summ, ols = res.summary(), res.ols()
     t = res.data.table
-    print(f"UPT law on {formed_counts(~res.data.censored, t['censored'] if 'censored' in t else res.data.censored)}"
-          f"; the not-formed runs enter as right-censored at their last step; formed: "
-          f"{outcome_basis(res.data.table)}; from {source}")
+    basis = outcome_basis(res.data.table)
+    counts = formed_counts(~res.data.censored, t['censored'] if 'censored' in t else res.data.censored)
+    word = outcome_word(basis)  # crossings are never called formed
+    print(f"UPT law on {counts.replace('formed', word)}; the not-{word} runs enter as right-censored at their "
+          f"last step; {word}: {basis}; from {source}")
     print(f"{'param':>6} {'posterior mean':>15} {f'{args.hdi_prob:.0%} HDI':>22} "
           f"{'OLS (uncensored)':>17} {'r_hat':>6} {'ess_bulk':>8}")
     scale = "T" if "T" in summ.index else "S_min"  # the critical-batch form has S_min, not T

@@ -169,9 +169,11 @@ def _rule_by_step(metrics: pd.DataFrame, level: float) -> pd.Series:
     passes = (gen["value"] >= level).groupby(gen["step"]).any().sort_index()
     ctrl = max_over_heads(metrics, CTRL_METRIC)
     ceil = max_over_heads(metrics, CTRL_CEILING)
-    if len(ctrl) and len(ceil):  # the successor control, where the source gives it
-        clear = (ctrl >= ceil.reindex(ctrl.index) + CERT_MARGIN).reindex(passes.index, fill_value=False)
-        passes = passes & clear
+    if len(ctrl) and len(ceil):  # the successor control, where the source gives it (finite: some query held)
+        ceil = ceil.reindex(ctrl.index)
+        given = np.isfinite(ctrl.to_numpy()) & np.isfinite(ceil.to_numpy())
+        clear = pd.Series(~given | (ctrl.to_numpy() >= ceil.to_numpy() + CERT_MARGIN), index=ctrl.index)
+        passes = passes & clear.reindex(passes.index, fill_value=True)
     return passes
 
 

@@ -244,7 +244,8 @@ def _warn_if_two_rises(table: pd.DataFrame, metric: str, method: str) -> None:
     twice = table["multimodal"].fillna(False).astype(bool) if "multimodal" in table else pd.Series(dtype=bool)
     if metric not in CREEP_REACH or not twice.any():
         return
-    how = (f"the onset is the rise that reaches {CREEP_REACH[metric]}, the creep's knee is in onset_alt"
+    reach = "the run's formed level" if metric in PS_METRICS else f"{CREEP_REACH[metric]}"
+    how = (f"the onset is the rise that reaches {reach}, the creep's knee is in onset_alt"
            if "reach" in DETECTORS[method].options() else
            f"the {method} detector cannot tell the creep from the jump; the onset may read the creep")
     warnings.warn(f"{int(twice.sum())} run(s) rise twice in {metric} (multimodal): on planted repeats the "
@@ -422,7 +423,8 @@ def main(argv: list[str] | None = None) -> int:
             table = emergence_table(data, metric, a.head, a.method, a.level, on_error=on_error, **kw)
         for w in caught:
             print(f"warning: {w.message}", file=sys.stderr)
-        logged = set(data.metrics.loc[data.metrics["metric"] == metric, "run_id"])
+        shown = with_general(data.metrics, metric)  # the general score is derived from its three distances
+        logged = set(shown.loc[shown["metric"] == metric, "run_id"])
         for run in data.runs[~data.runs["run_id"].isin(logged)].itertuples():  # said, never dropped silently
             print(f"warning: run {run.run_id} ({run.status}): no {metric!r} evaluations yet; not in the table",
                   file=sys.stderr)

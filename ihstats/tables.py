@@ -126,6 +126,12 @@ def summary_formed(summary: pd.DataFrame) -> tuple[np.ndarray, str]:
     return np.where(crossing, crossed, formed), outcome_basis(summary)
 
 
+def outcome_word(basis: str) -> str:
+    """The word a fit's output gives its positive outcome: ``formed`` only when it is certified (or
+    the table's own column), ``crossed`` when it rests on crossings (never called formed)."""
+    return "crossed" if basis.startswith(("crossing", "mixed")) or basis == LEGACY_BASIS else "formed"
+
+
 def outcome_basis(df: pd.DataFrame) -> str:
     """What a fit's formed/not-formed outcome rests on, in the words every fit output gives:
     ``certified``, ``crossing, not certified: logs lack the general probe`` (or another reason),

@@ -40,7 +40,7 @@ from ihstats.certificate import GENERAL_METRIC
 from ihstats.contract import FORMED_LEVEL
 from ihstats.emergence import PS_METRICS, formation, onset_metric
 from ihstats.fileio import atomic_write_text
-from ihstats.tables import formed_column, outcome_basis
+from ihstats.tables import formed_column, outcome_basis, outcome_word
 from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
@@ -201,14 +201,15 @@ class BudgetComparison:
         b = self.boundary.set_index("budget")
         where = "; ".join(f"{k} boundary {_lvl(b.at[self.short, k])} at {self.short:,.0f} updates, "
                           f"{_lvl(b.at[self.long, k])} at {self.long:,.0f}" for k in KNOBS)
-        counts = (f"{self.late} of {self.n_runs} runs formed only between {self.short:,.0f} and "
+        word = outcome_word(self.basis)
+        counts = (f"{self.late} of {self.n_runs} runs {word} only between {self.short:,.0f} and "
                   f"{self.long:,.0f} updates, {self.lost} the other way; sign test p = {self.p_value:.3g}; "
-                  f"formed: {self.basis}")
+                  f"{word}: {self.basis}")
         if self.moves:
             # the paper's frontier is drawn at one budget too: what differs is only that we read two
             return (f"the boundary moves with the budget: each budget draws its own line (a fixed-budget "
                     f"boundary, as the paper's at its budget; no budget-free limit is shown) ({counts}; {where})")
-        return (f"the boundary is not shown to move between the budgets: late formers within chance "
+        return (f"the boundary is not shown to move between the budgets: late {word} runs within chance "
                 f"({counts}; {where})")
 
 

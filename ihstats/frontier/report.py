@@ -16,6 +16,7 @@ import pandas as pd
 from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
+from ihstats.tables import outcome_word
 from ihstats.plots import plot_frontier
 
 
@@ -35,7 +36,7 @@ def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(
     lines = [
         "# Frontier fit", "",
         f"- input: {source}",
-        f"- runs: {int(cells['n_runs'].sum())} in {len(cells)} cells; formed: "
+        f"- runs: {int(cells['n_runs'].sum())} in {len(cells)} cells; {outcome_word(basis)}: "
         f"{int(cells['n_formed'].sum())} ({basis})",
         f"- model: logit p(formed) = b0 + b_freq z(log f) + b_rel z(log r)"
         f"{' + b_int z z' if res.model.spec.interaction else ''}; Normal(0, "

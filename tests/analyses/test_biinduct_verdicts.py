@@ -58,6 +58,8 @@ def test_claims_on_a_fake_grid(tmp_path):
     onset = contr[contr["value"] == "onset_or_cap"].set_index("condition")
     assert onset.at["forward", "p_floor"] == pytest.approx(0.1)  # 3 vs 3, two-sided: descriptive
     assert "## Claims" in (tmp_path / "o" / "summary.md").read_text()
+    assert "formed (the earlier-emergence claim's onset or cap): crossing, not certified" in \
+        (tmp_path / "o" / "summary.md").read_text()
     assert all((tmp_path / "o" / f"curves.{suf}").stat().st_size > 1000 for suf in ("png", "pdf"))
 
 

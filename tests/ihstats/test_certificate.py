@@ -159,15 +159,16 @@ def test_a_bad_formed_level_is_refused_naming_the_run():
 
 
 def test_fits_read_crossings_only_where_the_basis_says_so():
-    from ihstats.tables import formed_column, outcome_basis, summary_formed
+    from ihstats.tables import formed_column, outcome_basis, outcome_word, summary_formed
 
     legacy = pd.DataFrame({"run_id": ["a", "b", "c"], "formed": [False] * 3, "crossed": [True, False, True],
                            "censored": [False, True, False], "onset_basis": "crossing", "certificate": UNCERTIFIABLE})
     assert formed_column(legacy).tolist() == [True, False, True]  # by their crossing, not as formed
-    assert outcome_basis(legacy) == LEGACY_BASIS
+    assert outcome_basis(legacy) == LEGACY_BASIS and outcome_word(LEGACY_BASIS) == "crossed"  # never "formed"
     certified = legacy.assign(onset_basis="certified", certificate="not certified", formed=[True, False, False])
     with pytest.warns(UserWarning):  # c crossed but is not certified: not formed
         assert formed_column(certified).tolist() == [True, False, False]
+    assert outcome_word(outcome_basis(certified)) == "formed"
     assert outcome_basis(certified) == "certified" and outcome_basis(legacy.drop(columns="onset_basis")) \
         == "the table's formed column"
     old_summary = pd.DataFrame({"run_id": ["a", "b"], "formed": [True, None]})  # written before issue 65
@@ -175,3 +176,9 @@ def test_fits_read_crossings_only_where_the_basis_says_so():
     assert formed.tolist() == [True, False] and basis == LEGACY_BASIS
     formed, basis = summary_formed(legacy.assign(formed=[False, pd.NA, False]))
     assert formed.tolist() == [True, False, True] and basis == LEGACY_BASIS
+
+
+def test_a_step_without_controlled_queries_reads_the_general_probe_alone():
+    m = frame(INDUCTION, pt0=0.9, ctrl_ceiling=np.nan)
+    m.loc[m["metric"] == "ps_indist_ctrl", "value"] = np.nan  # every head: no copy query left after the control
+    assert certify(m, level=0.3).certified

@@ -60,3 +60,15 @@ def test_the_one_reader_validates_the_level():
     for bad in (0, 1, 1.5, float("nan"), "0.5", True):
         with pytest.raises(ValueError, match="run r1: config.json train.emergence_threshold"):
             formed_level({"run_id": "r1", "config": {"train": {"emergence_threshold": bad}}})
+
+
+def test_the_emergence_cli_reads_the_certified_onset_by_default(grid, tmp_path, capsys):
+    from ihstats.emergence import main
+
+    path, ids = grid
+    assert main([str(path), "-o", str(tmp_path / "e" / "em.csv")]) == 0
+    out, err = capsys.readouterr()
+    assert "of the ps_gen onset" in out and "onset basis: certified" in out and "1 formed" in out
+    assert "no 'ps_gen' evaluations" not in err  # derived from its three distances, never missing
+    table = pd.read_csv(tmp_path / "e" / "em.csv").set_index("run_id")
+    assert table.loc[ids, "formed"].tolist() == [True, False, False]
