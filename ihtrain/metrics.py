@@ -40,6 +40,7 @@ import torch.nn.functional as F
 
 from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
+from ihtrain.data.repeats import copy_labels
 from ihtrain.data.successors import Successors
 from ihtrain.induction_metrics import (attn_score, ceil_offset_gen, chance_gen, chance_indist, constant, indist_chunk,
                                        indist_gain, ps_gen_far, ps_gen_mid, ps_gen_near, ps_indist, ps_indist_ctrl)
@@ -411,6 +412,8 @@ _FUNCTIONS: dict[str, MetricFn] = {
 NEEDS_VAL = ("val_loss", "ps_nat", "repeat_nat_logprob", "icl_token_index", "ps_indist", "indist_gain", "chance_indist")
 # ... and the source's successor statistics (ihtrain.data.successors): computed only when both are given
 NEEDS_SUCCESSORS = ("ps_indist_ctrl", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")
+# undefined for a run whose held-out copies all have likely successors: then left out (_undefined)
+CTRL_METRICS = ("ps_indist_ctrl", "chance_ctrl", "ceil_succ_ctrl")
 INDIST_SEQS = 32  # held-out sequences the in-distribution probes read (the first of val_tokens)
 INDIST_CHUNK_ELEMENTS = 40_000_000  # attention-pattern or logit entries per chunk of those sequences
 REGISTRY: dict[str, Metric] = {name: Metric(_FUNCTIONS[name], per_head) for name, per_head in METRICS.items()}
@@ -450,6 +453,7 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
     device = next(model.parameters()).device
     acts = Activations(model, probes.to(device), val_tokens, repeat_logits=bool({"ar_acc", "ar_rank"} & set(names)),
                        copy_start=copy_start, successors=successors)
+    names = [m for m in names if m not in _undefined(acts, names)]
     # one forward pass on the held-out sequences serves both when they are the same sequences
     acts.val_from_indist = (val_tokens is not None and len(val_tokens) <= INDIST_SEQS
                             and bool(set(names) & {"ps_indist", "indist_gain", "ps_indist_ctrl", "chance_indist"}))
@@ -464,6 +468,17 @@ def evaluate(model: GPT, probes: ProbeSet, val_tokens: torch.Tensor | np.ndarray
     finally:
         model.train(was_training)
     return out
+
+
+def _undefined(acts: Activations, names: list[str]) -> set[str]:
+    """The constants and controlled score undefined for this run (its held-out sequences hold no
+    copy, or none whose successor is unlikely): not logged, as where the source gives no statistics
+    (a NaN row would stop every reader). Constant per run: the held-out sequences are fixed."""
+    if acts.val_tokens is None or not set(names) & {"chance_indist", *NEEDS_SUCCESSORS}:
+        return set()
+    if not copy_labels(acts.indist_val.cpu().numpy(), acts.copy_start)[0].any():
+        return {"chance_indist", *NEEDS_SUCCESSORS}
+    return set(CTRL_METRICS) if acts.successors is not None and not acts.labelled["ctrl"].any() else set()
 
 
 def to_rows(results: dict[str, np.ndarray | float], step: int, tokens: int) -> pd.DataFrame:

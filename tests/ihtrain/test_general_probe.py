@@ -216,3 +216,24 @@ def test_val_loss_read_off_the_in_distribution_pass_is_the_same(markov):
     shared = evaluate(model, probes, val_tokens=torch.as_tensor(val), include=["val_loss", "ps_indist"],
                       copy_start=start)["val_loss"]
     assert shared == pytest.approx(alone, rel=1e-6)
+
+
+def test_controlled_score_is_left_out_where_every_copy_has_a_likely_successor():
+    """Successor statistics counted from the held-out text itself make every copied bigram likely:
+    the controlled score and its chance and ceiling are undefined for the run and not logged (a
+    NaN row would stop every reader), the other constants are."""
+    val = np.random.default_rng(1).integers(2, V, size=(6, C + 1))
+    r = evaluate(positional_heads_model(), small_probes(), val_tokens=torch.as_tensor(val),
+                 successors=bigram_successors(val, V))
+    assert not {"ps_indist_ctrl", "chance_ctrl", "ceil_succ_ctrl"} & set(r)
+    assert np.isfinite(r["ceil_succ_indist"]) and np.isfinite(r["chance_indist"])
+
+
+def test_constants_are_left_out_without_copies():
+    """Held-out sequences without a single copy: ps_indist stays (NaN, as before issue 65), its new
+    chance and ceilings are undefined and not logged."""
+    val = np.tile(np.arange(2, 2 + C + 1), (3, 1))  # no token recurs
+    r = evaluate(positional_heads_model(), small_probes(), val_tokens=torch.as_tensor(val),
+                 successors=bigram_successors(val, V))
+    assert not {"chance_indist", "ceil_succ_indist", "ceil_succ_pmi_indist", "ps_indist_ctrl"} & set(r)
+    assert "ps_indist" in r and "ceil_offset_gen" in r

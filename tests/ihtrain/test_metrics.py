@@ -11,7 +11,7 @@ import torch
 
 from ihstats import contract
 from ihtrain.config import ModelConfig
-from ihtrain.data.successors import bigram_successors
+from ihtrain.data.successors import Successors
 from ihstats.contract import OPT_IN_METRICS
 from ihtrain.metrics import (METRIC_NAMES, NEEDS_SUCCESSORS, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
                              to_rows, val_loss)
@@ -168,7 +168,8 @@ def test_ov_copy_matches_full_vocabulary_eigenvalues():
 def test_evaluate_restores_mode_and_shapes(probes):
     model = GPT(ModelConfig(n_layer=2, n_head=4, d_model=32, vocab_size=V, context=C), seed=0).train()
     val = torch.randint(0, V, (4, C + 1))
-    succ = bigram_successors(val.numpy(), V)
+    val[:, C // 2:] = val[:, :C // 2 + 1]  # copies, for the in-distribution probes
+    succ = Successors(np.full((V, V), 1 / V), np.full(V, 1 / V), "uniform")  # no successor is likely
     r = evaluate(model, probes, val_tokens=val, successors=succ)
     assert model.training
     assert list(r) == [m for m in METRIC_NAMES if m not in OPT_IN_METRICS]  # opt-in ones only by name

@@ -87,11 +87,11 @@ def test_run_directory_contract(straight_run):
     steps = sorted(m["step"].unique())
     assert steps == eval_schedule(30, 12, 0.5).tolist()
     per_head = {"ps", "prev_token", "la", "copy_fwd", "anti_induction", "ov_copy", "dup_bwd", "ps_indist",
-                "ps_gen_near", "ps_gen_mid", "ps_gen_far", "ps_indist_ctrl"}
+                "ps_gen_near", "ps_gen_mid", "ps_gen_far"}
     # the opt-in metrics (contract.OPT_IN_METRICS) are not named; natural text's successor statistics
-    # are its held-out bigram counts, so the controlled score and the ceilings are logged
-    constants = {"chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl",
-                 "ceil_offset_gen"}
+    # are its held-out bigram counts, so the ceilings are logged; this small corpus's held-out copies
+    # all have likely successors, so the controlled score is undefined and left out (CTRL_METRICS)
+    constants = {"chance_indist", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_offset_gen"}
     model_level = {"ar_acc", "ar_rank", "val_loss", "indist_gain"} | constants
     assert set(m["metric"]) == per_head | model_level
     for name in constants:  # one value per run, logged at every evaluation

@@ -57,7 +57,7 @@ def test_scoring_the_export_matches_our_metrics(options, tmp_path):
 def test_every_metric_with_held_out_tokens_matches(tmp_path):
     """--include every metric and --val-tokens: val_loss, ps_nat, icl_token_index and the copy
     log-probs through the command equal our own."""
-    from ihtrain.metrics import REGISTRY
+    from ihtrain.metrics import NEEDS_SUCCESSORS, REGISTRY
 
     g = _gpt(4)
     to_gpt2(g).save_pretrained(tmp_path / "ckpt" / "step5")
@@ -71,7 +71,9 @@ def test_every_metric_with_held_out_tokens_matches(tmp_path):
     # the scorer fills the general probe with the held-out text and counts its bigrams for the successor control
     probes = make_probes(V, 32, 0, (LO, V), None, n_seqs=8, filler=val)
     ours = to_rows(evaluate(g, probes, val, include=list(REGISTRY), successors=bigram_successors(val, V)), 5, 320)
-    assert list(scored["metric"].unique()) == list(REGISTRY)
+    # 6 random rows over 297 tokens hold no copy: the in-distribution constants are undefined, not logged
+    undefined = {"chance_indist", *NEEDS_SUCCESSORS}
+    assert list(scored["metric"].unique()) == [m for m in REGISTRY if m not in undefined]
     rank = ours["metric"] == "ar_rank"
     np.testing.assert_allclose(scored["value"][~rank], ours["value"][~rank], atol=1e-5, rtol=0)
     np.testing.assert_allclose(scored["value"][rank], ours["value"][rank], rtol=1e-5)
