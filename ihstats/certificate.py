@@ -2,7 +2,9 @@
 its head an induction head, and if not, what copies instead. Torch-free.
 
 *Formed* means certified: at an evaluation some head reaches the run's formed level
-(:func:`ihstats.contract.formed_level`) on the general induction probe at every probed distance
+(:func:`ihstats.contract.formed_level`), and at least :data:`GENERAL_LEVEL` (0.383: above the 1/3 a
+head spreading its attention over the three offsets reads), on the general induction probe at every
+probed distance
 (``ps_gen_near``, ``ps_gen_mid``, ``ps_gen_far``: random tokens repeated at three copy distances
 inside the source's repeat region), and, where the source gives a successor control
 (``ps_indist_ctrl`` with its ceiling ``ceil_succ_ctrl``), the best head's controlled score clears
@@ -40,6 +42,15 @@ PMI_CEILING = "ceil_succ_pmi_indist"  # ps_indist of the sharpened oracle succes
 #: heads' controlled score (``ceil_succ_ctrl``): a PS difference of 0.1 is about 3 noise sd of a
 #: plateau on the shipped logs, and half the gap between the successor ceilings at C 32 and C 64
 CERT_MARGIN = 0.1
+#: the least level each probed distance must reach: above 1/3, what a head that spreads its
+#: attention evenly over the three probed offsets reads at each distance, by half the margin (0.383).
+#: A run's own formed level applies where higher (:func:`general_level`)
+GENERAL_LEVEL = max(FORMED_LEVEL, 1 / len(GENERAL_SLOTS) + CERT_MARGIN / 2)
+
+
+def general_level(level: float) -> float:
+    """The level each distance of the general probe must reach for a run at formed ``level``."""
+    return max(level, GENERAL_LEVEL)
 ONSET_METHOD = "bayes"  # the detector whose onset on the general curve is the certified onset
 
 MECHANISM_CLASSES = ("induction (previous-token)", "induction (other circuit)", "fixed-offset copy",
@@ -142,7 +153,7 @@ def certify(metrics: pd.DataFrame, level: float = FORMED_LEVEL, watched: str = "
         cls, why = provisional_class(metrics, level, watched)
         return Certificate(False, UNCERTIFIABLE, UNCERTIFIABLE, level, crossing_step=crossing, provisional=cls,
                            reason=f"no general probe in the logs; provisional: {why}")
-    holds = _rule_by_step(metrics, level)
+    holds = _rule_by_step(metrics, general_level(level))
     certified = bool(len(holds)) and bool(holds.iloc[-1])
     last = metrics["step"].max()
     end = metrics[metrics["step"] == last]
@@ -204,21 +215,21 @@ def classify(end: pd.DataFrame, level: float, certified: bool) -> tuple[str, str
     """
     gen = end[end["metric"].isin(GENERAL_SLOTS)].pivot_table(index=["layer", "head"], columns="metric", values="value")
     gen = gen.reindex(columns=list(GENERAL_SLOTS))
-    n_pass = (gen >= level).sum(axis=1)
+    n_pass = (gen >= general_level(level)).sum(axis=1)
     scores = ", ".join(f"{s[3:]} {gen[s].max():.2f}" for s in GENERAL_SLOTS)
     ctrl = _ctrl_state(end)
     if certified:
         layer, head = gen.min(axis=1).idxmax()
         pt0 = end.loc[(end["metric"] == "prev_token") & (end["layer"] == 0), "value"].max()
         label = INDUCTION_PT if layer > 0 and pt0 >= CIRCUIT_PREV_TOKEN_MIN else INDUCTION_OTHER
-        return label, f"head {layer}.{head} passes every distance ({scores}) at level {level:g}; layer-0 " \
+        return label, f"head {layer}.{head} passes every distance ({scores}) at level {general_level(level):.3g}; layer-0 " \
                       f"previous-token {pt0:.2f}"
     if (n_pass == len(GENERAL_SLOTS)).any():
         return SUCCESSOR, f"a head passes every distance ({scores}) but the successor-controlled score stays " \
                           f"within {CERT_MARGIN:g} of its ceiling"
     if (n_pass > 0).any():
         return FIXED_OFFSET, f"a head passes {int(n_pass.max())} of {len(GENERAL_SLOTS)} distances, none all " \
-                             f"({scores}, level {level:g})"
+                             f"({scores}, level {general_level(level):.3g})"
     indist = _max_at(end, "ps_indist")
     if np.isfinite(indist) and indist >= level:
         return _lookup_kind(end, indist, ctrl, f"no head passes a distance ({scores}); ps_indist {indist:.2f}")
@@ -307,6 +318,6 @@ def fit_basis(bases: pd.Series | np.ndarray, certificates: pd.Series | np.ndarra
 
 
 __all__ = ["CERTIFICATES", "CERTIFICATE_COLUMNS", "CERT_MARGIN", "CTRL_CEILING", "CTRL_METRIC", "Certificate",
-           "GENERAL_METRIC", "GENERAL_SLOTS", "LEGACY_BASIS", "MECHANISM_CLASSES", "ONSET_BASES", "PMI_CEILING",
-           "certify", "certify_run", "classify", "fit_basis", "general_curve", "general_rows", "has_general_probe",
+           "GENERAL_LEVEL", "GENERAL_METRIC", "GENERAL_SLOTS", "LEGACY_BASIS", "MECHANISM_CLASSES", "ONSET_BASES", "PMI_CEILING",
+           "certify", "certify_run", "classify", "fit_basis", "general_curve", "general_level", "general_rows", "has_general_probe",
            "provisional_class"]

@@ -182,3 +182,20 @@ def test_a_step_without_controlled_queries_reads_the_general_probe_alone():
     m = frame(INDUCTION, pt0=0.9, ctrl_ceiling=np.nan)
     m.loc[m["metric"] == "ps_indist_ctrl", "value"] = np.nan  # every head: no copy query left after the control
     assert certify(m, level=0.3).certified
+
+
+def test_a_head_spreading_over_the_three_offsets_is_not_certified():
+    """A head that puts 1/3 of its attention on each probed offset reads 1/3 at every distance, above
+    FORMED_LEVEL 0.3: the general level sits above it, so a three-offset copier is never formed,
+    while an induction head whose weakest distance reads 0.39 (two heads sharing the near one, as a
+    trained bxc-cross run does just after its jump) is, at the default level."""
+    from ihstats.certificate import GENERAL_LEVEL
+    assert 1 / 3 < GENERAL_LEVEL < 0.39
+    third = rise(1 / 3, 800)
+    spreader = {**general(third, third, third), "ps": third, "ps_indist": third}
+    c = certify(frame(spreader, pt0=0.9), level=0.3)
+    assert not c.certified and c.cls != INDUCTION_PT and c.certified_step is None
+    shared = {**general(rise(0.39, 800), rise(0.85, 800), rise(0.66, 800)), "ps": rise(0.8, 800),
+              "ps_indist": rise(0.8, 800)}
+    assert certify(frame(shared, pt0=0.9), level=0.3).certified
+    assert not certify(frame(shared, pt0=0.9), level=0.5).certified  # a run's own higher level applies
