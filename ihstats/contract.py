@@ -59,6 +59,10 @@ METRICS: dict[str, bool] = {
     "chance_indist": False, "chance_ctrl": False, "ceil_succ_indist": False, "ceil_succ_pmi_indist": False,
     "ceil_succ_ctrl": False, "ceil_offset_gen": False,
 }
+#: the per-run constants of the data (chance levels and non-induction ceilings): a property of the
+#: source's sequences, not of the model, so they stay finite when the model's outputs are not
+DATA_CONSTANTS: tuple[str, ...] = ("chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist",
+                                   "ceil_succ_ctrl", "ceil_offset_gen")
 #: the general probe's per-head scores, near to far copy distance (general_probe_layout's slots)
 GENERAL_PROBE_METRICS: tuple[str, ...] = ("ps_gen_near", "ps_gen_mid", "ps_gen_far")
 #: the metric each onset kind reads (``--onset``): the repeat probe's PS, in-distribution PS at the
@@ -302,7 +306,7 @@ def emergence_metric(meta: dict[str, Any]) -> str:
 
 
 __all__ = [
-    "BIINDUCT_KNOBS", "CIRCUITS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FORMED_LEVEL",
+    "BIINDUCT_KNOBS", "CIRCUITS", "DATA_CONSTANTS", "CIRCUIT_COLUMNS", "CIRCUIT_PREV_TOKEN_MIN", "CONFIG_KEYS", "FORMED_LEVEL",
     "FACTORS", "FACTOR_FIELDS", "GENERAL_PROBE_METRICS", "GENERAL_SPAN_MAX", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "SHIPPED_WRAPPER_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
