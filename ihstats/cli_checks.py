@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -326,40 +327,52 @@ def _temp_file(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+#: where a refit sets aside the files of the fit before it (replaced by the next refit)
+EARLIER_RUN = "earlier_run"
+
+
 def claim_folder(out: Path, fresh: bool = True) -> None:
     """Create ``out`` and mark it as the package's (:data:`WRITTEN_RECORD`), so a later run may write
-    there. ``fresh`` (a refit): first remove the files the earlier run recorded, so no stale result
-    sits beside the new ones (the record then lists only what this run writes); ``fresh=False``
-    keeps them (a command that rewrites part of its folder, e.g. ``paper_figures/make.py --only``)."""
+    there. ``fresh`` (a refit): first move the files the earlier run recorded into ``out/earlier_run/``
+    (:data:`EARLIER_RUN`; the one set aside before is removed), so no stale result sits beside the
+    new ones and a refit that then fails has lost nothing; the record then lists those files under
+    ``earlier_run/`` and what this run writes. ``fresh=False`` keeps them in place (a command that
+    rewrites part of its folder, e.g. ``paper_figures/make.py --only``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if not fresh:
         if not (out / WRITTEN_RECORD).is_file():
             atomic_write_text(out / WRITTEN_RECORD, "")
         return
-    removed = _remove_recorded(out)
-    atomic_write_text(out / WRITTEN_RECORD, "")
-    if removed:
-        print(f"{out}: removed {removed} file(s) of the earlier run here (listed in its {WRITTEN_RECORD})")
+    kept = _set_aside_recorded(out)
+    atomic_write_text(out / WRITTEN_RECORD, "".join(f"{EARLIER_RUN}/{rel}\n" for rel in kept))
+    if kept:
+        print(f"{out}: moved {len(kept)} file(s) of the earlier run here into {EARLIER_RUN}/ "
+              f"(listed in its {WRITTEN_RECORD}; the next refit replaces them)")
 
 
-def _remove_recorded(out: Path) -> int:
-    """Unlink every file ``out``'s record lists (only inside ``out``; a link is removed, never its
-    target) and the sub-folders left empty; returns how many files went."""
-    root, n, folders = out.resolve(), 0, set()
-    for rel in _record_lines(out):
+def _set_aside_recorded(out: Path) -> list[str]:
+    """Move every file ``out``'s record lists (only inside ``out``; a link is moved, never followed)
+    into ``out/earlier_run/`` under the same relative path, after removing what an earlier refit set
+    aside there; the sub-folders left empty go. Returns the moved files' relative paths."""
+    root, aside, kept, folders = out.resolve(), out / EARLIER_RUN, [], set()
+    lines = [rel for rel in _record_lines(out) if not rel.startswith(EARLIER_RUN + "/")]
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside)
+    for rel in lines:
         path = out / rel
         parent = path.parent.resolve()
         if Path(rel).is_absolute() or ".." in Path(rel).parts or not (parent == root or root in parent.parents):
             continue
         if path.is_symlink() or path.is_file():
-            path.unlink()
-            n += 1
+            (aside / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, aside / rel)
+            kept.append(rel)
             folders.update(p for p in path.parents if p != out and out in p.parents)
     for folder in sorted(folders, key=lambda p: -len(p.parts)):
         if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
             folder.rmdir()
-    return n
+    return kept
 
 
 def check_out_dir(out: str | Path, inputs: Iterable[str | Path] = (), flag: str = "--out",

@@ -337,16 +337,22 @@ def test_f2_a_fit_over_several_grids_names_every_run_it_leaves_out_and_its_onset
     assert "onsets from the ps_indist curves" in cap.out
 
 
-def test_f3_a_refit_removes_the_earlier_fits_files(tmp_path, capsys):
+def test_f3_a_refit_sets_the_earlier_fits_files_aside_and_loses_nothing(tmp_path, capsys):
     out = tmp_path / "fit"
     claim_folder(out)
     for name in ("summary.csv", "onset/product.csv", "loo_sigma.csv"):  # the first fit's files
         atomic_write_text(out / name, "old")
-    claim_folder(out)  # the refit, before its first write
+    claim_folder(out)  # the refit, before its first write (it may still fail: nothing is lost)
     atomic_write_text(out / "summary.csv", "new")
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [WRITTEN_RECORD,
-                                                                                             "summary.csv"]
-    assert "removed 3 file(s) of the earlier run" in capsys.readouterr().out
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [WRITTEN_RECORD, "earlier_run/loo_sigma.csv", "earlier_run/onset/product.csv",
+                     "earlier_run/summary.csv", "summary.csv"]
+    assert (out / "earlier_run" / "summary.csv").read_text() == "old" and not (out / "onset").exists()
+    assert "moved 3 file(s) of the earlier run here into earlier_run/" in capsys.readouterr().out
+    assert check_out_dir(out) == out  # the set-aside files are recorded: the folder stays the package's
+    claim_folder(out)  # the next refit: the second fit's files are set aside, the first's go
+    assert (out / "earlier_run" / "summary.csv").read_text() == "new"
+    assert not (out / "earlier_run" / "loo_sigma.csv").exists()
     (out / WRITTEN_RECORD).write_text("../secret.txt\n")  # an edited record never reaches outside
     (tmp_path / "secret.txt").write_text("keep")
     claim_folder(out)
