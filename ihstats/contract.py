@@ -266,16 +266,18 @@ def general_probe_layout(context: int, repeat_start: int) -> dict[str, Any]:
 
     The span of ``k = max(2, min(GENERAL_SPAN_MAX, (C - repeat_start) // 2, C // 4))`` tokens
     occurs a second time at the end of the context, ``[C - k, C - 1]`` (inside the repeat region),
-    and first ``d`` positions earlier; the distances spread over the attainable range
-    ``[k, C - k]`` (adjacent spans to a first span at position 0): ``near = k``, ``far = C - k``,
-    ``mid`` halfway. Returns ``{"span": k, "second": C - k, "distances": (near, mid, far),
+    and first ``d`` positions earlier; the distances spread over ``[C / 4, C - k]``: ``near =
+    max(k, C // 4)``, ``far = C - k`` (a first span at position 0), ``mid`` halfway. Near is not
+    the adjacent-spans distance ``k``: trained induction heads of the default grid at C 64-128 copy
+    random tokens from 24 positions back on (0.44-0.82) but not from 8-12 (0.01-0.02), a range
+    limit, not another mechanism; the certificate asks for copying over a quarter to all of the context. Returns ``{"span": k, "second": C - k, "distances": (near, mid, far),
     "slots": GENERAL_PROBE_METRICS}``; raises ``ValueError`` where no three distinct distances fit.
     """
     C, start = int(context), int(repeat_start)
     if not 0 <= start <= C - 2:
         raise ValueError(f"repeat_start: must be in [0, C - 2] = [0, {C - 2}], got {repeat_start}")
     k = max(2, min(GENERAL_SPAN_MAX, (C - start) // 2, C // 4))
-    near, far = k, C - k
+    near, far = max(k, C // 4), C - k
     if far - near < 2:
         raise ValueError(f"context: the general probe needs three distinct copy distances in [k, C - k] "
                          f"(k = {k}); C = {C} is too short (use C >= 6)")

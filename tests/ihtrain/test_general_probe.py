@@ -51,8 +51,8 @@ def markov():
 # ------------------------------------------------------------------ layout and tokens
 def test_layout_spreads_three_distances_inside_the_repeat_region():
     assert general_probe_layout(32, 16)["distances"] == (8, 16, 24)
-    assert general_probe_layout(64, 32)["distances"] == (8, 32, 56)
-    assert general_probe_layout(128, 64)["distances"] == (8, 64, 120)
+    assert general_probe_layout(64, 32)["distances"] == (16, 36, 56)  # near is C // 4, not the span
+    assert general_probe_layout(128, 64)["distances"] == (32, 76, 120)
     for C_, start in ((16, 0), (16, 8), (33, 30), (2048, 0), (8, 0)):
         lay = general_probe_layout(C_, start)
         near, mid, far = lay["distances"]
