@@ -32,11 +32,11 @@ from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.report import write_ablation_report
 from ihstats.ablation.results import AblationResults, run_ablation_tests
 from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP, AblationSpec
-from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
+from ihstats.base.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
                                 default_out)
-from ihstats.fileio import UnreadableFile, atomic_write_csv, read_table
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.progress import cli_warnings
+from ihstats.base.progress import cli_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir, claim_folder
-from ihstats.fileio import atomic_write_text
+from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.fileio import atomic_write_text
 from ihstats.simulate.design import Variances, design_cells, design_widths, measured_variances
 
 ROOT = Path(__file__).resolve().parents[1]

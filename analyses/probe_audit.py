@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
+from ihstats.base.cli_checks import check_out_dir, claim_folder, default_out
+from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.grid.expand import probe_in_region
 

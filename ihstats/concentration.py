@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.contract import SchemaError, max_over_heads
-from ihstats.io import load_grid
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.contract import SchemaError, max_over_heads
+from ihstats.base.io import load_grid
+from ihstats.base.fileio import atomic_write_csv
 
 
 def concentration(scores, k: int) -> tuple[float, float]:

@@ -19,7 +19,7 @@ declared here once:
   (:func:`ihstats._bayes.save_fit`), returning ``{name: path}``.
 
 Each may take more, optional, arguments (an ``hdi_prob``, thresholds, extra tables). Figures are
-drawn from a results object by the figure home (:mod:`ihstats.plots`, :mod:`ihstats.plots_paper`),
+drawn from a results object by the figure home (:mod:`ihstats.figures.plots`, :mod:`ihstats.figures.plots_paper`),
 reports by the fit's own ``report`` module; a results object imports neither.
 
 Bad input to a fit raises its group's error, declared in the group's ``spec`` as a subclass of
@@ -72,7 +72,7 @@ class SamplerSettings:
 
 
 #: The one default sampler setting: every fit's ``fit()`` and every script's sampler flags
-#: (:func:`ihstats.cli_checks.add_sampler_flags`) start from it. 4 chains: r_hat compares chains,
+#: (:func:`ihstats.base.cli_checks.add_sampler_flags`) start from it. 4 chains: r_hat compares chains,
 #: and with 2 it misses a stuck chain that 4 show (Vehtari et al. 2021 recommend at least 4).
 SAMPLER = SamplerSettings()
 

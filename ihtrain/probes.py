@@ -26,7 +26,7 @@ in-distribution filler (a held-out sequence of the source, ``filler``; uniform r
 tokens where none is given), overwritten by a span of ``k`` distinct random ordinary tokens (absent
 from the row's filler where the vocabulary allows) at ``[C - k - d, C - d)`` and again at the end,
 ``[C - k, C)``, inside the source's repeat region. The three copy distances ``d`` of
-:func:`ihstats.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
+:func:`ihstats.base.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
 distance ``i`` (near, mid, far), ``R = max(2, n_seqs // 8)`` rows each (12 by default: 84 queries
 a distance at k 8).
 
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ihstats.contract import general_probe_layout
+from ihstats.base.contract import general_probe_layout
 from ihtrain.config import MAX_PROBE_LEN, probe_len_of
 from ihtrain.data import repeat_start_of
 
@@ -63,7 +63,7 @@ class ProbeSet:
     seed: int
     ordinary_range: tuple[int, int]
     general: torch.Tensor | None = None  # (3 R, C): rows [i R, (i + 1) R) repeat a span at distances[i]
-    general_layout: dict | None = None  # ihstats.contract.general_probe_layout of (C, repeat_start)
+    general_layout: dict | None = None  # ihstats.base.contract.general_probe_layout of (C, repeat_start)
     general_filler: str = ""  # "held-out" (the source's own sequences) or "random" (uniform tokens)
     repeat_start: int = 0  # the source's repeat region starts here (the general probe's layout reads it)
 

@@ -63,7 +63,7 @@ def readme(preset: str, grid: Path, files: list[Path], size: int, wall: str,
              f"- runs: {n_runs}; files: {len(files) + len(extras)}; size: {size / 1024:,.0f} KiB",
              "", "Per run: `config.json`, `status.json`, `metrics.parquet`, `train.parquet`; per "
              "grid: `grid.json`, `manifest.parquet`, `summary.csv`. Check them with "
-             f"`python -m ihstats.schema --logs-only data/reference_runs/{preset}`."]
+             f"`python -m ihstats.base.schema --logs-only data/reference_runs/{preset}`."]
     if extras:
         lines += ["", "Extra tidy tables: " + ", ".join(f"`{e}`" for e in extras)]
     return "\n".join(lines) + "\n"

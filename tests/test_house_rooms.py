@@ -113,12 +113,12 @@ def test_no_cycle_counting_importlib_loads():
 #: the modules every source passes through without being named there (issue 51 item 2): the
 #: config, its checks and the registry know sources only through the registry's entries; the
 #: statistics' factor and id rules read the shipped sources' facts from the file contract
-#: (ihstats.contract: SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS, LATE_FIELDS), the one place
-#: besides the sources' own modules that names them; the run reader (ihstats.io) takes the factors
+#: (ihstats.base.contract: SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS, LATE_FIELDS), the one place
+#: besides the sources' own modules that names them; the run reader (ihstats.base.io) takes the factors
 #: from those rules
 SOURCE_NEUTRAL = ("ihtrain/config.py", "ihtrain/config_checks.py", "ihtrain/data/registry.py",
-                  "ihtrain/data/__init__.py", "ihtrain/data/source.py", "ihstats/sources.py", "ihstats/ids.py",
-                  "ihstats/io.py")
+                  "ihtrain/data/__init__.py", "ihtrain/data/source.py", "ihstats/base/sources.py", "ihstats/base/ids.py",
+                  "ihstats/base/io.py")
 
 
 def _source_words() -> set[str]:

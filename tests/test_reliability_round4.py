@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.cli_checks import (WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file, claim_folder)
-from ihstats.contract import SchemaError
+from ihstats.base import io
+from ihstats.base.cli_checks import (WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file, claim_folder)
+from ihstats.base.contract import SchemaError
 from ihstats.emergence import main as emergence_main
-from ihstats.fileio import atomic_write_csv, atomic_write_text
-from ihstats.ids import config_hash
-from ihstats.series import read_series, series_id, shape_id
+from ihstats.base.fileio import atomic_write_csv, atomic_write_text
+from ihstats.base.ids import config_hash
+from ihstats.base.series import read_series, series_id, shape_id
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid, write_fake_run
 

@@ -48,7 +48,7 @@ from ihstats.ablation.spec import AblationSpec
 from ihstats.ablation.permutation import (
     PermutationResult, correct_pvalues, random_set_test, random_sets_needed, sign_flip_test, smallest_attainable_p,
 )
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
 
 # ---- comparing conditions ---------------------------------------------------------------------
 

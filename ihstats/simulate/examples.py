@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir
+from ihstats.base.cli_checks import NONNEG_INT, check_args, check_out_dir
 from ihstats.simulate.ablation import simulate_ablation
 from ihstats.simulate.frontier import simulate_frontier
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.fileio import atomic_write_csv
 
 
 def main(argv=None) -> None:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.fileio import atomic_write_csv
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [

@@ -21,9 +21,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ihstats.contract import read_status, status_record, write_status
+from ihstats.base.contract import read_status, status_record, write_status
 from ihtrain.config import RunConfig
-from ihstats.fileio import UnreadableFile, io_error_of
+from ihstats.base.fileio import UnreadableFile, io_error_of
 from ihtrain.run.locks import run_lock
 
 

@@ -19,12 +19,12 @@ from typing import Any, Callable
 
 import torch
 
-from ihstats.cli_checks import OutputPathError, check_out_dir
-from ihstats.contract import read_status
+from ihstats.base.cli_checks import OutputPathError, check_out_dir
+from ihstats.base.contract import read_status
 from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.run.divergence import TrainingDiverged  # noqa: F401 - train.TrainingDiverged is documented
-from ihstats.fileio import UnreadableFile, describe_os_error, io_error_of
+from ihstats.base.fileio import UnreadableFile, describe_os_error, io_error_of
 from ihtrain.run.locks import DirectoryLocked, run_lock
 from ihtrain.presets import describe_presets
 from ihtrain.probes import probe_in_region

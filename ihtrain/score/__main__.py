@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ihstats.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
+from ihstats.base.cli_checks import COUNT, NONNEG_INT, check_args, check_out_dir
 from ihtrain.score.load import DTYPES, ScoreError, one_line, resolve_revisions
 from ihtrain.score.scorer import ScoreSpec, mechanism_line, score_series
 

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from ihstats import contract
+from ihstats.base import contract
 from ihtrain.config import ModelConfig
 from ihtrain.data.successors import bigram_successors
-from ihstats.contract import OPT_IN_METRICS
+from ihstats.base.contract import OPT_IN_METRICS
 from ihtrain.metrics import (METRIC_NAMES, NEEDS_SUCCESSORS, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
                              to_rows, val_loss)
 from ihtrain.model import GPT

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ihstats.emergence import emergence_table
-from ihstats.io import load_grids
+from ihstats.base.io import load_grids
 from ihtrain.model import GPT
 from ihtrain.score.__main__ import main
 from ihtrain.score.convert import to_gpt2

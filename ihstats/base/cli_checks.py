@@ -3,7 +3,7 @@ range that gives them a meaning, and outputs against the files a command reads.
 
 The output guard (issue 50; :func:`check_out_dir` for folders, :func:`check_out_file` for one
 file) is the one place every writing command asks where it may write. Refused: an output that is,
-or holds, one of the command's inputs; a run's or grid's own files (``ihstats.run_check``), and
+or holds, one of the command's inputs; a run's or grid's own files (``ihstats.base.run_check``), and
 results written into a run's or grid's folder; a file the package did not write (each folder keeps
 the names the package wrote there in :data:`WRITTEN_RECORD`, see :func:`record_written`); a train or
 grid ``--out`` that already holds such files without being a run or grid; and system or package
@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ihstats.fileio import WRITTEN_RECORD, atomic_write_text, control_character
+from ihstats.base.fileio import WRITTEN_RECORD, atomic_write_text, control_character
 from ihstats.fit_protocol import SAMPLER
-from ihstats.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
-from ihstats.series import is_series_dir
+from ihstats.base.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
+from ihstats.base.series import is_series_dir
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ OWN_FILES = {"run": (*RUN_OWN_FILES, "series.json", ".score.lock"), "grid": GRID
 
 def _protected() -> list[tuple[Path, str]]:
     """Folders refused with everything under them: the system's, Python's and the package's."""
-    src = Path(__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]  # the ihstats folder (this module lives in ihstats/base)
     places = [(Path(f), "the system folder") for f in SYSTEM_FOLDERS]
     places += [(Path(p).resolve(), "the Python installation") for p in {sys.prefix, sys.base_prefix}]
     return places + [(src.parent / name, "the package folder") for name in ("ihstats", "ihtrain")]
@@ -187,7 +187,7 @@ def place_error(out: Path) -> str | None:
 
 
 def data_folder_of(target: Path) -> Path | None:
-    """The nearest run or grid directory (:func:`ihstats.run_check.folder_kind`: a scored series is
+    """The nearest run or grid directory (:func:`ihstats.base.run_check.folder_kind`: a scored series is
     a run) that is ``target`` or holds it; None when it lies in none."""
     return next((f for f in [target, *target.parents] if folder_kind(f)), None)
 
@@ -322,7 +322,7 @@ def _foreign_entry(out: Path) -> str | None:
 
 
 def _temp_file(name: str) -> bool:
-    """A temporary file of a killed atomic write (``ihstats.fileio.atomic_write``): never a result."""
+    """A temporary file of a killed atomic write (``ihstats.base.fileio.atomic_write``): never a result."""
     return name.startswith(".") and name.endswith(".tmp")
 
 
@@ -415,7 +415,7 @@ def check_out_file(out: str | Path, inputs: Iterable[str | Path] = (), flag: str
     is one of ``inputs``, lies anywhere in a run's, series' or grid's directory (``allowed_in_run``:
     the names a command may write in a run directory itself, ``ablate``'s own tables), or exists
     without the package having written it (:func:`written_by_package`). A symlink at ``out`` is
-    replaced by the file, never written through (:func:`ihstats.fileio.atomic_write`). Call
+    replaced by the file, never written through (:func:`ihstats.base.fileio.atomic_write`). Call
     :func:`record_written` after writing it. Other parameters as :func:`check_out_dir`."""
     out = Path(out)
     target = out.parent.resolve() / out.name  # a link named ``out`` is replaced, so its own path counts
