@@ -35,7 +35,8 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.base import io, progress
-from ihstats.base.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.base.cli_checks import PROBABILITY_OPEN, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel

@@ -21,8 +21,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.base.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder,
+from ihstats.base.cli_checks import (PROBABILITY_OPEN, Range, check_args, check_out_dir, check_unused, claim_folder,
                                 default_out)
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.io import load_grids

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.base.cli_checks import COUNT, SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import COUNT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
 from ihstats.base.io import load_grids

@@ -26,7 +26,7 @@ import pandas as pd
 from ihstats.base.cli_checks import check_out_dir, claim_folder, default_out
 from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
-from ihtrain.grid.expand import probe_in_region
+from ihtrain.data import probe_in_region
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "reference_runs"

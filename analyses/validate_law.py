@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.tables import outcome_basis
-from ihstats.base.cli_checks import SAMPLER_RANGES, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import check_args, check_out_dir, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.io import load_grid
 from ihstats.law.comparison import COLUMNS, preference

@@ -38,7 +38,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
 from ihstats.base.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
 from ihtrain.data.successors import Successors
 from ihtrain.induction_metrics import (attn_score, ceil_offset_gen, chance_gen, chance_indist, constant, indist_chunk,

@@ -43,9 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ihstats.base.contract import general_probe_layout
-from ihtrain.config import MAX_PROBE_LEN, probe_len_of
-from ihtrain.data import repeat_start_of
+from ihstats.base.contract import MAX_PROBE_LEN, general_probe_layout, probe_len_of
 
 
 @dataclass
@@ -193,14 +191,4 @@ def natural_repeat(val_tokens: torch.Tensor | np.ndarray, n: int) -> torch.Tenso
     return torch.cat([x[:, :n], x[:, :n]], dim=1)
 
 
-def probe_in_region(cfg: Any) -> tuple[int, int, int]:
-    """(n, queries in the repeat region, region start) of one run: the repeat probe's ``n`` PS
-    queries sit at positions ``[n, 2n - 1]``; the training data holds copies only in
-    ``[start, C - 1]`` (the source's declared ``repeat_start``, :func:`ihtrain.data.repeat_start_of`)."""
-    C = cfg.train.context
-    n = probe_len_of(cfg.metrics.probe_len, C)
-    start = repeat_start_of(cfg.data, C)
-    return n, max(0, min(2 * n - 1, C - 1) - max(n, start) + 1), start
-
-
-__all__ = ["GENERAL_STREAM", "ProbeSet", "general_probe", "make_probes", "natural_repeat", "probe_in_region", "MAX_PROBE_LEN"]
+__all__ = ["GENERAL_STREAM", "ProbeSet", "general_probe", "make_probes", "natural_repeat", "MAX_PROBE_LEN"]

@@ -489,7 +489,7 @@ def test_the_atomic_write_check_sees_a_hand_made_one(tmp_path):
     assert hand_made_atomic_writes(f) == ["probe.py:2 tempfile.mkstemp", "probe.py:3 os.replace"]
 
 
-#: the sampler flags every fitting script takes; declared once, by ihstats.base.cli_checks.add_sampler_flags
+#: the sampler flags every fitting script takes; declared once, by ihstats.fit_protocol.add_sampler_flags
 SAMPLER_FLAGS = {"--draws", "--tune", "--chains", "--target-accept"}
 
 
@@ -503,8 +503,8 @@ def hand_made_sampler_flags(path: Path) -> list[str]:
 
 def test_sampler_flags_are_declared_by_one_helper():
     """Every user-facing script that samples takes the same --draws/--tune/--chains/--fast with the
-    same help (issue 51): only ihstats/base/cli_checks.py declares them (benchmarks/ set their own
+    same help (issue 51): only ihstats/fit_protocol.py declares them, beside the SAMPLER settings (benchmarks/ set their own
     smaller budgets per measurement, so they are not held to it)."""
-    home = ROOT / "ihstats" / "base" / "cli_checks.py"
+    home = ROOT / "ihstats" / "fit_protocol.py"
     assert [w for p in _sources() if p != home for w in hand_made_sampler_flags(p)] == []
     assert hand_made_sampler_flags(home)  # the check sees the real declaration

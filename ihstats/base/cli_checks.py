@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ihstats.base.fileio import WRITTEN_RECORD, atomic_write_text, control_character
-from ihstats.fit_protocol import SAMPLER
 from ihstats.base.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
 from ihstats.base.series import is_series_dir
 
@@ -84,36 +83,6 @@ class Range:
 COUNT = Range(1, integer=True)  # draws, chains, resamples, examples
 NONNEG_INT = Range(0, integer=True)  # seeds, tuning steps
 PROBABILITY_OPEN = Range(0, 1, lo_open=True, hi_open=True)  # hdi_prob, alpha, target_accept, level
-
-
-# The sampler flags every fitting script takes, declared once (issue 51): the same names, defaults
-# and help in fit_upt_law, fit_frontier, validate_law and law_mechanism.
-SAMPLER_RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
-FAST = {"draws": 300, "tune": 300, "chains": 2}  # --fast: a first look, not for reporting
-
-
-def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = SAMPLER.chains, seed_help: str = "sampler seed",
-                      target_accept: bool = False) -> None:
-    """``--fast``, ``--draws``, ``--tune``, ``--chains``, ``--seed`` (and ``--target-accept``) in a
-    "sampler" group; check them with :data:`SAMPLER_RANGES` and apply ``--fast`` with :func:`apply_fast`."""
-    g = parser.add_argument_group("sampler")
-    g.add_argument("--fast", action="store_true",
-                   help=f"{FAST['chains']} chains x {FAST['draws']} draws ({FAST['tune']} tune): a first look")
-    g.add_argument("--draws", type=int, default=SAMPLER.draws, help=f"draws per chain (default {SAMPLER.draws})")
-    g.add_argument("--tune", type=int, default=SAMPLER.tune, help=f"tuning steps per chain (default {SAMPLER.tune})")
-    g.add_argument("--chains", type=int, default=chains, help=f"chains, run one after another (default {chains})")
-    g.add_argument("--seed", type=int, default=SAMPLER.seed, help=f"{seed_help} (default {SAMPLER.seed})")
-    if target_accept:
-        g.add_argument("--target-accept", type=float, default=SAMPLER.target_accept,
-                       help=f"NUTS target acceptance (default {SAMPLER.target_accept})")
-
-
-def apply_fast(args: argparse.Namespace) -> argparse.Namespace:
-    """With ``--fast``, the :data:`FAST` draws, tuning steps and chains replace the given ones."""
-    if getattr(args, "fast", False):
-        for name, value in FAST.items():
-            setattr(args, name, value)
-    return args
 
 
 def range_error(name: str, value: object, rng: Range) -> str | None:

@@ -26,7 +26,6 @@ import numpy as np  # noqa: E402
 
 from ihstats.base import _bayes_compat  # noqa: E402
 from ihstats.base.fileio import atomic_write  # noqa: E402
-from ihstats.frontier.glm import SEPARATION_SHORT  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
 
@@ -371,7 +370,7 @@ def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float 
     :class:`ihstats.frontier.results.FrontierResults`; the title states a degenerate boundary or
     separated data. ``path``: stem of the ``.png`` and ``.pdf``."""
     note = results.boundary_note(hdi_prob)
-    title = note or SEPARATION_SHORT.get(results.separation, "")
+    title = note or results.separation_short
     return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
                              glm_label=f"GLM ({results.glm.method})", title=title,
                              title_size=7 if note else 9, path=path)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.glm import GLMFrontier
+from ihstats.frontier.glm import SEPARATION_SHORT, GLMFrontier
 from ihstats.frontier.spec import CLAIM_PROBABILITY
 from ihstats.knobs import knob_verdict
 
@@ -115,6 +115,12 @@ class FrontierResults:
     def separation(self) -> str:
         """Separation status of the data (``"none"``, ``"quasi"``, ``"complete"``)."""
         return self.model.separation
+
+    @property
+    def separation_short(self) -> str:
+        """The separation in a figure title's words ("" when the data are not separated): the
+        figures read it here, never from the fit's modules (issue 67)."""
+        return SEPARATION_SHORT.get(self.separation, "")
 
     def coef_draws(self) -> np.ndarray:
         """Posterior draws, shape (n_draws, n_terms), columns in ``model.terms`` order."""

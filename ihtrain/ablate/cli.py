@@ -55,10 +55,11 @@ import torch.nn.functional as F
 from ihstats.ablation.spec import (DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, allowed_heads, choose_head_sets,
                                    count_head_sets)
 from ihstats.base.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
+from ihstats.base.contract import probe_len_of
 from ihstats.base.fileio import atomic_write_text, read_table
 from ihstats.ablation.permutation import sign_flip_test
 from ihtrain.run.checkpoint import load_model
-from ihtrain.config import ConfigError, RunConfig, from_dict, probe_len_of
+from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
 from ihtrain.ablate.head_ablation import MODES, ablate_heads, head_means
 from ihtrain.ablate.head_sets import HeadSet, as_head_set, format_head_set, prev_token_head, run_head_scores, top_heads

@@ -27,7 +27,7 @@ from ihtrain.run.divergence import TrainingDiverged  # noqa: F401 - train.Traini
 from ihstats.base.fileio import UnreadableFile, describe_os_error, io_error_of
 from ihtrain.run.locks import DirectoryLocked, run_lock
 from ihtrain.presets import describe_presets
-from ihtrain.probes import probe_in_region
+from ihtrain.data import probe_in_region
 from ihtrain.run.files import record_exception, resume_threads, start_or_record
 from ihtrain.run.trainer import Trainer
 from ihtrain.run.update import adamw_step_, clip_grad_norms_
