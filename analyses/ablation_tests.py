@@ -36,7 +36,7 @@ from ihstats.base.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range,
                                 default_out)
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.base.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
@@ -162,5 +162,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -30,7 +30,7 @@ from ihstats.base.io import load_grid
 from ihstats.figures.plots import save_figure
 from ihstats.figures.plots_paper import plot_biinduct
 from ihstats.ablation.seeds import condition_contrasts
-from ihstats.base.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1", "kv_gain", "top_share",
@@ -131,5 +131,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -52,9 +52,9 @@ from ihstats.onset.spec import OnsetSpec
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv
 from ihstats.fit_protocol import save_and_warn
 from ihstats.base.fileio import read_table as read_checked_table
-from ihstats.base.progress import cli_warnings
 from ihstats.base.display import CSV_FLOAT_FORMAT
 from ihstats.tables import outcome_basis, outcome_word
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -233,5 +233,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -38,7 +38,7 @@ from ihstats.fit_protocol import save_and_warn
 from ihstats.base.display import CSV_FLOAT_FORMAT, rounded_csv
 from ihstats.tables import formed_counts, outcome_basis, outcome_word
 from ihstats.base import progress
-from ihstats.base.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 DEFAULT_RUNS = "runs/bxc-cross"
 RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
@@ -276,5 +276,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

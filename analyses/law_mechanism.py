@@ -36,9 +36,9 @@ from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
 from ihstats.base.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
-from ihstats.base.progress import cli_warnings
 from ihstats.tables import formed_column, outcome_basis
 from ihstats.base.display import CSV_FLOAT_FORMAT
+from ihstats.base.command import run_cli
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
@@ -191,5 +191,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():
-        raise SystemExit(main())
+    run_cli(main)

@@ -33,6 +33,7 @@ from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, re
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.data.successors import source_successors
+from ihstats.base.command import run_cli
 
 CEILINGS = ("chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")
 
@@ -107,4 +108,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -42,7 +42,7 @@ from ihstats.law.report import write_validation_figure
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.base.fileio import UnreadableFile, read_table
-from ihstats.base.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 
 def parse_args(argv=None):
@@ -220,5 +220,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -39,8 +39,8 @@ from ihstats.base.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, FORM
 from ihstats.base.display import format_compact, head_label, parse_head, rounded_csv
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.base.fileio import atomic_write_text, describe_os_error
-from ihstats.base.progress import cli_warnings
 from ihstats.tables import formed_counts
+from ihstats.base.command import run_cli
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
@@ -461,5 +461,4 @@ def _basis_note(table: pd.DataFrame) -> str:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -53,6 +53,7 @@ from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, why_not_identical, write_constraints  # noqa: E402
 from ihstats.base.fileio import atomic_write_csv, atomic_write_text  # noqa: E402
+from ihstats.base.command import run_cli
 
 FIGURES = ROOT / "paper_figures" / "figures"
 # --check in fast mode (2 chains x 300 draws) accepts a looser r_hat than paper-quality sampling
@@ -273,4 +274,4 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore", message=".*BLAS.*")
-    sys.exit(main())
+    run_cli(main)

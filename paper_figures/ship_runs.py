@@ -19,6 +19,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID_FILES = ("grid.json", "manifest.parquet", "summary.csv")
@@ -111,4 +112,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

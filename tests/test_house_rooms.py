@@ -259,9 +259,9 @@ def test_the_trainer_reads_only_the_base_and_the_named_verdicts():
 def test_the_trainer_rule_sees_a_statistic(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("from ihstats.concentration import concentration\nfrom ihstats.base.contract import FORMED_LEVEL\n"
-                 "from ihstats.emergence import formation\nimport ihstats.chance\n")
-    assert trainer_violations({"ihtrain.m": f}) == ["ihtrain.m imports ihstats.chance.*",
-                                                    "ihtrain.m imports ihstats.concentration.concentration"]
+                 "from ihstats.emergence import formation\nimport ihstats.knobs\n")
+    assert trainer_violations({"ihtrain.m": f}) == ["ihtrain.m imports ihstats.concentration.concentration",
+                                                    "ihtrain.m imports ihstats.knobs.*"]
 
 
 def test_the_probe_audit_needs_no_torch():
@@ -274,3 +274,34 @@ def test_the_probe_audit_needs_no_torch():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ one command skeleton (issue 67)
+def _main_blocks() -> dict[str, str]:
+    """file -> the body of its ``if __name__ == "__main__":`` block (the package's and the scripts')."""
+    out = {}
+    for path in _sources(("ihtrain", "ihstats", "analyses", "paper_figures")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
+                out[str(path.relative_to(ROOT))] = "\n".join(ast.unparse(s) for s in node.body)
+    return out
+
+
+def test_every_command_ends_in_run_cli():
+    """Warnings, Ctrl-C and the exit code are run_cli's (ihstats.base.command), in every command."""
+    blocks = _main_blocks()
+    assert len(blocks) >= 20
+    assert {f: b for f, b in blocks.items() if not b.endswith("run_cli(main)")} == {}
+    for pkg in ("grid", "ablate", "score"):  # python -m ihtrain.<room> forwards to its cli.py
+        text = (ROOT / "ihtrain" / pkg / "__main__.py").read_text()
+        assert f"from ihtrain.{pkg}.cli import main" in text and text.rstrip().endswith("run_cli(main)")
+
+
+def test_exit_codes_are_defined_once():
+    """EXIT_* numbers live in ihstats.base.command only."""
+    home = ROOT / "ihstats" / "base" / "command.py"
+    defined = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _sources() if p != home for n in ast.walk(ast.parse(p.read_text()))
+               if isinstance(n, ast.Assign) and any(isinstance(t, (ast.Name, ast.Tuple)) and "EXIT_" in ast.unparse(t)
+                                                    for t in n.targets)]
+    assert defined == []
+

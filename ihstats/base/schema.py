@@ -26,6 +26,7 @@ from ihstats.base.fileio import UnreadableFile, read_json, read_parquet
 from ihstats.base.run_check import (config_problem, config_value_problems, duplicate_runs, logs_problem, metric_range_problem,
                                run_dirs_of)
 from ihstats.base.series import is_series_dir, read_series
+from ihstats.base.command import run_cli
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
@@ -270,4 +271,4 @@ def main(argv: list[str] | None = None, prog: str = "python -m ihstats.base.sche
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -45,6 +45,7 @@ from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
 from ihstats.frontier.spec import FrontierSpec, KNOBS
+from ihstats.base.command import run_cli
 
 BUDGET_COLUMNS = ("run_id", "budget", "formed", "crossed", "onset_basis", "certificate", "mechanism", "onset",
                   "onset_lo", "onset_hi", "censored", "final_max_ps", "last_step")
@@ -343,4 +344,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -32,6 +32,7 @@ from ihstats.law.results import extrapolation_warnings, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.simulate.law import EXAMPLE_SETTINGS, example_table
 from ihstats.base.fileio import atomic_write_text
+from ihstats.base.command import run_cli
 
 #: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"
@@ -298,4 +299,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

@@ -68,6 +68,7 @@ from ihtrain.ablate.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes, natural_repeat
 from ihtrain.run.files import read_config_record
+from ihstats.base.command import run_cli
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
@@ -402,4 +403,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -48,9 +48,9 @@ from ihtrain.run.locks import DirectoryLocked, GridLock
 from ihtrain.presets import GRID_SPEC_DIR
 from ihtrain.grid.run_cost import budget_of, describe_budget, human
 from ihtrain.run.files import changed_settings
+from ihstats.base.command import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, run_cli
 
 DEFAULT_PRESET = "bxc-cross"
-EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
 def queue(runs: list[PlannedRun], grid_dir: Path, retry_failed: bool, order: str,
@@ -416,4 +416,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

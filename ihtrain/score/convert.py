@@ -40,6 +40,7 @@ from ihstats.base.cli_checks import check_out_dir, claim_folder
 from ihstats.base.fileio import atomic_write
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
+from ihstats.base.command import run_cli
 
 
 def gpt2_config(model: GPT):
@@ -188,4 +189,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

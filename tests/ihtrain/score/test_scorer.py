@@ -13,7 +13,7 @@ from ihstats.emergence import emergence_table, main as emergence_main
 from ihstats.base.schema import check_run_dir
 from ihstats.base.series import read_series
 from ihtrain.score import scorer
-from ihtrain.score.__main__ import main
+from ihtrain.score.cli import main
 from ihtrain.score.load import Revision, ScoreError, load_checkpoint, refuse_remote_code, resolve_revisions, step_of
 from tests.ihtrain.score.conftest import save_revisions
 
