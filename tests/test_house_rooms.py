@@ -166,16 +166,15 @@ def test_the_source_name_spelling_check_sees_a_name(tmp_path):
 #: a fit group's ``report`` module.
 STATS_ROOMS = ("ihstats.base", "ihstats.figures", "ihstats")
 #: what the trainer may read from ihstats beyond the base, by module and name (issue 67): the
-#: formed verdict and the certificate it records, the figure writer of its plot command, the
-#: head-set choice its ablations share with the ablation fit, and the paired test of the key ->
-#: value controls (left: moving it out changes icl_kv.csv's columns)
+#: formed verdict and the certificate it records, the figure writer of its plot command and the
+#: head-set design its ablations share with the ablation fit (the ablations measure; every test is
+#: the statistics': ``ihstats.ablation.results.kv_true_above`` tests the key -> value controls)
 TRAINER_READS = {
     "ihstats.emergence": {"formation", "onset_metric", "circuit", "onsets_beside"},
     "ihstats.certificate": {"CERTIFICATE_COLUMNS", "certify_run"},
     "ihstats.figures.plots": {"save_figure"},
     "ihstats.ablation.spec": {"DEFAULT_RANDOM_SETS", "PREV_TOKEN_SUFFIX", "allowed_heads", "choose_head_sets",
                               "count_head_sets"},
-    "ihstats.ablation.permutation": {"sign_flip_test"},
 }
 
 
