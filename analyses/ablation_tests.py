@@ -1,6 +1,7 @@
 """Permutation tests of head-ablation drops: top-k heads against random head sets.
 
     python analyses/ablation_tests.py [--table CSV] [--compare A,B] [--fast] [--out DIR]
+    python analyses/ablation_tests.py --kv RUN/icl_kv_prompts.csv [--out DIR]
 
 The table is tidy, one row per (condition, example, ablated set): columns
 ``condition, example, ablation (none|top|random), set_id, value`` and optionally ``metric``
@@ -14,7 +15,9 @@ sets, and the previous-token sets of ``ihtrain.ablate --prev-token-set``, condit
 (``drops.csv``) and ``summary.md``. Conditions labelled ``MODE@sN`` (``ihtrain.ablate --condition``,
 one label per seed) are also tested with seeds as the unit: ``pooled.csv`` (one row per MODE x
 metric and family; Fisher's combination of the seeds' random-set tests with its exact null,
-``ihstats.ablation.pooled``; Holm within a family).
+``ihstats.ablation.pooled``; Holm within a family). With ``--kv`` (the key -> value recall's
+per-prompt log-probs of ``ihtrain.ablate --icl``) it writes ``kv_tests.csv`` instead: per control,
+the paired sign-flip p that the true pairs score above it (``ihstats.ablation.results.kv_true_above``).
 """
 
 from __future__ import annotations
@@ -30,13 +33,13 @@ from ihstats.ablation.data import ablation_families, prepare as ablation_data
 from ihstats.ablation.permutation import sign_flip_power
 from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.report import write_ablation_report
-from ihstats.ablation.results import AblationResults, run_ablation_tests
+from ihstats.ablation.results import AblationResults, kv_true_above, run_ablation_tests
 from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP, AblationSpec
-from ihstats.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
+from ihstats.base.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
                                 default_out)
-from ihstats.fileio import UnreadableFile, atomic_write_csv, read_table
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
@@ -50,6 +53,8 @@ def parse_args(argv=None):
                                  epilog=__doc__.split("\n", 2)[2])
     ap.add_argument("--table", type=Path, default=None,
                     help=f"tidy ablation table (CSV or parquet); default: {EXAMPLE.name}")
+    ap.add_argument("--kv", type=Path, default=None, metavar="CSV",
+                    help="key -> value prompts (icl_kv_prompts.csv of ihtrain.ablate --icl): test the controls")
     ap.add_argument("--compare", action="append", default=[], metavar="A,B",
                     help="compare the top-vs-random gap of conditions A and B; repeatable "
                          "(default: every pair when there are 2-4 conditions)")
@@ -68,8 +73,9 @@ def parse_args(argv=None):
                     help="output folder (default results/ablation/<name of the table>)")
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
-    args.out = args.out or default_out("ablation", args.table or EXAMPLE)
-    check_out_dir(args.out, inputs=[args.table or EXAMPLE], parser=ap)  # before any work
+    source = args.kv or args.table or EXAMPLE
+    args.out = args.out or default_out("ablation", source)
+    check_out_dir(args.out, inputs=[source], parser=ap)  # before any work
     return args
 
 
@@ -97,8 +103,25 @@ def _pooled_families(table: pd.DataFrame, args) -> pd.DataFrame:
     return pd.concat(out, ignore_index=True)
 
 
+def _kv_tests(args) -> int:
+    """``--kv``: the key -> value controls' paired tests, ``kv_tests.csv``."""
+    try:
+        prompts = read_table(args.kv, "key-value prompts table", "write it with python -m ihtrain.ablate RUN_DIR --icl")
+        tests = kv_true_above(prompts, 999 if args.fast else args.n_resamples, args.seed)
+    except (UnreadableFile, ValueError) as e:
+        print(f"error: --kv {e}", file=sys.stderr)
+        return 2
+    claim_folder(args.out)
+    atomic_write_csv(args.out / "kv_tests.csv", tests, index=False)
+    print(tests.to_string(index=False))
+    print(f"wrote {args.out}/kv_tests.csv")
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.kv is not None:
+        return _kv_tests(args)
     if args.table is None:
         source = f"{EXAMPLE} (shipped simulated example; pass --table for real data)"
         print(f"no --table given: using the shipped simulated example {EXAMPLE}")
@@ -162,5 +185,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -23,14 +23,14 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.ablation.biinduct import NATURAL, claim_tests, curves_frame, run_table
-from ihstats.chance import CHANCE_FACTOR
-from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
-from ihstats.io import load_grid
-from ihstats.plots import save_figure
-from ihstats.plots_paper import plot_biinduct
+from ihstats.base.chance import CHANCE_FACTOR
+from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
+from ihstats.base.io import load_grid
+from ihstats.figures.plots import save_figure
+from ihstats.figures.plots_paper import plot_biinduct
 from ihstats.ablation.seeds import condition_contrasts
-from ihstats.progress import cli_warnings
+from ihstats.base.command import run_cli
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1", "kv_gain", "top_share",
@@ -88,7 +88,7 @@ def write_summary(path: Path, runs, claims, contr, source: str, level: float) ->
           "for an increase, which would refute it; of no decrease, e.g. the token-index score where lower is better, "
           "for a decrease); floor 1 / C(n + n_baseline, n_baseline); Holm over a "
           "claim's measures (p_for_holm, floor_holm)",
-          f"- chance: the measure's chance level (ihstats.chance); a group sits at it when its mean is within a "
+          f"- chance: the measure's chance level (ihstats.base.chance); a group sits at it when its mean is within a "
           f"factor {CHANCE_FACTOR:g} of it (ln {CHANCE_FACTOR:g} on a log scale) or beyond it; both groups at it: "
           "not testable by this design", "",
           "## Claims", ""]
@@ -131,5 +131,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir, claim_folder
-from ihstats.fileio import atomic_write_text
+from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.fileio import atomic_write_text
 from ihstats.simulate.design import Variances, design_cells, design_widths, measured_variances
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 B_SPANS = {"16-128": [16, 32, 64, 128], "8-128": [8, 16, 32, 64, 128]}
@@ -79,4 +80,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

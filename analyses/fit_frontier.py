@@ -34,8 +34,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats import io, progress
-from ihstats.cli_checks import SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.base import io, progress
+from ihstats.base.cli_checks import PROBABILITY_OPEN, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
@@ -48,12 +49,12 @@ from ihstats.onset.product import (compare_lines, compare_models, fit_product, h
                                    transects)
 from ihstats.onset.report import not_fitted_lines, onset_report_lines
 from ihstats.onset.spec import OnsetSpec
-from ihstats.fileio import UnreadableFile, atomic_write_csv
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv
 from ihstats.fit_protocol import save_and_warn
-from ihstats.fileio import read_table as read_checked_table
-from ihstats.progress import cli_warnings
-from ihstats.display import CSV_FLOAT_FORMAT
+from ihstats.base.fileio import read_table as read_checked_table
+from ihstats.base.display import CSV_FLOAT_FORMAT
 from ihstats.tables import outcome_basis, outcome_word
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -232,5 +233,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

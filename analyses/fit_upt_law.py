@@ -21,23 +21,24 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.cli_checks import (SAMPLER_RANGES, PROBABILITY_OPEN, Range, add_sampler_flags, apply_fast, check_args, check_out_dir, check_unused, claim_folder,
+from ihstats.base.cli_checks import (PROBABILITY_OPEN, Range, check_args, check_out_dir, check_unused, claim_folder,
                                 default_out)
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
-from ihstats.io import load_grids
+from ihstats.base.io import load_grids
 from ihstats.law.data import seeds_crossed
 from ihstats.law.comparison import best_form, compare_forms, fit_forms, preference
 from ihstats.law.model import UPTLawModel
 from ihstats.law.report import write_upt_report
 from ihstats.law.sensitivity import circuit_warning, compare_sigma_by, compare_size_term, sensitivity_table
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
-from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.display import CSV_FLOAT_FORMAT, rounded_csv
+from ihstats.base.display import CSV_FLOAT_FORMAT, rounded_csv
 from ihstats.tables import formed_counts, outcome_basis, outcome_word
-from ihstats import progress
-from ihstats.progress import cli_warnings
+from ihstats.base import progress
+from ihstats.base.command import run_cli
 
 DEFAULT_RUNS = "runs/bxc-cross"
 RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
@@ -275,5 +276,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

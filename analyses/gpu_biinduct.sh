@@ -68,7 +68,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
 
 tables = [pd.read_csv(p) for p in sorted(Path(sys.argv[1]).glob("*/ablation.csv"))]
 atomic_write_text(sys.argv[2], pd.concat(tables, ignore_index=True).to_csv(index=False))

@@ -30,14 +30,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import COUNT, SAMPLER_RANGES, PROBABILITY_OPEN, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import COUNT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
-from ihstats.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
-from ihstats.io import load_grids
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
+from ihstats.base.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
-from ihstats.progress import cli_warnings
 from ihstats.tables import formed_column, outcome_basis
-from ihstats.display import CSV_FLOAT_FORMAT
+from ihstats.base.display import CSV_FLOAT_FORMAT
+from ihstats.base.command import run_cli
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
@@ -190,5 +191,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():
-        raise SystemExit(main())
+    run_cli(main)

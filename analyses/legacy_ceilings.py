@@ -9,7 +9,7 @@ certified (``ihstats.certificate``); a crossing of ``ps_indist`` gets a provisio
 what the logs hold. This script rebuilds each run's data source from its ``config.json``
 (``ihtrain.data.build_source``, the generator and its transitions), its held-out sequences and their
 copy labels exactly as the trainer does, and computes the ceilings the trainer logs today
-(``ihstats.chance.indist_ceilings``): uniform chance of ``ps_indist`` and of its successor-controlled
+(``ihstats.base.chance.indist_ceilings``): uniform chance of ``ps_indist`` and of its successor-controlled
 form, and the ``ps_indist`` of the oracle successor head and of its PMI-sharpened form. They join the
 run's metrics as model-level rows, so ``ihstats.certificate.provisional_class`` can tell a successor
 lookup (``ps_indist`` within ``CERT_MARGIN`` of the sharpened ceiling) from an in-distribution lookup.
@@ -28,11 +28,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats.certificate import certify_run
-from ihstats.cli_checks import check_out_dir, claim_folder
-from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
+from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.data.successors import source_successors
+from ihstats.base.command import run_cli
 
 CEILINGS = ("chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")
 
@@ -107,4 +108,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_json, read_table
-from ihstats.io import config_factors
+from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_json, read_table
+from ihstats.base.io import config_factors
 from ihstats.ablation.permutation import stratified_exact_test, stratified_rank_test
-from ihstats.progress import cli_warnings
 from ihstats.tables import summary_formed
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GRIDS = (ROOT / "data" / "reference_runs" / "markov", ROOT / "runs" / "markov-entropy")
@@ -198,5 +198,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

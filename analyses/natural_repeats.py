@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import NONNEG_INT, Range, check_args, check_out_dir, claim_folder
+from ihstats.base.cli_checks import NONNEG_INT, Range, check_args, check_out_dir, claim_folder
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
-from ihstats.progress import cli_warnings
-from ihstats.display import CSV_FLOAT_FORMAT
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.display import CSV_FLOAT_FORMAT
+from ihstats.base.fileio import atomic_write_csv
+from ihstats.base.command import run_cli
 
 CONTEXTS = (16, 32, 64, 128, 256, 512, 1024)
 PUBLISHED = {"a": 0.37, "b": 0.62}
@@ -128,5 +128,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.cli_checks import check_out_dir, claim_folder, default_out
-from ihstats.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
+from ihstats.base.cli_checks import check_out_dir, claim_folder, default_out
+from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
-from ihtrain.grid.expand import probe_in_region
+from ihtrain.data import probe_in_region
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "reference_runs"
@@ -95,4 +96,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -31,17 +31,18 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.tables import outcome_basis
-from ihstats.cli_checks import SAMPLER_RANGES, add_sampler_flags, apply_fast, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import check_args, check_out_dir, claim_folder, default_out
+from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
-from ihstats.io import load_grid
+from ihstats.base.io import load_grid
 from ihstats.law.comparison import COLUMNS, preference
 from ihstats.law.data import seeds_crossed
 from ihstats.law.predict import load_posterior
 from ihstats.law.report import write_validation_figure
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
-from ihstats.fileio import UnreadableFile, read_table
-from ihstats.progress import cli_warnings
+from ihstats.base.fileio import UnreadableFile, read_table
+from ihstats.base.command import run_cli
 
 
 def parse_args(argv=None):
@@ -219,5 +220,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

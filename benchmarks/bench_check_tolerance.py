@@ -27,7 +27,8 @@ import numpy as np
 import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # paper_figures is not installed
-from ihstats import _bayes, _bayes_compat  # noqa: E402
+from ihstats import _bayes  # noqa: E402
+from ihstats.base import _bayes_compat  # noqa: E402
 from paper_figures import check  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import tempfile
 import pandas as pd
 import torch
 
-from ihstats.contract import OPT_IN_METRICS
+from ihstats.base.contract import OPT_IN_METRICS
 from ihtrain.config import apply_overrides, resolve
 from ihtrain.grid.spec import load_grid_preset
 from ihtrain.metrics import REGISTRY

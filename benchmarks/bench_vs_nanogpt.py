@@ -52,7 +52,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ihstats.contract import GENERAL_PROBE_METRICS
+from ihstats.base.contract import GENERAL_PROBE_METRICS
 from ihtrain.config import apply_overrides, resolve, validate
 from ihtrain.grid.spec import load_grid_preset
 from ihtrain.metrics import NEEDS_SUCCESSORS, metric_names

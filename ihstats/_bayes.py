@@ -1,8 +1,8 @@
-"""Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.plots), and the one layout of a saved fit.
+"""Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.figures.plots), and the one layout of a saved fit.
 
 Two stacks are supported: PyMC 5 / ArviZ 0.2x (Python 3.11) and PyMC 6 / ArviZ 1 (Python >=
 3.12; 89% ETI intervals by default, ``xarray.DataTree`` instead of ``InferenceData``). Every call
-that may differ lives here or in :mod:`ihstats._bayes_compat` (which holds each difference), takes
+that may differ lives here or in :mod:`ihstats.base._bayes_compat` (which holds each difference), takes
 its interval width explicitly and returns plain numpy / pandas objects where it can. Beyond
 one-line wrappers it holds what the fits (``ihstats.law``, ``ihstats.frontier``, ``ihstats.onset``) share:
 adding a group computed outside PyMC to an ``InferenceData``, thinning a posterior for shipping,
@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 
 import ihstats
-from ihstats import _bayes_compat as compat
-from ihstats import progress
+from ihstats.base import _bayes_compat as compat
+from ihstats.base import progress
 from ihstats.fit_protocol import SAMPLER
-from ihstats.display import CSV_FLOAT_FORMAT
-from ihstats.fileio import atomic_write, atomic_write_csv, atomic_write_text
+from ihstats.base.display import CSV_FLOAT_FORMAT
+from ihstats.base.fileio import atomic_write, atomic_write_csv, atomic_write_text
 
 #: What ``save_fit`` writes, for every model: the InferenceData, the ``summary()`` table and a JSON
 #: record of the fit (spec, sampler settings, timings, ``diagnostics()``, versions, model extras).
@@ -51,7 +51,7 @@ logging.getLogger("pytensor.tensor.blas").setLevel(logging.ERROR)
 # install (the fits are small: they run as well without it); filtered here, for every entry point
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation", category=UserWarning)
 # ArviZ 0.2x announces its 1.0 split on import, as a multi-line FutureWarning on every fit's console;
-# ihstats/_bayes_compat.py already handles both stacks, so the notice tells a user nothing to do
+# ihstats/base/_bayes_compat.py already handles both stacks, so the notice tells a user nothing to do
 warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
 
 
@@ -91,7 +91,7 @@ def sample(model, *, draws: int, tune: int, chains: int, seed: int, target_accep
     compile+sample wall seconds and PyMC's own sampling time so callers can check that the
     pytensor compile is not dominating. A line on stderr says what is sampled (``label``) and
     PyMC's progress shows unless ``progressbar=False`` or ``IHLAW_PROGRESS=0``
-    (:mod:`ihstats.progress`): a fit of minutes is never silent.
+    (:mod:`ihstats.base.progress`): a fit of minutes is never silent.
     """
     import pymc as pm
 

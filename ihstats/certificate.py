@@ -2,7 +2,7 @@
 its head an induction head, and if not, what copies instead. Torch-free.
 
 *Formed* means certified: at an evaluation some head reaches the run's formed level
-(:func:`ihstats.contract.formed_level`), and at least :data:`GENERAL_LEVEL` (0.383: above the 1/3 a
+(:func:`ihstats.base.contract.formed_level`), and at least :data:`GENERAL_LEVEL` (0.383: above the 1/3 a
 head spreading its attention over the three offsets reads), on the general induction probe at every
 probed distance
 (``ps_gen_near``, ``ps_gen_mid``, ``ps_gen_far``: random tokens repeated at three copy distances
@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ihstats.contract import (CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, emergence_metric, formed_level, max_over_heads,
+from ihstats.base.contract import (CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, emergence_metric, formed_level, max_over_heads,
                               ps_crossing)
 from ihstats.detectors import DETECTORS, get_detector
 
-#: the general probe's three distances, nearest first (ihstats.contract.general_probe_layout's slots)
+#: the general probe's three distances, nearest first (ihstats.base.contract.general_probe_layout's slots)
 GENERAL_SLOTS = ("ps_gen_near", "ps_gen_mid", "ps_gen_far")
 #: the derived per-head general score, min over the three distances; its max over heads is the
 #: curve the certified onset reads (``--onset general``)
@@ -130,7 +130,7 @@ def general_curve(metrics: pd.DataFrame) -> pd.Series:
 
 def certify_run(metrics: pd.DataFrame, meta: dict[str, Any]) -> Certificate:
     """One run's certificate from its tidy metrics and its ``config.json`` dict (its own formed
-    level, :func:`ihstats.contract.formed_level`; its emergence metric for the crossing).
+    level, :func:`ihstats.base.contract.formed_level`; its emergence metric for the crossing).
 
     Parameters
     ----------
@@ -256,7 +256,7 @@ def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") 
     fixed-offset copier from an induction head. Rules, in order:
 
     1. the random-token repeat probe (``ps``) reaches its level: the run's own where the run watches
-       ``ps`` (``watched``), else :data:`ihstats.contract.FORMED_LEVEL` (random tokens have no
+       ``ps`` (``watched``), else :data:`ihstats.base.contract.FORMED_LEVEL` (random tokens have no
        successor structure to creep on, so a level raised to lift ``ps_indist`` over its successor
        creep does not apply to them): ``induction
        (previous-token)`` with a previous-token head (layer-0 ``prev_token`` >=

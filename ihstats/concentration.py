@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
-from ihstats.contract import SchemaError, max_over_heads
-from ihstats.io import load_grid
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.contract import SchemaError, max_over_heads
+from ihstats.base.io import load_grid
+from ihstats.base.fileio import atomic_write_csv
+from ihstats.base.command import run_cli
 
 
 def concentration(scores, k: int) -> tuple[float, float]:
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)
 
 
 __all__ = ["concentration", "concentration_at_level", "grid_concentration", "layer_concentration"]

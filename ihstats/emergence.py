@@ -30,17 +30,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ihstats import io
-from ihstats.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused, default_out,
+from ihstats.base import io
+from ihstats.base.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused, default_out,
                                 record_written)
 from ihstats.certificate import (GENERAL_METRIC, certify, fit_basis, general_rows, has_general_probe)
-from ihstats.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, ONSET_METRICS, formed_level,
+from ihstats.base.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, ONSET_METRICS, formed_level,
                               max_over_heads, ps_crossing)
-from ihstats.display import format_compact, head_label, parse_head, rounded_csv
+from ihstats.base.display import format_compact, head_label, parse_head, rounded_csv
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
-from ihstats.fileio import atomic_write_text, describe_os_error
-from ihstats.progress import cli_warnings
+from ihstats.base.fileio import atomic_write_text, describe_os_error
 from ihstats.tables import formed_counts
+from ihstats.base.command import run_cli
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")
@@ -101,8 +101,8 @@ def emergence_table(data: Any, metric: str = "auto", head: str = "max", method: 
 
     Parameters
     ----------
-    data : path, ``ihstats.io.GridData``/``RunData`` or tidy metrics DataFrame
-        A path is loaded with :func:`ihstats.io.load_grid` (run or grid directory). Columns of a
+    data : path, ``ihstats.base.io.GridData``/``RunData`` or tidy metrics DataFrame
+        A path is loaded with :func:`ihstats.base.io.load_grid` (run or grid directory). Columns of a
         plain frame other than the tidy ones are carried as run factors.
     metric : a metric name, or ``auto`` (default): :func:`onset_metric`'s choice, the general score (the
         certified onset) where the logs hold the general probe, else ``ps_indist``, else ``ps``.
@@ -113,14 +113,14 @@ def emergence_table(data: Any, metric: str = "auto", head: str = "max", method: 
         (a damaged file), raises or is skipped with a warning.
     nonfinite : {"error", "drop"}
         A path's NaN or infinite metric values (a run that diverged) raise or are dropped; see
-        :func:`ihstats.io.load_run`.
+        :func:`ihstats.base.io.load_run`.
     **kwargs : the detector's parameters (see :func:`ihstats.detectors.detect`).
 
     Returns
     -------
     DataFrame
         run_id, factors (cell_id, seed, B, C, N, n_params, ...; a path or GridData/RunData always
-        carries cell_id and seed, see :func:`ihstats.io.config_factors`), status, metric, head, onset, onset_lo,
+        carries cell_id and seed, see :func:`ihstats.base.io.config_factors`), status, metric, head, onset, onset_lo,
         onset_hi, level, midpoint, end, censored, last_step, method, rise, log_bf, noise, final
         (the curve's value at its last step); for max PS (general, ``ps`` or ``ps_indist``) the
         certificate's columns (:func:`ihstats.certificate.certify` at each run's own formed level:
@@ -313,10 +313,10 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_LEVEL, metric: str 
     """Which circuit one run's induction head is built on, read from its tidy metrics.
 
     At the PS crossing (the first evaluation with max PS >= ``threshold``,
-    :func:`ihstats.contract.ps_crossing`): the top PS head, ``ih_head_crossing`` (``L1H2``), and the
+    :func:`ihstats.base.contract.ps_crossing`): the top PS head, ``ih_head_crossing`` (``L1H2``), and the
     best layer-0 previous-token score, ``prev_token_l0_crossing``; at the last evaluation,
     ``prev_token_l0_end``. ``circuit`` is ``"prev-token"`` when the head sits above layer 0 and the
-    better of the two scores is at least ``ihstats.contract.CIRCUIT_PREV_TOKEN_MIN``, else
+    better of the two scores is at least ``ihstats.base.contract.CIRCUIT_PREV_TOKEN_MIN``, else
     ``"no-prev-token"`` (a head that attends a fixed offset back can pass a short repeat probe
     without one); ``""`` when max PS never crossed or no previous-token score was logged. A run
     that did not cross (:func:`formation`'s ``crossed``) gets ``""`` from :func:`formation` and from
@@ -333,7 +333,7 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_LEVEL, metric: str 
     Returns
     -------
     dict
-        The :data:`ihstats.contract.CIRCUIT_COLUMNS`.
+        The :data:`ihstats.base.contract.CIRCUIT_COLUMNS`.
     """
     out: dict[str, Any] = {"ih_head_crossing": "", "prev_token_l0_crossing": np.nan,
                            "prev_token_l0_end": np.nan, "circuit": ""}
@@ -353,7 +353,7 @@ def circuit(metrics: pd.DataFrame, threshold: float = FORMED_LEVEL, metric: str 
 
 
 def onset_metric(metrics: pd.DataFrame, onset: str = "auto") -> str:
-    """The metric an onset kind reads (:data:`ihstats.contract.ONSET_METRICS`); ``auto``: the general
+    """The metric an onset kind reads (:data:`ihstats.base.contract.ONSET_METRICS`); ``auto``: the general
     score (the certified onset, :data:`ihstats.certificate.GENERAL_METRIC`) where the logs hold the
     general probe (issue 65), else the in-distribution PS where they hold it (issue 52), else the
     repeat probe's: the last two are crossing onsets, never certified."""
@@ -461,5 +461,4 @@ def _basis_note(table: pd.DataFrame) -> str:
 
 
 if __name__ == "__main__":
-    with cli_warnings():  # each warning once, on one line
-        raise SystemExit(main())
+    run_cli(main)

@@ -19,7 +19,7 @@ declared here once:
   (:func:`ihstats._bayes.save_fit`), returning ``{name: path}``.
 
 Each may take more, optional, arguments (an ``hdi_prob``, thresholds, extra tables). Figures are
-drawn from a results object by the figure home (:mod:`ihstats.plots`, :mod:`ihstats.plots_paper`),
+drawn from a results object by the figure home (:mod:`ihstats.figures.plots`, :mod:`ihstats.figures.plots_paper`),
 reports by the fit's own ``report`` module; a results object imports neither.
 
 Bad input to a fit raises its group's error, declared in the group's ``spec`` as a subclass of
@@ -29,12 +29,15 @@ Bad input to a fit raises its group's error, declared in the group's ``spec`` as
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import pandas as pd
+
+from ihstats.base.cli_checks import COUNT, NONNEG_INT
 
 
 class FitError(ValueError):
@@ -72,7 +75,7 @@ class SamplerSettings:
 
 
 #: The one default sampler setting: every fit's ``fit()`` and every script's sampler flags
-#: (:func:`ihstats.cli_checks.add_sampler_flags`) start from it. 4 chains: r_hat compares chains,
+#: (:func:`ihstats.fit_protocol.add_sampler_flags`) start from it. 4 chains: r_hat compares chains,
 #: and with 2 it misses a stuck chain that 4 show (Vehtari et al. 2021 recommend at least 4).
 SAMPLER = SamplerSettings()
 
@@ -101,3 +104,34 @@ def save_and_warn(res: FitResults, out_dir, *, label: str = "", **save_kw) -> di
     for line in res.diagnostics():
         print(f"warning: {label + ': ' if label else ''}{line}", file=sys.stderr)
     return paths
+
+
+# The sampler flags every fitting script takes, declared once (issue 51) beside the settings they
+# default to (issue 67: the base knows no sampler): the same names, defaults
+# and help in fit_upt_law, fit_frontier, validate_law and law_mechanism.
+SAMPLER_RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
+FAST = {"draws": 300, "tune": 300, "chains": 2}  # --fast: a first look, not for reporting
+
+
+def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = SAMPLER.chains, seed_help: str = "sampler seed",
+                      target_accept: bool = False) -> None:
+    """``--fast``, ``--draws``, ``--tune``, ``--chains``, ``--seed`` (and ``--target-accept``) in a
+    "sampler" group; check them with :data:`SAMPLER_RANGES` and apply ``--fast`` with :func:`apply_fast`."""
+    g = parser.add_argument_group("sampler")
+    g.add_argument("--fast", action="store_true",
+                   help=f"{FAST['chains']} chains x {FAST['draws']} draws ({FAST['tune']} tune): a first look")
+    g.add_argument("--draws", type=int, default=SAMPLER.draws, help=f"draws per chain (default {SAMPLER.draws})")
+    g.add_argument("--tune", type=int, default=SAMPLER.tune, help=f"tuning steps per chain (default {SAMPLER.tune})")
+    g.add_argument("--chains", type=int, default=chains, help=f"chains, run one after another (default {chains})")
+    g.add_argument("--seed", type=int, default=SAMPLER.seed, help=f"{seed_help} (default {SAMPLER.seed})")
+    if target_accept:
+        g.add_argument("--target-accept", type=float, default=SAMPLER.target_accept,
+                       help=f"NUTS target acceptance (default {SAMPLER.target_accept})")
+
+
+def apply_fast(args: argparse.Namespace) -> argparse.Namespace:
+    """With ``--fast``, the :data:`FAST` draws, tuning steps and chains replace the given ones."""
+    if getattr(args, "fast", False):
+        for name, value in FAST.items():
+            setattr(args, name, value)
+    return args

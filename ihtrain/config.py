@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from ihstats.contract import FORMED_LEVEL, MAX_PROBE_LEN, probe_len_of  # noqa: F401  (re-exported)
-from ihstats.ids import cell_hash, config_hash
+from ihstats.base.contract import FORMED_LEVEL
+from ihstats.base.ids import cell_hash, config_hash
 from ihtrain.config_checks import is_plain_name, validate
 from ihtrain.data.registry import default_source, recorded_sections, registered_section
 from ihtrain.errors import ConfigError
@@ -190,7 +190,7 @@ class RunConfig:
         return d
 
     def run_id(self) -> str:
-        """Stable short hash of the resolved config (:func:`ihstats.ids.config_hash`).
+        """Stable short hash of the resolved config (:func:`ihstats.base.ids.config_hash`).
 
         Excluded: ``name`` (a label) and execution-only fields that do not change the trajectory
         (device placement, threads, compile, checkpoint and log cadence), so a run keeps its id
@@ -394,7 +394,7 @@ def to_json(cfg: RunConfig) -> str:
 __all__ = [
     "ConfigError", "DataConfig", "MetricsConfig", "ModelConfig",
     "RunConfig", "TrainConfig", "apply_overrides", "field_names", "flatten",
-    "MAX_PROBE_LEN", "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args", "probe_len_of",
+    "from_dict", "get_field", "get_preset", "is_plain_name", "load_toml", "parse_set_args",
     "resolve", "set_field", "to_json",
     "validate", "dataclasses",
 ]

@@ -32,6 +32,7 @@ from ihtrain.config import parse_set_args, resolve, validate
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.data.copystats import copy_table, successor_payoff
 from ihtrain.errors import ConfigError
+from ihstats.base.command import run_cli
 
 
 #: the successor payoff needs the dense (V, V) transition matrix: measured up to this vocabulary
@@ -93,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

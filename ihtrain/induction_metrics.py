@@ -6,7 +6,7 @@ Registered in :data:`ihtrain.metrics.REGISTRY` like every metric: ``fn(model, pr
 - in-distribution PS at the data's own copies (:func:`ps_indist`, issue 52), its loss gain
   (:func:`indist_gain`) and its chance (:func:`chance_indist`);
 - the successor-controlled score (:func:`ps_indist_ctrl`) and the per-run successor ceilings
-  (:func:`ihstats.chance.indist_ceilings`, logged as model-level constants);
+  (:func:`ihstats.base.chance.indist_ceilings`, logged as model-level constants);
 - the general induction probe at three copy distances (:func:`ps_gen_near`, ``_mid``, ``_far``)
   and the fixed-offset ceiling (:func:`ceil_offset_gen`).
 """
@@ -19,8 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ihstats.chance import general_probe_chance, offset_general_ceiling
-from ihstats.contract import GENERAL_PROBE_METRICS
+from ihstats.base.chance import general_probe_chance, offset_general_ceiling
+from ihstats.base.contract import GENERAL_PROBE_METRICS
 from ihtrain.data.repeats import copy_labels
 from ihtrain.model import GPT
 from ihtrain.probes import ProbeSet
@@ -68,7 +68,7 @@ def ps_indist(model: GPT, probes: ProbeSet, acts: Any) -> np.ndarray:
 def ps_indist_ctrl(model: GPT, probes: ProbeSet, acts: Any) -> np.ndarray:
     """Successor-controlled in-distribution PS: :func:`ps_indist` over only the copy queries whose
     copied token ``x[a+1]`` is not a likely successor of ``x[a]`` under the source's statistics
-    (:func:`ihstats.chance.likely_successor`); NaN without any."""
+    (:func:`ihstats.base.chance.likely_successor`); NaN without any."""
     acts.labelled  # noqa: B018  (raises without successor statistics)
     s = acts.indist
     return (s["mass_ctrl"] / s["count_ctrl"]).numpy() if s["count_ctrl"] else np.full(tuple(s["mass"].shape), np.nan)
@@ -81,11 +81,11 @@ def chance_indist(model: GPT, probes: ProbeSet, acts: Any) -> float:
 
 
 def constant(name: str) -> MetricFn:
-    """A per-run constant of :func:`ihstats.chance.indist_ceilings` (computed once per run)."""
+    """A per-run constant of :func:`ihstats.base.chance.indist_ceilings` (computed once per run)."""
     def read(model: GPT, probes: ProbeSet, acts: Any) -> float:
         return float(acts.labelled["ceilings"][name])
     read.__name__ = read.__qualname__ = name
-    read.__doc__ = f"``{name}`` of :func:`ihstats.chance.indist_ceilings` on the in-distribution probes' sequences."
+    read.__doc__ = f"``{name}`` of :func:`ihstats.base.chance.indist_ceilings` on the in-distribution probes' sequences."
     return read
 
 
@@ -106,12 +106,12 @@ ps_gen_near, ps_gen_mid, ps_gen_far = (_general_score(i) for i in range(3))
 
 
 def ceil_offset_gen(model: GPT, probes: ProbeSet, acts: Any) -> float:
-    """The general score a fixed-offset head can reach (:func:`ihstats.chance.offset_general_ceiling`)."""
+    """The general score a fixed-offset head can reach (:func:`ihstats.base.chance.offset_general_ceiling`)."""
     return offset_general_ceiling(probes.context, probes.repeat_start)
 
 
 def chance_gen(probes: ProbeSet) -> float:
-    """Each general-probe score's chance level (:func:`ihstats.chance.general_probe_chance`)."""
+    """Each general-probe score's chance level (:func:`ihstats.base.chance.general_probe_chance`)."""
     return general_probe_chance(probes.context, probes.repeat_start)
 
 

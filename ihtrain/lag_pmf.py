@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ihstats.cli_checks import check_out_file, record_written
-from ihstats.fileio import atomic_write_json
+from ihstats.base.cli_checks import check_out_file, record_written
+from ihstats.base.fileio import atomic_write_json
 from ihtrain.config import DataConfig
 from ihtrain.data.lags import BUILTIN_LAG_FILE, MAX_LAG, lag_pmf
 from ihtrain.data.natural import load_stream
+from ihstats.base.command import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,4 +51,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

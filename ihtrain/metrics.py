@@ -14,7 +14,7 @@ Index conventions (positions are 0-based, ``n = probes.n``, ``m = probes.n_copy`
 - see :func:`copy_fwd` and :func:`anti_induction` for the copy probes, :func:`anti_copy` for the
   copy half of the anti-induction score, :func:`dup_bwd` and :func:`copy_bwd_logprob` for the
   backward-copy measures that need no positional route. Each measure's chance level (what a
-  uniform head or uniform guessing scores) is :mod:`ihstats.chance`'s.
+  uniform head or uniform guessing scores) is :mod:`ihstats.base.chance`'s.
 - in-distribution probes from held-out text (``val_tokens``, (n, T+1)): the natural repeat probe
   :func:`ihtrain.probes.natural_repeat` (:func:`ps_nat`, :func:`repeat_nat_logprob`) and the
   token-index ICL score :func:`icl_token_index`; like ``val_loss`` they need ``val_tokens``.
@@ -38,8 +38,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ihstats.concentration import concentration  # noqa: F401  (re-exported: it lived here)
-from ihstats.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
+from ihstats.base.contract import METRIC_NAMES, METRICS, OPT_IN_METRICS
 from ihtrain.data.repeats import copy_labels
 from ihtrain.data.successors import Successors
 from ihtrain.induction_metrics import (attn_score, ceil_offset_gen, chance_gen, chance_indist, constant, indist_chunk,
@@ -396,7 +395,7 @@ class Metric:
     per_head: bool  # (L, H) array; else a model-level float (layer = head = -1 in tidy rows)
 
 
-# the torch function behind each of the contract's metric names (ihstats.contract.METRICS: names,
+# the torch function behind each of the contract's metric names (ihstats.base.contract.METRICS: names,
 # order and per-head flags are fixed there, for the statistics side to read without torch)
 _FUNCTIONS: dict[str, MetricFn] = {
     "ps": ps, "prev_token": prev_token, "la": la, "copy_fwd": copy_fwd, "anti_induction": anti_induction,

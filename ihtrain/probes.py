@@ -26,7 +26,7 @@ in-distribution filler (a held-out sequence of the source, ``filler``; uniform r
 tokens where none is given), overwritten by a span of ``k`` distinct random ordinary tokens (absent
 from the row's filler where the vocabulary allows) at ``[C - k - d, C - d)`` and again at the end,
 ``[C - k, C)``, inside the source's repeat region. The three copy distances ``d`` of
-:func:`ihstats.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
+:func:`ihstats.base.contract.general_probe_layout` share one batch: rows ``[i R, (i + 1) R)`` hold
 distance ``i`` (near, mid, far), ``R = max(2, n_seqs // 8)`` rows each (12 by default: 84 queries
 a distance at k 8).
 
@@ -43,9 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ihstats.contract import general_probe_layout
-from ihtrain.config import MAX_PROBE_LEN, probe_len_of
-from ihtrain.data import repeat_start_of
+from ihstats.base.contract import MAX_PROBE_LEN, general_probe_layout, probe_len_of
 
 
 @dataclass
@@ -63,7 +61,7 @@ class ProbeSet:
     seed: int
     ordinary_range: tuple[int, int]
     general: torch.Tensor | None = None  # (3 R, C): rows [i R, (i + 1) R) repeat a span at distances[i]
-    general_layout: dict | None = None  # ihstats.contract.general_probe_layout of (C, repeat_start)
+    general_layout: dict | None = None  # ihstats.base.contract.general_probe_layout of (C, repeat_start)
     general_filler: str = ""  # "held-out" (the source's own sequences) or "random" (uniform tokens)
     repeat_start: int = 0  # the source's repeat region starts here (the general probe's layout reads it)
 
@@ -193,14 +191,4 @@ def natural_repeat(val_tokens: torch.Tensor | np.ndarray, n: int) -> torch.Tenso
     return torch.cat([x[:, :n], x[:, :n]], dim=1)
 
 
-def probe_in_region(cfg: Any) -> tuple[int, int, int]:
-    """(n, queries in the repeat region, region start) of one run: the repeat probe's ``n`` PS
-    queries sit at positions ``[n, 2n - 1]``; the training data holds copies only in
-    ``[start, C - 1]`` (the source's declared ``repeat_start``, :func:`ihtrain.data.repeat_start_of`)."""
-    C = cfg.train.context
-    n = probe_len_of(cfg.metrics.probe_len, C)
-    start = repeat_start_of(cfg.data, C)
-    return n, max(0, min(2 * n - 1, C - 1) - max(n, start) + 1), start
-
-
-__all__ = ["GENERAL_STREAM", "ProbeSet", "general_probe", "make_probes", "natural_repeat", "probe_in_region", "MAX_PROBE_LEN"]
+__all__ = ["GENERAL_STREAM", "ProbeSet", "general_probe", "make_probes", "natural_repeat", "MAX_PROBE_LEN"]

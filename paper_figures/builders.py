@@ -1,10 +1,10 @@
 """The paper figures' analyses: for each figure, inputs -> the tidy frame behind it, built with the
 package's own ``ihstats`` functions (and ``analyses/*.py``'s, loaded by path). ``registry.py``
-pairs each with its drawing (:mod:`ihstats.plots_paper`); ``make.py`` runs them and owns the command
+pairs each with its drawing (:mod:`ihstats.figures.plots_paper`); ``make.py`` runs them and owns the command
 line, the files, ``INDEX.md`` and ``--check``.
 
 Adding a figure: ``analysis_NAME(inputs) -> FigureData`` here, its drawing in
-``ihstats/plots_paper.py``, and one entry in ``registry.py``.
+``ihstats/figures/plots_paper.py``, and one entry in ``registry.py``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ihstats.emergence import curve_series, emergence_table, onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.spec import FrontierSpec
-from ihstats.io import load_grid, load_grids
+from ihstats.base.io import load_grid, load_grids
 from ihstats.law.arms import fit_arms
 from ihstats.law.scoring import LAW
 from ihstats.law.validation import ValidationSpec, validate_holdout

@@ -9,7 +9,7 @@
 
 Each figure is an entry of ``registry.REGISTRY``: an analysis function (inputs -> tidy DataFrame,
 built with the package's own ``ihstats`` functions) and its drawing (tidy DataFrame -> matplotlib
-Figure, from ``ihstats.plots_paper``); this file runs them and writes the files, ``INDEX.md``,
+Figure, from ``ihstats.figures.plots_paper``); this file runs them and writes the files, ``INDEX.md``,
 ``constraints.txt`` (the package versions they were made with, usable with ``pip install -c``)
 and the ``--check`` report (``check.py``: sampler tables within Monte Carlo tolerance, the rest
 exact); it says when the running versions differ from those recorded.
@@ -46,13 +46,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script, the repository root is not on the path
     sys.path.insert(0, str(ROOT))
 
-from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir, claim_folder  # noqa: E402
-from ihstats.plots import save_figure  # noqa: E402
+from ihstats.base.cli_checks import NONNEG_INT, check_args, check_out_dir, claim_folder  # noqa: E402
+from ihstats.figures.plots import save_figure  # noqa: E402
 from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
 from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402
 from paper_figures.versions import version_note, why_not_identical, write_constraints  # noqa: E402
-from ihstats.fileio import atomic_write_csv, atomic_write_text  # noqa: E402
+from ihstats.base.fileio import atomic_write_csv, atomic_write_text  # noqa: E402
+from ihstats.base.command import run_cli
 
 FIGURES = ROOT / "paper_figures" / "figures"
 # --check in fast mode (2 chains x 300 draws) accepts a looser r_hat than paper-quality sampling
@@ -273,4 +274,4 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore", message=".*BLAS.*")
-    sys.exit(main())
+    run_cli(main)

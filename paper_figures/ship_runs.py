@@ -19,6 +19,7 @@ import platform
 import shutil
 import sys
 from pathlib import Path
+from ihstats.base.command import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID_FILES = ("grid.json", "manifest.parquet", "summary.csv")
@@ -63,7 +64,7 @@ def readme(preset: str, grid: Path, files: list[Path], size: int, wall: str,
              f"- runs: {n_runs}; files: {len(files) + len(extras)}; size: {size / 1024:,.0f} KiB",
              "", "Per run: `config.json`, `status.json`, `metrics.parquet`, `train.parquet`; per "
              "grid: `grid.json`, `manifest.parquet`, `summary.csv`. Check them with "
-             f"`python -m ihstats.schema --logs-only data/reference_runs/{preset}`."]
+             f"`python -m ihstats.base.schema --logs-only data/reference_runs/{preset}`."]
     if extras:
         lines += ["", "Extra tidy tables: " + ", ".join(f"`{e}`" for e in extras)]
     return "\n".join(lines) + "\n"
@@ -111,4 +112,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -15,7 +15,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
 
 FILE = "constraints.txt"
 #: What shapes the figures' numbers and drawings (sampler, summaries, tables, plots).

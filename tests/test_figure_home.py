@@ -1,5 +1,5 @@
 """One figure home (issue 29 item 5): drawing lives in the plots modules, files are written by
-``ihstats.plots.save_figure`` only, and the scripts use public names of the package only."""
+``ihstats.figures.plots.save_figure`` only, and the scripts use public names of the package only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PLOT_MODULES = {"ihstats/plots.py", "ihstats/plots_paper.py", "ihtrain/plots.py"}
+PLOT_MODULES = {"ihstats/figures/plots.py", "ihstats/figures/plots_paper.py", "ihtrain/plots.py"}
 OURS = ("ihstats", "ihtrain", "paper_figures")
 
 
@@ -40,7 +40,7 @@ def _functions_calling(tree: ast.AST, attr: str) -> list[str]:
 def test_savefig_only_in_save_figure():
     calls = {(_rel(p), fn) for p in _sources("ihstats", "ihtrain", "analyses", "paper_figures")
              for fn in _functions_calling(ast.parse(p.read_text()), "savefig")}
-    assert calls == {("ihstats/plots.py", "save_figure")}
+    assert calls == {("ihstats/figures/plots.py", "save_figure")}
 
 
 def test_pyplot_only_in_plot_modules():

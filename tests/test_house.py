@@ -464,7 +464,7 @@ def test_every_fit_group_declares_its_error_and_its_data_step_raises_it():
         assert bare == [], f"{group}.data raises a bare ValueError at lines {bare}; raise {errors[0].__name__}"
 
 
-#: what an atomic write is made of; only ihstats/fileio.py (atomic_write and its kin) may call them
+#: what an atomic write is made of; only ihstats/base/fileio.py (atomic_write and its kin) may call them
 ATOMIC_PARTS = {"os.replace", "os.rename", "tempfile.mkstemp", "tempfile.NamedTemporaryFile", "os.fsync"}
 
 
@@ -476,9 +476,9 @@ def hand_made_atomic_writes(path: Path) -> list[str]:
 
 
 def test_every_atomic_write_goes_through_fileio():
-    """A file a reader may see half-written is written by ``ihstats.fileio`` (temporary file,
+    """A file a reader may see half-written is written by ``ihstats.base.fileio`` (temporary file,
     usual permissions, fsync, rename), never by a hand-made copy of it."""
-    home = ROOT / "ihstats" / "fileio.py"
+    home = ROOT / "ihstats" / "base" / "fileio.py"
     assert [w for p in _sources(SOURCE_DIRS + ("benchmarks",)) if p != home for w in hand_made_atomic_writes(p)] == []
     assert hand_made_atomic_writes(home)  # the check sees the real thing
 
@@ -489,7 +489,7 @@ def test_the_atomic_write_check_sees_a_hand_made_one(tmp_path):
     assert hand_made_atomic_writes(f) == ["probe.py:2 tempfile.mkstemp", "probe.py:3 os.replace"]
 
 
-#: the sampler flags every fitting script takes; declared once, by ihstats.cli_checks.add_sampler_flags
+#: the sampler flags every fitting script takes; declared once, by ihstats.fit_protocol.add_sampler_flags
 SAMPLER_FLAGS = {"--draws", "--tune", "--chains", "--target-accept"}
 
 
@@ -503,8 +503,8 @@ def hand_made_sampler_flags(path: Path) -> list[str]:
 
 def test_sampler_flags_are_declared_by_one_helper():
     """Every user-facing script that samples takes the same --draws/--tune/--chains/--fast with the
-    same help (issue 51): only ihstats/cli_checks.py declares them (benchmarks/ set their own
+    same help (issue 51): only ihstats/fit_protocol.py declares them, beside the SAMPLER settings (benchmarks/ set their own
     smaller budgets per measurement, so they are not held to it)."""
-    home = ROOT / "ihstats" / "cli_checks.py"
+    home = ROOT / "ihstats" / "fit_protocol.py"
     assert [w for p in _sources() if p != home for w in hand_made_sampler_flags(p)] == []
     assert hand_made_sampler_flags(home)  # the check sees the real declaration

@@ -113,12 +113,12 @@ def test_no_cycle_counting_importlib_loads():
 #: the modules every source passes through without being named there (issue 51 item 2): the
 #: config, its checks and the registry know sources only through the registry's entries; the
 #: statistics' factor and id rules read the shipped sources' facts from the file contract
-#: (ihstats.contract: SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS, LATE_FIELDS), the one place
-#: besides the sources' own modules that names them; the run reader (ihstats.io) takes the factors
+#: (ihstats.base.contract: SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS, LATE_FIELDS), the one place
+#: besides the sources' own modules that names them; the run reader (ihstats.base.io) takes the factors
 #: from those rules
 SOURCE_NEUTRAL = ("ihtrain/config.py", "ihtrain/config_checks.py", "ihtrain/data/registry.py",
-                  "ihtrain/data/__init__.py", "ihtrain/data/source.py", "ihstats/sources.py", "ihstats/ids.py",
-                  "ihstats/io.py")
+                  "ihtrain/data/__init__.py", "ihtrain/data/source.py", "ihstats/base/sources.py", "ihstats/base/ids.py",
+                  "ihstats/base/io.py")
 
 
 def _source_words() -> set[str]:
@@ -157,3 +157,150 @@ def test_the_source_name_spelling_check_sees_a_name(tmp_path):
     f = tmp_path / "m.py"
     f.write_text('"""about markov."""\ndef f(d):\n    """markov."""\n    return d.markov.vocab, "data.biinduct.mode", g(seminatural=1)\n')
     assert _names_spelled(f, {"markov", "biinduct", "seminatural", "builtin"}) == {"markov", "biinduct", "seminatural"}
+
+
+# ------------------------------------------------------------------ the statistics half's rooms (issue 67)
+#: ihstats in three rooms, lowest first: the base (the run contract and what both halves read and
+#: write), the figures (they draw what they are handed), the statistics (ihstats itself, less the
+#: other two). An arrow may only run down this list; the statistics reach the figures only through
+#: a fit group's ``report`` module.
+STATS_ROOMS = ("ihstats.base", "ihstats.figures", "ihstats")
+#: what the trainer may read from ihstats beyond the base, by module and name (issue 67): the
+#: formed verdict and the certificate it records, the figure writer of its plot command and the
+#: head-set design its ablations share with the ablation fit (the ablations measure; every test is
+#: the statistics': ``ihstats.ablation.results.kv_true_above`` tests the key -> value controls)
+TRAINER_READS = {
+    "ihstats.emergence": {"formation", "onset_metric", "circuit", "onsets_beside"},
+    "ihstats.certificate": {"CERTIFICATE_COLUMNS", "certify_run"},
+    "ihstats.figures.plots": {"save_figure"},
+    "ihstats.ablation.spec": {"DEFAULT_RANDOM_SETS", "PREV_TOKEN_SUFFIX", "allowed_heads", "choose_head_sets",
+                              "count_head_sets"},
+}
+
+
+def stats_room_of(module: str) -> str:
+    return next(r for r in STATS_ROOMS if module == r or module.startswith(r + "."))
+
+
+def stats_room_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Arrows running up the statistics half's rooms, and statistics reaching a figure outside a
+    report."""
+    rank = {r: i for i, r in enumerate(STATS_ROOMS)}
+    bad = []
+    for module, deps in sorted(graph.items()):
+        if not module.startswith("ihstats"):
+            continue
+        here = stats_room_of(module)
+        for dep in sorted(d for d in deps if d.startswith("ihstats")):
+            there = stats_room_of(dep)
+            if rank[there] > rank[here]:
+                bad.append(f"{module} ({here}) imports {dep} ({there})")
+            elif here == "ihstats" and there == "ihstats.figures" and not module.endswith(".report"):
+                bad.append(f"{module} imports the figure {dep} outside a report")
+    return bad
+
+
+def test_statistics_rooms_import_downward_only():
+    """base <- figures <- statistics: the base imports neither, the figures import only the base,
+    and a statistic reaches a figure only through its group's report."""
+    assert stats_room_violations(full_graph()) == []
+
+
+def test_the_statistics_room_rule_sees_an_upward_arrow():
+    graph = {"ihstats.base.cli_checks": {"ihstats.fit_protocol"},
+             "ihstats.figures.plots": {"ihstats.frontier.glm", "ihstats.base.fileio"},
+             "ihstats.emergence": {"ihstats.figures.plots"}, "ihstats.law.report": {"ihstats.figures.plots"}}
+    assert stats_room_violations(graph) == [
+        "ihstats.base.cli_checks (ihstats.base) imports ihstats.fit_protocol (ihstats)",
+        "ihstats.emergence imports the figure ihstats.figures.plots outside a report",
+        "ihstats.figures.plots (ihstats.figures) imports ihstats.frontier.glm (ihstats)"]
+
+
+def test_the_statistics_half_is_three_rooms_of_folders():
+    """base/ and figures/ are packages; no module of the old flat base is left at ihstats' top."""
+    top = {p.stem for p in (ROOT / "ihstats").glob("*.py")}
+    assert (ROOT / "ihstats" / "base" / "__init__.py").exists() and (ROOT / "ihstats" / "figures" / "__init__.py").exists()
+    moved = {p.stem for p in (ROOT / "ihstats" / "base").glob("*.py")} | {p.stem for p in (ROOT / "ihstats" / "figures").glob("*.py")}
+    assert not (top & moved) - {"__init__"}
+
+
+def _trainer_reads(path: Path) -> set[tuple[str, str]]:
+    """(ihstats module, name) pairs a file imports outside the base; a plain ``import ihstats.x``
+    reads the whole module (name ``*``)."""
+    out = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("ihstats") and not n.level:
+            for a in n.names:
+                sub = f"{n.module}.{a.name}"
+                mod, name = (sub, "*") if (ROOT / (sub.replace(".", "/") + ".py")).exists() else (n.module, a.name)
+                out.add((mod, name))
+        elif isinstance(n, ast.Import):
+            out |= {(a.name, "*") for a in n.names if a.name.startswith("ihstats")}
+    return {(m, x) for m, x in out if not (m == "ihstats.base" or m.startswith("ihstats.base."))}
+
+
+def trainer_violations(files: dict[str, Path]) -> list[str]:
+    bad = []
+    for module, path in sorted(files.items()):
+        for mod, name in sorted(_trainer_reads(path)):
+            if name not in TRAINER_READS.get(mod, set()):
+                bad.append(f"{module} imports {mod}.{name}")
+    return bad
+
+
+def test_the_trainer_reads_only_the_base_and_the_named_verdicts():
+    """ihtrain imports ihstats.base, plus only the names of :data:`TRAINER_READS`."""
+    files = {_module_name(p): p for p in _sources(("ihtrain",))}
+    assert trainer_violations(files) == []
+    assert any(_trainer_reads(p) for p in files.values())  # the check sees the real reads
+
+
+def test_the_trainer_rule_sees_a_statistic(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from ihstats.concentration import concentration\nfrom ihstats.base.contract import FORMED_LEVEL\n"
+                 "from ihstats.emergence import formation\nimport ihstats.knobs\n")
+    assert trainer_violations({"ihtrain.m": f}) == ["ihtrain.m imports ihstats.concentration.concentration",
+                                                    "ihtrain.m imports ihstats.knobs.*"]
+
+
+def test_the_probe_audit_needs_no_torch():
+    """analyses/probe_audit.py reads the probe geometry (``ihtrain.data.probe_in_region``), not the
+    probes: importing it imports no torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, analyses.probe_audit; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ one command skeleton (issue 67)
+def _main_blocks() -> dict[str, str]:
+    """file -> the body of its ``if __name__ == "__main__":`` block (the package's and the scripts')."""
+    out = {}
+    for path in _sources(("ihtrain", "ihstats", "analyses", "paper_figures")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'":
+                out[str(path.relative_to(ROOT))] = "\n".join(ast.unparse(s) for s in node.body)
+    return out
+
+
+def test_every_command_ends_in_run_cli():
+    """Warnings, Ctrl-C and the exit code are run_cli's (ihstats.base.command), in every command."""
+    blocks = _main_blocks()
+    assert len(blocks) >= 20
+    assert {f: b for f, b in blocks.items() if not b.endswith("run_cli(main)")} == {}
+    for pkg in ("grid", "ablate", "score"):  # python -m ihtrain.<room> forwards to its cli.py
+        text = (ROOT / "ihtrain" / pkg / "__main__.py").read_text()
+        assert f"from ihtrain.{pkg}.cli import main" in text and text.rstrip().endswith("run_cli(main)")
+
+
+def test_exit_codes_are_defined_once():
+    """EXIT_* numbers live in ihstats.base.command only."""
+    home = ROOT / "ihstats" / "base" / "command.py"
+    defined = [f"{p.relative_to(ROOT)}:{n.lineno}" for p in _sources() if p != home for n in ast.walk(ast.parse(p.read_text()))
+               if isinstance(n, ast.Assign) and any(isinstance(t, (ast.Name, ast.Tuple)) and "EXIT_" in ast.unparse(t)
+                                                    for t in n.targets)]
+    assert defined == []
+

@@ -106,7 +106,7 @@ def test_metrics_of_a_non_finite_model_are_nan_never_zero():
     probes = make_probes(vocab_size=20, context=32, seed=0, ordinary_range=(1, 20), sep_token=0, n_seqs=8)
     val = torch.randint(0, 20, (4, 17))
     out = evaluate(model, probes, val_tokens=val)
-    from ihstats.contract import DATA_CONSTANTS  # the data's chance levels and ceilings: no model in them
+    from ihstats.base.contract import DATA_CONSTANTS  # the data's chance levels and ceilings: no model in them
     for name, v in out.items():
         if name not in DATA_CONSTANTS:
             assert np.isnan(v).all(), f"{name} = {v} on a NaN model"
@@ -124,7 +124,7 @@ def test_huge_lr_fails_the_run_with_nan_metrics_and_exits_nonzero(tmp_path, smok
     ps_nan = m[m.metric == "ps"].groupby("step")["value"].apply(lambda v: v.isna().all())
     broken = ps_nan.index[ps_nan]  # evaluations of a wholly non-finite model
     assert len(broken), "no evaluation of the NaN model was logged"
-    from ihstats.contract import DATA_CONSTANTS  # the data's chance levels and ceilings: no model in them
+    from ihstats.base.contract import DATA_CONSTANTS  # the data's chance levels and ceilings: no model in them
     at = m[m.step.isin(broken) & ~m.metric.isin(DATA_CONSTANTS)]
     assert at["value"].isna().all(), at[at.value.notna()]  # ar_acc, la, ov_copy, ar_rank too: never 0
 
@@ -426,7 +426,7 @@ def test_a_blank_formed_cell_names_the_file_column_and_rows(tmp_path):
 
 # ------------------------------------------------------------------------- corrupt files: one checked path
 from ihtrain.run.checkpoint import load_checkpoint  # noqa: E402
-from ihstats.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
+from ihstats.base.fileio import UnreadableFile, io_error_of, read_json, read_parquet, read_table  # noqa: E402
 
 
 @pytest.mark.parametrize("text, match", [
@@ -437,7 +437,7 @@ from ihstats.fileio import UnreadableFile, io_error_of, read_json, read_parquet,
     ('{"step": 4}', r"status.json: has no 'status' key"),
 ])
 def test_a_damaged_status_json_names_the_file_the_problem_and_the_remedy(tmp_path, text, match):
-    from ihstats.contract import read_status
+    from ihstats.base.contract import read_status
 
     (tmp_path / "status.json").write_text(text)
     with pytest.raises(UnreadableFile, match=match) as e:
@@ -536,7 +536,7 @@ def test_a_corrupt_last_checkpoint_is_named_when_resuming(tmp_path, smoke_cache)
 def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_cache, capsys, monkeypatch):
     """ENOSPC (simulated by the IHLAW_FAULT_ENOSPC hook) at the second metrics flush: before, error.txt
     was left empty and the run failed; now it stays resumable, and the same command finishes it."""
-    from ihstats import fileio
+    from ihstats.base import fileio
 
     out = tmp_path / "r"
     args = ("--set", "train.checkpoint_every=5", "--out", str(out))
@@ -561,7 +561,7 @@ def test_a_full_disk_leaves_the_run_resumable_by_a_plain_rerun(tmp_path, smoke_c
 def test_a_full_disk_while_a_run_starts_is_recorded_resumable(tmp_path, smoke_cache, monkeypatch, packed):
     """ENOSPC at the first status.json write (the run's start, before any training): the run is left
     ``running`` with ``io_error`` (a plain rerun resumes it), alone or as a member of a pack."""
-    from ihstats import fileio
+    from ihstats.base import fileio
     from ihtrain.run.packed import train_pack
     from ihtrain.run.train import train_run
 
@@ -854,7 +854,7 @@ seed = [0, 1, 2]
 
 def grid_progress(out: Path) -> int:
     """Updates done over the grid's runs, as their status.json files say (checkpointed updates)."""
-    from ihstats.contract import read_status as checked
+    from ihstats.base.contract import read_status as checked
 
     total = 0
     for d in (p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []:
@@ -892,7 +892,7 @@ def test_a_grid_killed_five_times_and_once_out_of_disk_completes_every_run_exact
     IHLAW_FAULT_ENOSPC hook, a seeded file and write) at one more, each time resumed by the plain
     command: every run ends done, trained once (logs equal an uninterrupted run's exactly), and a
     run once done is never touched again."""
-    from ihstats.schema import check_grid_dir
+    from ihstats.base.schema import check_grid_dir
 
     rng = np.random.default_rng(2028)
     spec = tmp_path / "faults.toml"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.cli_checks import COUNT, PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_dir
+from ihstats.base.cli_checks import COUNT, PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_dir
 from ihstats.law.data import prepare
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.tables import formed_column, numeric_column
@@ -265,13 +265,13 @@ def test_resume_with_a_cut_log_is_refused(done_run, tmp_path, smoke_cache):
     run = copy_run(done_run, tmp_path / "r", status="running")
     m = pd.read_parquet(run / "metrics.parquet")
     m[m["step"] > 0].to_parquet(run / "metrics.parquet")  # the first evaluation's rows lost
-    from ihstats.fileio import UnreadableFile
+    from ihstats.base.fileio import UnreadableFile
     with pytest.raises(UnreadableFile, match=r"metrics.parquet: starts at update \d+, not 0"):
         train_run(smoke(smoke_cache), run, progress=False, make_figures=False)
 
 
 def test_schema_check_finds_logs_that_lost_their_early_rows(done_run, tmp_path):
-    from ihstats.schema import check_run_dir
+    from ihstats.base.schema import check_run_dir
     rid = json.loads((done_run / "config.json").read_text())["run_id"]
     for log in ("metrics", "train"):
         run = copy_run(done_run, tmp_path / log / rid)
@@ -284,7 +284,7 @@ def test_schema_check_finds_logs_that_lost_their_early_rows(done_run, tmp_path):
 
 def test_truncated_or_einval_checkpoint_is_a_named_unreadable_file(done_run, tmp_path, monkeypatch):
     from ihtrain.run import checkpoint
-    from ihstats.fileio import UnreadableFile
+    from ihstats.base.fileio import UnreadableFile
     last = copy_run(done_run, tmp_path / "r") / "checkpoints" / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])
     with pytest.raises(UnreadableFile, match="last.pt: not a readable PyTorch checkpoint"):

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ihstats.fileio import UnreadableFile  # noqa: E402
+from ihstats.base.fileio import UnreadableFile  # noqa: E402
 from ihtrain.run.checkpoint import FINAL, LAST, checkpoint_dir, load_checkpoint, load_model  # noqa: E402
 from ihtrain.config import resolve  # noqa: E402
 from ihtrain.run.train import train_run  # noqa: E402
@@ -118,8 +118,8 @@ def test_no_file_is_unpickled_as_code_anywhere_in_the_package():
 
 
 # ------------------------------------------------------------------ class 2: readers check what they read
-from ihstats import io  # noqa: E402
-from ihstats.contract import SchemaError, write_status  # noqa: E402
+from ihstats.base import io  # noqa: E402
+from ihstats.base.contract import SchemaError, write_status  # noqa: E402
 from ihstats.simulate.curves import simulate_curve  # noqa: E402
 from ihstats.simulate.run_dirs import write_fake_grid  # noqa: E402
 
@@ -147,7 +147,7 @@ def test_an_edited_config_is_refused_by_every_reader(grid, tmp_path):
         io.load_grid(g)
     skipped = io.load_grid(g, on_error="skip")  # reported by id, never fitted as B 64
     assert sorted(skipped.runs.run_id) == sorted([ids[0], ids[2]]) and ids[1] in skipped.skipped[0]
-    r = _cli("ihstats.schema", "--logs-only", str(g))
+    r = _cli("ihstats.base.schema", "--logs-only", str(g))
     assert r.returncode == 1 and "edited after the run was made" in r.stdout and "ok" not in r.stdout.split()[-1]
     r = _cli("ihstats.emergence", str(g), "--method", "threshold", "-o", str(tmp_path / "e.csv"))
     assert r.returncode == 2 and ids[1] in r.stderr and not (tmp_path / "e.csv").exists()
@@ -169,7 +169,7 @@ def test_a_run_that_lost_a_file_is_reported_never_dropped(grid, lost):
         io.load_grid(g)
     part = io.load_grid(g, on_error="skip")
     assert len(part.runs) == 2 and len(part.skipped) == 1 and ids[2] in part.skipped[0]
-    assert _cli("ihstats.schema", "--logs-only", str(g)).returncode == 1
+    assert _cli("ihstats.base.schema", "--logs-only", str(g)).returncode == 1
 
 
 @pytest.mark.parametrize("how", ["copy", "symlink"])
@@ -178,7 +178,7 @@ def test_a_duplicated_run_directory_is_refused(grid, how):
     (shutil.copytree if how == "copy" else os.symlink)(g / ids[0], g / "extra")
     with pytest.raises(SchemaError, match=f"run {ids[0]}" + (".*symlink" if how == "symlink" else "")):
         io.load_grid(g)
-    r = _cli("ihstats.schema", "--logs-only", str(g))
+    r = _cli("ihstats.base.schema", "--logs-only", str(g))
     assert r.returncode == 1 and "not listed in" in r.stdout and "held by 2 directories" in r.stdout
 
 
@@ -209,7 +209,7 @@ def test_ablate_refuses_a_final_pt_of_another_run(done_run, tmp_path):
 
 
 # ------------------------------------------------------------------ class 3: outputs never land on inputs
-from ihstats.cli_checks import WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file  # noqa: E402
+from ihstats.base.cli_checks import WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file  # noqa: E402
 
 
 @pytest.mark.parametrize("own", ["metrics.parquet", "config.json", "train.parquet", "checkpoints/final.pt",
@@ -457,7 +457,7 @@ def test_sigterm_stops_a_training_run_resumably_with_exit_130(tmp_path, smoke_ca
 
 
 def test_schema_on_a_missing_directory_says_so():
-    r = _cli("ihstats.schema", "/nonexistent/grid")
+    r = _cli("ihstats.base.schema", "/nonexistent/grid")
     assert r.returncode == 2 and "no such directory" in r.stderr and "status.json" not in r.stderr + r.stdout
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ihstats.cli_checks import WRITTEN_RECORD, OutputPathError, check_out_dir, claim_folder
-from ihstats.fileio import atomic_write_text
+from ihstats.base.cli_checks import WRITTEN_RECORD, OutputPathError, check_out_dir, claim_folder
+from ihstats.base.fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

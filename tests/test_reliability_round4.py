@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.cli_checks import (WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file, claim_folder)
-from ihstats.contract import SchemaError
+from ihstats.base import io
+from ihstats.base.cli_checks import (WRITTEN_RECORD, OutputPathError, check_out_dir, check_out_file, claim_folder)
+from ihstats.base.contract import SchemaError
 from ihstats.emergence import main as emergence_main
-from ihstats.fileio import atomic_write_csv, atomic_write_text
-from ihstats.ids import config_hash
-from ihstats.series import read_series, series_id, shape_id
+from ihstats.base.fileio import atomic_write_csv, atomic_write_text
+from ihstats.base.ids import config_hash
+from ihstats.base.series import read_series, series_id, shape_id
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid, write_fake_run
 
@@ -58,7 +58,7 @@ def _rehash(run: Path, edit) -> None:
 # ------------------------------------------------------------------------------- G: output guard
 def test_g1_the_scorer_lag_tool_and_figure_script_ask_the_guard(tmp_path, capsys):
     from ihtrain import lag_pmf
-    from ihtrain.score.__main__ import main as score_main
+    from ihtrain.score.cli import main as score_main
     from paper_figures.make import parse_args as figures_args
 
     grid = _grid(tmp_path / "g")
@@ -272,7 +272,7 @@ def test_r7_revisions_outside_the_model_folder_or_twice_by_symlink_are_refused(t
 
 def test_r7_a_revision_of_another_width_fails_the_series_in_one_line(tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
-    from ihtrain.score.__main__ import main as score_main
+    from ihtrain.score.cli import main as score_main
 
     for step, width in ((1, 32), (2, 64)):
         cfg = transformers.GPT2Config(n_layer=2, n_head=4, n_embd=width, vocab_size=300, n_positions=64,
@@ -287,7 +287,7 @@ def test_r7_a_revision_of_another_width_fails_the_series_in_one_line(tmp_path, c
 
 def test_r8_one_scorer_per_series_folder(tmp_path, capsys):
     pytest.importorskip("transformers")
-    from ihtrain.score.__main__ import main as score_main
+    from ihtrain.score.cli import main as score_main
     from ihtrain.score.scorer import series_lock
     from tests.ihtrain.score.conftest import save_revisions
 
@@ -362,7 +362,7 @@ def test_f3_a_refit_sets_the_earlier_fits_files_aside_and_loses_nothing(tmp_path
 # ------------------------------------------------------------------------------- M: messages
 def test_m1_a_damaged_checkpoint_is_one_line_exit_2_and_a_failed_series(tmp_path, capsys):
     pytest.importorskip("transformers")
-    from ihtrain.score.__main__ import main as score_main
+    from ihtrain.score.cli import main as score_main
     from tests.ihtrain.score.conftest import save_revisions
 
     src = save_revisions(tmp_path / "m", "gpt2", (1, 2))
@@ -378,7 +378,7 @@ def test_m1_a_damaged_checkpoint_is_one_line_exit_2_and_a_failed_series(tmp_path
 def test_m2_odd_names_links_and_specs_are_one_line(tmp_path, capsys):
     from ihtrain.errors import ConfigError
     from ihtrain.grid.spec import parse_spec
-    from ihtrain.score.__main__ import main as score_main
+    from ihtrain.score.cli import main as score_main
 
     model = tmp_path / "m"
     model.mkdir()

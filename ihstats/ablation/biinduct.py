@@ -9,9 +9,9 @@ each run's top-minus-random gap. :func:`claim_tests` tests each claim's measures
 (forward, backward, balanced pooled) against natural-only with the exact two-sample permutation
 over runs (:func:`ihstats.ablation.seeds.two_sample_test`; 9 vs 3 runs floor at ``1 / C(12, 3) =
 0.0045`` one-sided), Holm over a claim's measures, and :func:`verdict` words it: ``agrees``, ``differs`` or ``not resolvable by
-this design``. A measure with a chance level (:class:`ihstats.chance.Floor`: uniform attention,
+this design``. A measure with a chance level (:class:`ihstats.base.chance.Floor`: uniform attention,
 uniform log-prob, HITS@1 of copying any shown value, the top share of equal heads) is first
-checked against it: when both groups sit at it (:func:`ihstats.chance.at_floor`), the verdict is
+checked against it: when both groups sit at it (:func:`ihstats.base.chance.at_floor`), the verdict is
 ``not testable by this design`` with the chance level and the observed means, whatever the p.
 Each measure also names the design's confound where one is known (``confound``).
 Per-curriculum contrasts (and the random-span control) are
@@ -28,12 +28,12 @@ import pandas as pd
 
 from ihstats.ablation.data import prepare
 from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, AblationSpec
-from ihstats.chance import (CHANCE_FACTOR, Floor, at_floor, copy_probe_floors, copy_probe_len, floor_note,
+from ihstats.base.chance import (CHANCE_FACTOR, Floor, at_floor, copy_probe_floors, copy_probe_len, floor_note,
                             repeat_probe_floor, top_share_floor)
 from ihstats.concentration import concentration_at_level
-from ihstats.contract import max_over_heads
-from ihstats.fileio import read_json
-from ihstats.io import load_grid
+from ihstats.base.contract import max_over_heads
+from ihstats.base.fileio import read_json
+from ihstats.base.io import load_grid
 from ihstats.ablation.permutation import correct_pvalues
 from ihstats.ablation.seeds import two_sample_floor, two_sample_test
 from ihstats.tables import matched, summary_formed
@@ -126,7 +126,7 @@ def _concentration(m: pd.DataFrame, level: float) -> dict[str, float]:
 
 
 def _probe_floors(run_dir: Path) -> dict[str, float]:
-    """The copy-probe measures' chance levels of one run (:func:`ihstats.chance.copy_probe_floors`)
+    """The copy-probe measures' chance levels of one run (:func:`ihstats.base.chance.copy_probe_floors`)
     from its ``config.json``: context, ``metrics.probe_len`` and the vocabulary size; the
     anti-induction copy share's ``1 / m``."""
     cfg = read_json(run_dir / "config.json", "run config", "the run directory is damaged: train it again")
@@ -199,7 +199,7 @@ def run_table(grid_dir: str | Path, level: float = 0.2, ablation: pd.DataFrame |
 
 
 def curves_frame(grid, metrics) -> pd.DataFrame:
-    """Every run's curves of ``metrics`` from a loaded biinduct grid (:func:`ihstats.io.load_grid`):
+    """Every run's curves of ``metrics`` from a loaded biinduct grid (:func:`ihstats.base.io.load_grid`):
     ``run_id, metric, step, value, mode``, a per-head score as its best head at each step (a
     model-level one, e.g. ``val_loss``, is one number per step already)."""
     m = grid.metrics[grid.metrics["metric"].isin(list(metrics))]
@@ -221,7 +221,7 @@ def verdict(p_for: float, p_against: float, floor: float, predicts: str, alpha: 
     ``predicts = "not greater"``: for an increase, the direction that would refute it; ``"not
     less"``: for a decrease), for the
     opposite one, and the design's floor after the same Holm. ``at_chance``: when both groups sit
-    at the measure's chance level (:func:`ihstats.chance.at_floor`), the note saying so; the
+    at the measure's chance level (:func:`ihstats.base.chance.at_floor`), the note saying so; the
     verdict is then ``not testable by this design`` whatever the p (two absences compared)."""
     if at_chance:
         return f"not testable by this design (at chance: {at_chance})"

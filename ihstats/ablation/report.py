@@ -2,7 +2,7 @@
 
 :func:`write_ablation_report` writes the tests of :func:`ihstats.ablation.results.run_ablation_tests`
 (top-k against random-k head sets, per condition), the design's floor (:func:`floor_text`) and the
-condition comparisons, and asks the figure home (:func:`ihstats.plots_paper.plot_ablation_drops`)
+condition comparisons, and asks the figure home (:func:`ihstats.figures.plots_paper.plot_ablation_drops`)
 for the figure beside it.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.plots import save_figure
-from ihstats.plots_paper import plot_ablation_drops
-from ihstats.fileio import atomic_write_text
+from ihstats.figures.plots import save_figure
+from ihstats.figures.plots_paper import plot_ablation_drops
+from ihstats.base.fileio import atomic_write_text
 
 
 def floor_text(tests: pd.DataFrame) -> str:

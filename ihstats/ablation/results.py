@@ -44,11 +44,11 @@ import numpy as np
 import pandas as pd
 
 from ihstats.ablation.data import AblationData, check_table, prepare
-from ihstats.ablation.spec import AblationSpec
+from ihstats.ablation.spec import AblationError, AblationSpec
 from ihstats.ablation.permutation import (
     PermutationResult, correct_pvalues, random_set_test, random_sets_needed, sign_flip_test, smallest_attainable_p,
 )
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
 
 # ---- comparing conditions ---------------------------------------------------------------------
 
@@ -215,6 +215,26 @@ def _add_design_floor(tests: pd.DataFrame, alpha: float) -> None:
                       f"--random-sets N; all sets are enumerated when fewer exist, and then the model has too "
                       f"few heads for this test: report the raw p and the floor)", stacklevel=3)
 
+
+
+#: the key -> value recall's per-prompt table (``python -m ihtrain.ablate RUN --icl``: ``icl_kv_prompts.csv``)
+KV_PROMPT_COLUMNS = ("control", "prompt", "logprob")
+
+
+def kv_true_above(prompts: pd.DataFrame, n_resamples: int = 9999, seed: int = 0) -> pd.DataFrame:
+    """Per control of the key -> value recall, the one-sided paired sign-flip p over prompts that
+    the true pairs' answer log-prob is above the control's (the controls share the true prompts'
+    keys): ``control, n_prompts, p_true_above``. The trainer measures; this tests (issue 67)."""
+    missing = sorted(set(KV_PROMPT_COLUMNS) - set(prompts.columns))
+    if missing:
+        raise AblationError(f"key-value prompts table: no column {missing}; write it with python -m ihtrain.ablate RUN_DIR --icl")
+    wide = prompts.pivot(index="prompt", columns="control", values="logprob")
+    if "true" not in wide:
+        raise AblationError("key-value prompts table: no 'true' control to compare the others with")
+    return pd.DataFrame([{"control": c, "n_prompts": int(wide[c].notna().sum()),
+                          "p_true_above": sign_flip_test((wide["true"] - wide[c]).to_numpy(), n_resamples,
+                                                         "greater", seed=seed).pvalue}
+                         for c in prompts["control"].drop_duplicates() if c != "true"])
 
 @dataclass
 class AblationResults:

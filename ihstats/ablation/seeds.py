@@ -87,7 +87,7 @@ def condition_contrasts(runs: pd.DataFrame, value: str, baseline: str, condition
     ----------
     runs : pandas.DataFrame
         One row per run: a ``condition`` column and a numeric ``value`` column (e.g. a grid's
-        ``summary.csv`` with ``biinduct`` from ``ihstats.io.config_factors``, and ``onset``).
+        ``summary.csv`` with ``biinduct`` from ``ihstats.base.io.config_factors``, and ``onset``).
         Runs whose value is missing are left out (and counted in ``n_missing``); a condition (or
         the baseline) with no value at all is not tested (``p`` empty) and not counted in Holm.
     value, baseline, condition : str

@@ -34,17 +34,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from ihstats import io
-from ihstats.cli_checks import Range, check_args, check_out_file, record_written
+from ihstats.base import io
+from ihstats.base.cli_checks import Range, check_args, check_out_file, record_written
 from ihstats.certificate import GENERAL_METRIC
-from ihstats.contract import FORMED_LEVEL
+from ihstats.base.contract import FORMED_LEVEL
 from ihstats.emergence import PS_METRICS, formation, onset_metric
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
 from ihstats.tables import formed_column, outcome_basis, outcome_word
 from ihstats.frontier.glm import fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import single_outcome
 from ihstats.frontier.spec import FrontierSpec, KNOBS
+from ihstats.base.command import run_cli
 
 BUDGET_COLUMNS = ("run_id", "budget", "formed", "crossed", "onset_basis", "certificate", "mechanism", "onset",
                   "onset_lo", "onset_hi", "censored", "final_max_ps", "last_step")
@@ -68,8 +69,8 @@ def read_at_budget(data: io.GridData, budget: float, level: float = 0.9, onset: 
 
     Parameters
     ----------
-    data : ihstats.io.GridData
-        Runs and their tidy metrics (:func:`ihstats.io.load_grid`).
+    data : ihstats.base.io.GridData
+        Runs and their tidy metrics (:func:`ihstats.base.io.load_grid`).
     budget : float
         Last update read; evaluations after it are ignored.
     level : float
@@ -343,4 +344,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -2,7 +2,7 @@
 (one report home per fit).
 
 :func:`write_frontier_report` writes the fit (terms, separation, boundary), which knob matters more
-and the GLM cross-check, and asks the figure home (:func:`ihstats.plots.plot_frontier`) for the
+and the GLM cross-check, and asks the figure home (:func:`ihstats.figures.plots.plot_frontier`) for the
 figure beside it; :func:`budget_lines` the section on a grid read at two budgets.
 """
 
@@ -17,8 +17,8 @@ from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
 from ihstats.tables import outcome_word
-from ihstats.plots import plot_frontier
-from ihstats.fileio import atomic_write_text
+from ihstats.figures.plots import plot_frontier
+from ihstats.base.fileio import atomic_write_text
 
 
 def write_frontier_report(res, path: Path, source: str, hdi_prob: float, extra=(), knob=None,

@@ -1,7 +1,7 @@
 """A fitted frontier: the ``p = 0.5`` contour per posterior draw, its band, which knob matters more.
 
 :class:`FrontierResults` is what :meth:`ihstats.frontier.model.FrontierModel.fit` returns; it
-holds numbers (the figure is :func:`ihstats.plots.plot_frontier`, the report
+holds numbers (the figure is :func:`ihstats.figures.plots.plot_frontier`, the report
 :mod:`ihstats.frontier.report`). Which knob matters more is claimed by
 :func:`ihstats.knobs.knob_verdict`, the one rule the onset model (:mod:`ihstats.onset`) shares.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.frontier.glm import GLMFrontier
+from ihstats.frontier.glm import SEPARATION_SHORT, GLMFrontier
 from ihstats.frontier.spec import CLAIM_PROBABILITY
 from ihstats.knobs import knob_verdict
 
@@ -115,6 +115,12 @@ class FrontierResults:
     def separation(self) -> str:
         """Separation status of the data (``"none"``, ``"quasi"``, ``"complete"``)."""
         return self.model.separation
+
+    @property
+    def separation_short(self) -> str:
+        """The separation in a figure title's words ("" when the data are not separated): the
+        figures read it here, never from the fit's modules (issue 67)."""
+        return SEPARATION_SHORT.get(self.separation, "")
 
     def coef_draws(self) -> np.ndarray:
         """Posterior draws, shape (n_draws, n_terms), columns in ``model.terms`` order."""

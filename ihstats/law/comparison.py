@@ -24,7 +24,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ihstats import _bayes, progress
+from ihstats import _bayes
+from ihstats.base import progress
 from ihstats.law.mixture import CircuitMixtureModel
 from ihstats.law.model import UPTLawModel
 from ihstats.law.spec import FORMS, OBS, UPTLawSpec

@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ihstats import _bayes
-from ihstats.contract import CIRCUITS
+from ihstats.base.contract import CIRCUITS
 from ihstats.fit_protocol import SAMPLER
 from ihstats.law.data import LawData, design_values, prepare
 from ihstats.law.model import student_t_logsf

@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from ihstats import _bayes
-from ihstats.cli_checks import PROBABILITY_OPEN, Range, check_args
+from ihstats.base.cli_checks import PROBABILITY_OPEN, Range, check_args
 from ihstats.emergence import emergence_table, onset_metric
-from ihstats.io import load_grid
+from ihstats.base.io import load_grid
 from ihstats.law.data import seed_key
 from ihstats.law.forms import FORM_TEXT, posterior_form
 from ihstats.law.mixture import is_mixture, predict_mixture
@@ -31,7 +31,8 @@ from ihstats.law.model import UPTLawModel
 from ihstats.law.results import extrapolation_warnings, predict_from_posterior
 from ihstats.law.spec import UPTLawError, UPTLawSpec
 from ihstats.simulate.law import EXAMPLE_SETTINGS, example_table
-from ihstats.fileio import atomic_write_text
+from ihstats.base.fileio import atomic_write_text
+from ihstats.base.command import run_cli
 
 #: The shipped posteriors: package data of ihstats (pyproject.toml), beside this group
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference_posterior"
@@ -298,4 +299,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

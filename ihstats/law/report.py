@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN
+from ihstats.base.contract import CIRCUIT_PREV_TOKEN_MIN
 from ihstats.law.forms import FORM_TEXT
 from ihstats.law.references import reference_table
 from ihstats.law.results import UPTLawResults
@@ -35,11 +35,11 @@ from ihstats.law.scoring import LAW
 from ihstats.law.sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness,
                                      influence_table, sigma_text)
 from ihstats.law.spec import OBS, PUBLISHED
-from ihstats.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
+from ihstats.figures.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
                            save_figure)
-from ihstats.plots_paper import plot_law_validation
-from ihstats.display import CSV_FLOAT_FORMAT
-from ihstats.fileio import atomic_write_csv, atomic_write_text
+from ihstats.figures.plots_paper import plot_law_validation
+from ihstats.base.display import CSV_FLOAT_FORMAT
+from ihstats.base.fileio import atomic_write_csv, atomic_write_text
 from ihstats.tables import outcome_basis
 
 

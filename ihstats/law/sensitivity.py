@@ -26,8 +26,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ihstats import _bayes, progress
-from ihstats.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
+from ihstats import _bayes
+from ihstats.base import progress
+from ihstats.base.contract import CIRCUIT_PREV_TOKEN_MIN as CIRCUIT_MIN, CIRCUITS
 from ihstats.law.model import UPTLawModel
 from ihstats.law.results import UPTLawResults, sigma_draws
 from ihstats.law.spec import OBS, UPTLawError, UPTLawSpec

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats import _bayes
-from ihstats.fileio import atomic_write, atomic_write_text
+from ihstats.base.fileio import atomic_write, atomic_write_text
 from ihstats.law.comparison import (MIXTURE, SINGLE, compare_circuits, compare_forms, fit_circuits, fit_forms,
                                     form_label, heldout_table)
 from ihstats.law.data import LawData, prepare
@@ -58,7 +58,7 @@ from ihstats.law.results import fitted_range
 from ihstats.law.scoring import (LAW, add_predictions, baseline_predictives, law_predictive, score_runs,
                                  summarize_scores)
 from ihstats.law.spec import SEED_KINDS, UPTLawError, UPTLawSpec
-from ihstats.progress import bar as progress_bar
+from ihstats.base.progress import bar as progress_bar
 
 NO_CELL = "law without the new-cell term"
 NEW_SEED = "law with every seed new"

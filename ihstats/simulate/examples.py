@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 
-from ihstats.cli_checks import NONNEG_INT, check_args, check_out_dir
+from ihstats.base.cli_checks import NONNEG_INT, check_args, check_out_dir
 from ihstats.simulate.ablation import simulate_ablation
 from ihstats.simulate.frontier import simulate_frontier
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.fileio import atomic_write_csv
+from ihstats.base.command import run_cli
 
 
 def main(argv=None) -> None:
@@ -37,4 +38,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main)

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats
-from ihstats.fileio import atomic_write_csv
+from ihstats.base.fileio import atomic_write_csv
+from ihstats.base.command import run_cli
 
 #: Columns of the emergence table (docs/DESIGN.md), in order.
 EMERGENCE_COLUMNS = [
@@ -201,4 +202,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ihstats.contract import CIRCUITS
+from ihstats.base.contract import CIRCUITS
 from ihstats.simulate.law import EMERGENCE_COLUMNS, _design, _observed_table
 
 

@@ -1,6 +1,6 @@
 """Fake run and grid directories whose max-PS curve is a simulated one (the layout of docs/DESIGN.md).
 
-Tests read them with :mod:`ihstats.io` as they read real runs: head
+Tests read them with :mod:`ihstats.base.io` as they read real runs: head
 (1, 0) carries the curve (:class:`ihstats.simulate.curves.SimCurve`), the other heads stay below it.
 """
 
@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats.certificate import GENERAL_SLOTS
-from ihstats.ids import config_hash
+from ihstats.base.ids import config_hash
 from ihstats.simulate.curves import SimCurve
 
 
 def default_config() -> dict[str, Any]:
-    """The subset of the trainer's nested resolved config that ``ihstats.io`` reads."""
+    """The subset of the trainer's nested resolved config that ``ihstats.base.io`` reads."""
     return {
         "name": "sim", "seed": 0,
         "model": {"n_layer": 2, "n_head": 4, "d_model": 128, "vocab_size": 512, "context": 128},

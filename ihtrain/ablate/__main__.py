@@ -1,6 +1,5 @@
-"""``python -m ihtrain.ablate``: the ablation command line (:mod:`ihtrain.ablate.cli`)."""
-import sys
-
+"""``python -m ihtrain.ablate``: the ablations' command line (:mod:`ihtrain.ablate.cli`)."""
+from ihstats.base.command import run_cli
 from ihtrain.ablate.cli import main
 
-sys.exit(main())
+run_cli(main)

@@ -54,11 +54,11 @@ import torch.nn.functional as F
 
 from ihstats.ablation.spec import (DEFAULT_RANDOM_SETS, PREV_TOKEN_SUFFIX, allowed_heads, choose_head_sets,
                                    count_head_sets)
-from ihstats.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
-from ihstats.fileio import atomic_write_text, read_table
-from ihstats.ablation.permutation import sign_flip_test
+from ihstats.base.cli_checks import COUNT, NONNEG_INT, Range, check_args, check_out_file, record_written
+from ihstats.base.contract import probe_len_of
+from ihstats.base.fileio import atomic_write_text, read_table
 from ihtrain.run.checkpoint import load_model
-from ihtrain.config import ConfigError, RunConfig, from_dict, probe_len_of
+from ihtrain.config import ConfigError, RunConfig, from_dict
 from ihtrain.data import build_source
 from ihtrain.ablate.head_ablation import MODES, ablate_heads, head_means
 from ihtrain.ablate.head_sets import HeadSet, as_head_set, format_head_set, prev_token_head, run_head_scores, top_heads
@@ -67,6 +67,7 @@ from ihtrain.ablate.icl_tasks import (KV_CONTROLS, TASK_NAMES, ICLBatch, encode_
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes, natural_repeat
 from ihtrain.run.files import read_config_record
+from ihstats.base.command import run_cli
 
 KV_PAIRS = 20  # key -> value pairs per recall prompt (41 tokens; fewer when the context is short)
 METRICS = ("repeat", "val", "icl", "repeat_nat", "kv")
@@ -265,25 +266,22 @@ def icl_report(run: LoadedRun, n_prompts: int = 50, n_shots: int = 10, seed: int
     return pd.DataFrame(rows)
 
 
-def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> pd.DataFrame:
+def kv_report(run: LoadedRun, n_prompts: int = 50, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Key -> value recall under its three controls (same prompts): :func:`icl_report`'s columns
-    plus ``control`` and, for each control, ``p_true_above`` (one-sided paired sign-flip p over
-    prompts that the true pairs' answer log-prob is above the control's); token level, so any
-    source (no tokenizer needed)."""
-    C, rows, logp = run.cfg.train.context, [], {}
+    plus ``control``, and the answer log-prob of every prompt under each (``control, prompt,
+    logprob``: the paired test over prompts is ``ihstats.ablation.results.kv_true_above``'s); token
+    level, so any source (no tokenizer needed)."""
+    C, rows, logp = run.cfg.train.context, [], []
     for control in KV_CONTROLS:
         b = kv_recall_batch(n_prompts, min(KV_PAIRS, (C - 1) // 2), run.source.ordinary_range, control, seed)
         s = icl_scores(run.model, b)
-        logp[control] = s["icl_logprob"]
-        # the controls share the true prompts' keys: paired over prompts, does the truth score higher?
-        p = (np.nan if control == "true" else
-             sign_flip_test(logp["true"] - s["icl_logprob"], 9999, "greater", seed=seed).pvalue)
+        # the controls share the true prompts' keys: the prompts pair up across controls
+        logp.append(pd.DataFrame({"control": control, "prompt": np.arange(len(b.ids)), "logprob": s["icl_logprob"]}))
         rows.append({"task": "kv_recall", "label_permuted": control == "permuted", "control": control,
                      "n_prompts": len(b.ids), "shots_mean": float(b.shots.mean()), "shots_min": int(b.shots.min()),
                      "hits1": s["icl_hits1"].mean(), "hits3": s["icl_hits3"].mean(),
-                     "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean(),
-                     "p_true_above": p})
-    return pd.DataFrame(rows)
+                     "mean_rank": s["icl_rank"].mean(), "mean_logprob": s["icl_logprob"].mean()})
+    return pd.DataFrame(rows), pd.concat(logp, ignore_index=True)
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -337,7 +335,7 @@ def _merged(table: pd.DataFrame, out: Path) -> tuple[pd.DataFrame, int]:
 
 
 #: the tables ablate writes into the run directory it reads (its default ``--out``)
-RUN_TABLES = ("ablation.csv", "icl.csv", "icl_kv.csv")
+RUN_TABLES = ("ablation.csv", "icl.csv", "icl_kv.csv", "icl_kv_prompts.csv")
 
 
 def _write(frame: pd.DataFrame, path: Path) -> None:
@@ -353,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     # before any work: in a run directory only its own ablation tables, never a run's own file
     check_out_file(out, [args.run_dir], parser=parser, allowed_in_run=RUN_TABLES)
     if args.icl:
-        check_out_file(out.with_name(out.stem + "_kv.csv"), [args.run_dir], parser=parser, allowed_in_run=RUN_TABLES)
+        for tail in ("_kv.csv", "_kv_prompts.csv"):
+            check_out_file(out.with_name(out.stem + tail), [args.run_dir], parser=parser, allowed_in_run=RUN_TABLES)
     try:
         if args.threads > 0:
             torch.set_num_threads(args.threads)
@@ -363,13 +362,17 @@ def main(argv: list[str] | None = None) -> int:
         run = load_trained_run(args.run_dir, args.device)
         if args.icl:
             kv_out = out.with_name(out.stem + "_kv.csv")
-            reports = [(kv_report(run, args.examples, args.seed), kv_out)]
+            kv, prompts = kv_report(run, args.examples, args.seed)
+            reports = [(kv, kv_out)]
             if run.tokenizer is not None:  # text tasks need one; kv recall is token level
                 reports.insert(0, (icl_report(run, args.examples, args.shots, args.seed), out))
             for rep, path in reports:
                 _write(rep, path)
                 print(rep.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
                 print(f"wrote {path}")
+            _write(prompts, out.with_name(out.stem + "_kv_prompts.csv"))
+            print(f"wrote {out.with_name(out.stem + '_kv_prompts.csv')} (the paired test over prompts: "
+                  f"python analyses/ablation_tests.py --kv {out.with_name(out.stem + '_kv_prompts.csv')})")
             return 0
         scores = run_head_scores(args.run_dir, args.score)
         k = 2 if args.top_k is None and args.top_frac is None else args.top_k
@@ -401,4 +404,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

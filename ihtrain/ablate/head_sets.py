@@ -23,7 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ihstats.fileio import read_parquet
+from ihstats.base.fileio import read_parquet
 
 HeadSet = tuple[tuple[int, ...], ...]  # one tuple of head indices per layer
 

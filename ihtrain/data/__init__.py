@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ihstats.base.contract import probe_len_of
 from ihtrain.data.registry import cached_stream_config, find, usage, wrappers
 from ihtrain.data.source import SPECIAL_TOKENS, DataError, TokenSource, resolve_cache_dir
 
@@ -34,6 +35,17 @@ def repeat_start_of(data_cfg: Any, length: int) -> int:
         raise DataError(f"data.source: must be one of {usage()}; got {data_cfg.source!r}")
     copies_anywhere = any(w.copies_anywhere(data_cfg) for w in wrappers())
     return 0 if copies_anywhere else src.repeat_start(data_cfg, length)
+
+
+def probe_in_region(cfg: Any) -> tuple[int, int, int]:
+    """(n, queries in the repeat region, region start) of one run (torch-free, beside
+    :func:`repeat_start_of`: the grid and ``analyses/probe_audit.py`` read it without the probes): the repeat probe's ``n`` PS
+    queries sit at positions ``[n, 2n - 1]``; the training data holds copies only in
+    ``[start, C - 1]`` (the source's declared ``repeat_start``, :func:`ihtrain.data.repeat_start_of`)."""
+    C = cfg.train.context
+    n = probe_len_of(cfg.metrics.probe_len, C)
+    start = repeat_start_of(cfg.data, C)
+    return n, max(0, min(2 * n - 1, C - 1) - max(n, start) + 1), start
 
 
 def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data stays cheap

@@ -54,8 +54,8 @@ from ihtrain.data.shipped import SHIPPED_CORPORA, shipped_plan
 from ihtrain.data.source import DataError, DataSource, check_sample_args, resolve_cache_dir
 from ihtrain.data.tokenizer import Tokenizer, check_bpe_vocab, get_tokenizer, tokenizer_info
 from ihtrain.data.successors import held_out_bigrams
-from ihstats.fileio import atomic_write, atomic_write_json, atomic_write_text
-from ihstats.progress import bar as progress_bar, step
+from ihstats.base.fileio import atomic_write, atomic_write_json, atomic_write_text
+from ihstats.base.progress import bar as progress_bar, step
 
 BUILTIN_PACKAGES = ("arviz", "matplotlib", "networkx", "numpy", "pandas", "pymc", "scipy", "seaborn",
                     "statsmodels", "torch", "xarray")  # sorted; those installed are used (stdlib first)

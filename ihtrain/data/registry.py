@@ -3,7 +3,7 @@
 A :class:`~ihtrain.data.source.DataSource` names the source (the ``data.source`` value), its config
 section (the ``DataConfig`` attribute and its dataclass), how to build it, the section fields that
 set its vocabulary (the pack key), the natural stream it reads (cached on disk), its range checks
-and its grid factors (:class:`ihstats.sources.SourceFactors`). ``config`` (validation, the
+and its grid factors (:class:`ihstats.base.sources.SourceFactors`). ``config`` (validation, the
 sections), ``data.build_source``, :func:`cached_stream_config` and ``packed.pack_key`` consult the
 registry instead of naming sources, so a new source is one module (plus its test).
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ihstats.sources import register_factors
+from ihstats.base.sources import register_factors
 from ihtrain.data.source import DataSource
 
 #: the modules of the shipped sources, imported on the first lookup (each declares ``SOURCES``)

@@ -114,7 +114,7 @@ class DataSource:
     vocab_fields: tuple[str, ...] = ()
     stream: Callable[[Any], Any] = _no_stream
     check: Callable[[Any, Any], None] | None = None
-    factors: Any = None  # an ihstats.sources.SourceFactors
+    factors: Any = None  # an ihstats.base.sources.SourceFactors
     usage: str = ""
     repeat_start: Callable[[Any, int], int] = _repeats_anywhere
     recorded: bool = False

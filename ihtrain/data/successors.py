@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ihstats.chance import indist_ceilings, likely_successor
+from ihstats.base.chance import indist_ceilings, likely_successor
 from ihtrain.data.repeats import copy_labels
 
 
@@ -42,7 +42,7 @@ class Successors:
     def labelled(self, val: np.ndarray, start: int) -> dict[str, Any]:
         """For held-out sequences ``val`` (n, T + 1) and the repeat region's ``start``: ``ctrl`` (n,
         T + 1) bool, the copy queries whose copied token is not a likely successor, and ``ceilings``
-        (:func:`ihstats.chance.indist_ceilings`)."""
+        (:func:`ihstats.base.chance.indist_ceilings`)."""
         val = np.asarray(val, dtype=np.int64)
         key = self._key(val, start)
         if key not in self._memo:

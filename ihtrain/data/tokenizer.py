@@ -22,8 +22,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ihtrain.data.source import EOS, SEP, SPECIAL_TOKENS, DataError
-from ihstats.fileio import atomic_write_text
-from ihstats.progress import interactive, step
+from ihstats.base.fileio import atomic_write_text
+from ihstats.base.progress import interactive, step
 
 EOS_TEXT, SEP_TEXT = "<|endoftext|>", "<|sep|>"
 N_BYTES = 256

@@ -1,6 +1,5 @@
 """``python -m ihtrain.grid``: the grid's command line (:mod:`ihtrain.grid.cli`)."""
-import sys
-
+from ihstats.base.command import run_cli
 from ihtrain.grid.cli import main
 
-sys.exit(main())
+run_cli(main)

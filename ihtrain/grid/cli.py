@@ -27,19 +27,19 @@ from typing import Any
 
 import pandas as pd
 
-from ihstats.progress import bar as progress_bar
-from ihstats.schema import check_grid_dir
+from ihstats.base.progress import bar as progress_bar
+from ihstats.base.schema import check_grid_dir
 from ihtrain import __version__
 from ihtrain.config import ConfigError, parse_set_args
 from ihtrain.grid.executors import Outcome, Task
-from ihstats.cli_checks import OutputPathError, check_out_dir
-from ihstats.fileio import UnreadableFile, atomic_write_json, atomic_write_text, describe_os_error, read_json
+from ihstats.base.cli_checks import OutputPathError, check_out_dir
+from ihstats.base.fileio import UnreadableFile, atomic_write_json, atomic_write_text, describe_os_error, read_json
 from ihtrain.grid.plan import (
     PACK_AUTO_MAX_TOKENS, GridOptions, make_tasks, place, prepare_data, select_runs, start_order,
 )
 from ihtrain.grid.expand import GridSpec, PlannedRun, design_check_message, probe_geometry_warning, probe_region_check
 from ihtrain.grid.spec import grid_preset_paths, load_grid_preset, load_spec, parse_spec
-from ihstats.display import rounded_csv
+from ihstats.base.display import rounded_csv
 from ihtrain.grid.status import (
     format_table, narrow_table, run_keys, run_state, status_report, summary_display, summary_frame, to_execute,
     write_manifest,
@@ -48,9 +48,9 @@ from ihtrain.run.locks import DirectoryLocked, GridLock
 from ihtrain.presets import GRID_SPEC_DIR
 from ihtrain.grid.run_cost import budget_of, describe_budget, human
 from ihtrain.run.files import changed_settings
+from ihstats.base.command import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, run_cli
 
 DEFAULT_PRESET = "bxc-cross"
-EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOCKED, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
 def queue(runs: list[PlannedRun], grid_dir: Path, retry_failed: bool, order: str,
@@ -281,7 +281,7 @@ def _close(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, only: set[str
     problems = check_grid_dir(grid_dir, weights="where-kept")  # runs copied from a shipped set have no weights
     if problems:  # the runs are done, but the directory breaks the contract: no reader will accept it
         print(f"error: schema check of {grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:5])
-              + f"; see python -m ihstats.schema {grid_dir}", file=sys.stderr)
+              + f"; see python -m ihstats.base.schema {grid_dir}", file=sys.stderr)
         return EXIT_FAILED
     done_ids = summary.loc[summary["status"] == "done", "run_id"]
     logs_only = sum(not (grid_dir / rid / "checkpoints").exists() for rid in done_ids)
@@ -416,4 +416,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

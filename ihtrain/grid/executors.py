@@ -21,9 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ihstats.contract import read_status, status_record, write_status
+from ihstats.base.command import EXIT_FAILED, EXIT_IO_ERROR
+from ihstats.base.contract import read_status, status_record, write_status
 from ihtrain.config import RunConfig
-from ihstats.fileio import UnreadableFile, io_error_of
+from ihstats.base.fileio import UnreadableFile, io_error_of
 from ihtrain.run.locks import run_lock
 
 
@@ -60,7 +61,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-EXIT_IO_ERROR = 75  # a worker stopped by an I/O error (as ihtrain.run.train's): the run stays resumable
 
 
 def mark_failed(run_dir: str | Path, reason: str, old: dict[str, Any] | None) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def _worker_main(task: Task, counter: Any, parent_pid: int, log_path: str) -> No
     except BaseException as e:  # noqa: BLE001 - train_run has recorded it in status.json
         traceback.print_exc()
         log.flush()
-        sys.exit(EXIT_IO_ERROR if io_error_of(e) else 1)
+        sys.exit(EXIT_IO_ERROR if io_error_of(e) else EXIT_FAILED)
     log.flush()
     sys.exit(0)
 

@@ -14,11 +14,12 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ihstats.base.contract import probe_len_of
 from ihtrain.config import (
-    ConfigError, RunConfig, apply_overrides, get_field, get_preset, probe_len_of, set_field, validate,
+    ConfigError, RunConfig, apply_overrides, get_field, get_preset, set_field, validate,
 )
 from ihtrain.grid.run_cost import budget_of
-from ihtrain.probes import probe_in_region
+from ihtrain.data import probe_in_region
 
 
 @dataclass

@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from ihstats.display import compact_runs, count, head_label, varying
-from ihstats.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
+from ihstats.base.display import compact_runs, count, head_label, varying
+from ihstats.base.contract import CIRCUIT_COLUMNS, MANIFEST_KEY_COLUMNS, read_crossing, read_status
 from ihstats.certificate import CERTIFICATE_COLUMNS
 from ihstats.emergence import circuit, formation, onset_metric, onsets_beside
-from ihstats.fileio import UnreadableFile, atomic_write_parquet, read_json, read_parquet
+from ihstats.base.fileio import UnreadableFile, atomic_write_parquet, read_json, read_parquet
 from ihtrain.grid.expand import GridSpec, PlannedRun
 from ihtrain.run.locks import GridLock
 from ihtrain.run.files import done_run_problem
@@ -166,7 +166,7 @@ def round_results(show: pd.DataFrame) -> pd.DataFrame:
 
 def crossings(runs: list[PlannedRun], grid_dir: Path) -> pd.Series:
     """Each run's threshold crossing (status.json's record, else its metric log's,
-    :func:`ihstats.contract.read_crossing`); <NA> when not reached or not readable."""
+    :func:`ihstats.base.contract.read_crossing`); <NA> when not reached or not readable."""
     def one(r: PlannedRun) -> int | None:
         try:
             return read_crossing(grid_dir / r.run_id, r.config.train.emergence_threshold,
@@ -197,7 +197,7 @@ def status_report(spec: GridSpec, runs: list[PlannedRun], grid_dir: Path, wide: 
 
 
 def narrow_table(show: pd.DataFrame) -> str:
-    """The narrow ``--status`` view (:func:`ihstats.display.compact_runs` plus the run's state)."""
+    """The narrow ``--status`` view (:func:`ihstats.base.display.compact_runs` plus the run's state)."""
     show = show.rename(columns={"batch_size": "B", "context": "C"})  # the factor names of the emergence table
     if "wall_min" not in show:
         show = show.assign(wall_min=(show["wall_s"] / 60).round(1))

@@ -33,7 +33,7 @@ from typing import Any, Literal, NamedTuple
 import torch
 
 from ihtrain.config import ModelConfig
-from ihstats.fileio import UnreadableFile, atomic_write, atomic_write_json, first_line, is_os_error, read_json
+from ihstats.base.fileio import UnreadableFile, atomic_write, atomic_write_json, first_line, is_os_error, read_json
 from ihtrain.model import GPT
 
 CHECKPOINT_DIR = "checkpoints"
@@ -41,7 +41,7 @@ LAST, FINAL, SIDECAR = "last.pt", "final.pt", "model.json"
 Which = Literal["final", "last", "auto"]
 
 
-# torch's file I/O lives here, not in ihstats.fileio, so that module stays torch-free for ihstats
+# torch's file I/O lives here, not in ihstats.base.fileio, so that module stays torch-free for ihstats
 def atomic_write_torch(path: str | Path, obj: Any) -> Path:
     """``torch.save`` through an open file: a full disk then raises ``OSError(ENOSPC)``, which
     :func:`io_error_of` recognises (given a path, torch raises a bare RuntimeError)."""
@@ -188,7 +188,7 @@ class LoadedModel(NamedTuple):
 def load_model(run_dir: str | Path, which: Which = "auto", device: Any = "cpu") -> LoadedModel:
     """The trained model of a run directory: ``final`` (a done run), ``last`` (the latest resumable
     checkpoint) or ``auto`` (final if there, else last). FileNotFoundError when the checkpoint is
-    missing, :class:`ihstats.fileio.UnreadableFile` when it cannot be read."""
+    missing, :class:`ihstats.base.fileio.UnreadableFile` when it cannot be read."""
     run_dir = Path(run_dir)
     if which not in ("final", "last", "auto"):
         raise ValueError(f"which: must be final, last or auto, got {which!r}")

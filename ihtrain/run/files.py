@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from ihstats.contract import read_status, write_status
-from ihstats.fileio import UnreadableFile, atomic_write_text, describe_os_error, io_error_of, read_json
-from ihstats.run_check import config_problem
+from ihstats.base.contract import read_status, write_status
+from ihstats.base.fileio import UnreadableFile, atomic_write_text, describe_os_error, io_error_of, read_json
+from ihstats.base.run_check import config_problem
 from ihtrain.config import ConfigError, RunConfig
 
 
@@ -29,7 +29,7 @@ def read_config_record(run_dir: Path, remedy: str = "") -> dict[str, Any]:
     (empty, not JSON, keys missing, or edited by hand after the run was made)."""
     path = run_dir / "config.json"
     rec = read_json(path, "run's config", remedy)
-    why = config_problem(rec)  # the readers' own check (ihstats.run_check)
+    why = config_problem(rec)  # the readers' own check (ihstats.base.run_check)
     if why:
         raise UnreadableFile(path, why, remedy)
     return rec

@@ -32,7 +32,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from ihstats.contract import read_status
+from ihstats.base.contract import read_status
 from ihtrain.run.checkpoint import LAST, checkpoint_dir
 from ihtrain.config import ModelConfig, RunConfig
 from ihtrain.data.registry import find

@@ -19,18 +19,19 @@ from typing import Any, Callable
 
 import torch
 
-from ihstats.cli_checks import OutputPathError, check_out_dir
-from ihstats.contract import read_status
+from ihstats.base.cli_checks import OutputPathError, check_out_dir
+from ihstats.base.contract import read_status
 from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig, parse_set_args, resolve, to_json
 from ihtrain.run.divergence import TrainingDiverged  # noqa: F401 - train.TrainingDiverged is documented
-from ihstats.fileio import UnreadableFile, describe_os_error, io_error_of
+from ihstats.base.fileio import UnreadableFile, describe_os_error, io_error_of
 from ihtrain.run.locks import DirectoryLocked, run_lock
 from ihtrain.presets import describe_presets
-from ihtrain.probes import probe_in_region
+from ihtrain.data import probe_in_region
 from ihtrain.run.files import record_exception, resume_threads, start_or_record
 from ihtrain.run.trainer import Trainer
 from ihtrain.run.update import adamw_step_, clip_grad_norms_
+from ihstats.base.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_IO_ERROR, EXIT_LOCKED, run_cli
 
 
 def train_run(cfg: RunConfig, out_dir: str | Path, progress: bool = True,
@@ -91,7 +92,6 @@ def solo_update(run: Trainer, step_model: torch.nn.Module, batch: torch.Tensor) 
 
 
 # ---------------------------------------------------------------------------- CLI
-EXIT_IO_ERROR = 75  # sysexits' EX_TEMPFAIL: an I/O cause stopped the run; rerun to resume
 
 
 def _report_failure(out: Path, e: Exception) -> int:
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = resolve(args.preset, args.config, parse_set_args(args.set))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     if args.print_config:
         print(to_json(cfg))
         return 0
@@ -157,18 +157,18 @@ def main(argv: list[str] | None = None) -> int:
         out = check_out_dir(args.out or f"runs/single/{cfg.name}-{cfg.run_id()}", kind="run")
     except OutputPathError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     try:
         status = _train_until_stopped(cfg, out, progress=not args.no_progress)
     except (ConfigError, UnreadableFile) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except DirectoryLocked as e:
         print(f"error: {e}", file=sys.stderr)
-        return 3  # as ihtrain.grid.cli's EXIT_LOCKED
+        return EXIT_LOCKED
     except KeyboardInterrupt:
         print(f"interrupted; rerun the same command to resume from {out}/checkpoints/last.pt", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001
         return _report_failure(out, e)
     if status.get("already_done"):
@@ -180,4 +180,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ihstats.contract import ps_crossing, read_status, write_status
+from ihstats.base.contract import ps_crossing, read_status, write_status
 from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.run.divergence import DivergenceWatch
-from ihstats.fileio import atomic_write_json, atomic_write_parquet, read_parquet
-from ihstats.progress import bar as progress_bar
+from ihstats.base.fileio import atomic_write_json, atomic_write_parquet, read_parquet
+from ihstats.base.progress import bar as progress_bar
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.data.successors import source_successors

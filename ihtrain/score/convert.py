@@ -36,10 +36,11 @@ from ihtrain.config import from_dict
 from ihtrain.data.natural import build_corpus
 from ihtrain.data.source import resolve_cache_dir
 from ihtrain.data.tokenizer import EOS_TEXT, get_tokenizer
-from ihstats.cli_checks import check_out_dir, claim_folder
-from ihstats.fileio import atomic_write
+from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.fileio import atomic_write
 from ihtrain.run.checkpoint import load_model
 from ihtrain.model import GPT
+from ihstats.base.command import run_cli
 
 
 def gpt2_config(model: GPT):
@@ -100,7 +101,7 @@ def to_gpt2(model: GPT):
 def export_run(run_dir: str | Path, out_dir: str | Path, which: str = "auto") -> Path:
     """Save a run's model (``load_model(run_dir, which)``) as a GPT-2 checkpoint in ``out_dir``.
 
-    The output guard (``ihstats.cli_checks``, kind ``checkpoint``) refuses ``out_dir`` when it is
+    The output guard (``ihstats.base.cli_checks``, kind ``checkpoint``) refuses ``out_dir`` when it is
     or lies in the run, another run, series or grid, or holds files the package did not write. The
     files are saved into a temporary folder beside it, then each is renamed into place (atomic, and
     never through a symlink), and recorded in the folder's ``.ihlaw-written``."""
@@ -188,4 +189,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -34,7 +34,7 @@ class Revision:
     hub_revision: str | None = None  # None: ``source`` is a local directory
 
     def record(self, B: int, C: int) -> dict[str, Any]:
-        """Its entry in series.json (``ihstats.series.REVISION_KEYS``): tokens = step * B * C."""
+        """Its entry in series.json (``ihstats.base.series.REVISION_KEYS``): tokens = step * B * C."""
         src = self.source if self.hub_revision is None else f"{self.source}@{self.hub_revision}"
         return {"revision": self.name, "step": self.step, "tokens": self.step * B * C, "source": src}
 

@@ -7,7 +7,7 @@ random ordinary tokens; its successor statistics, for ``ps_indist_ctrl`` and the
 text's bigram counts, else none), one checkpoint is in memory at a time, and each revision's rows are appended to
 ``metrics.parquet`` atomically before the next one loads, so a killed command rerun the same way
 goes on with the first unscored revision. The directory (docs/DESIGN.md, "Scored series
-directory"): ``series.json`` (:mod:`ihstats.series`), ``metrics.parquet``, ``status.json``.
+directory"): ``series.json`` (:mod:`ihstats.base.series`), ``metrics.parquet``, ``status.json``.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ihstats import progress
-from ihstats.contract import FORMED_LEVEL, METRICS_FILE, ps_crossing, write_status
-from ihstats.fileio import atomic_write_parquet, read_parquet
-from ihstats.series import SERIES_KIND, is_series_dir, read_series, series_id, shape_id, write_series
+from ihstats.base import progress
+from ihstats.base.contract import FORMED_LEVEL, METRICS_FILE, ps_crossing, write_status
+from ihstats.base.fileio import atomic_write_parquet, read_parquet
+from ihstats.base.series import SERIES_KIND, is_series_dir, read_series, series_id, shape_id, write_series
 from ihstats.certificate import certify_run
 from ihtrain.data.successors import Successors, bigram_successors
 from ihtrain.metrics import evaluate, metric_names, to_rows
@@ -99,7 +99,7 @@ def _check_positions(hf: torch.nn.Module, probes: ProbeSet) -> None:
 
 def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[str], where: str,
             successors: Successors | None) -> dict[str, Any]:
-    """series.json for ``spec`` (ihstats.series.SERIES_KEYS), from the first checkpoint."""
+    """series.json for ``spec`` (ihstats.base.series.SERIES_KEYS), from the first checkpoint."""
     shape = HFModel(hf).cfg
     n_params, n_non_emb = count_params(hf)
     versions = package_versions()
@@ -120,7 +120,7 @@ def _record(spec: ScoreSpec, hf: torch.nn.Module, probes: ProbeSet, names: list[
            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
            "git_commit": git_commit(), "device": spec.device, "threads": torch.get_num_threads()}
     rec["run_id"] = series_id(rec)
-    rec["shape_id"] = shape_id(rec)  # N and width are checked by readers against it (ihstats.series)
+    rec["shape_id"] = shape_id(rec)  # N and width are checked by readers against it (ihstats.base.series)
     return rec
 
 
@@ -206,7 +206,7 @@ class RevisionLog:
 def score_series(spec: ScoreSpec) -> dict[str, Any]:
     """Score every revision of ``spec`` not yet in ``spec.out``; returns the series.json written.
 
-    Resumable: a directory holding the same series (same identity, :data:`ihstats.series.IDENTITY_KEYS`)
+    Resumable: a directory holding the same series (same identity, :data:`ihstats.base.series.IDENTITY_KEYS`)
     keeps its scored revisions and scores the rest; another series there is an error.
     """
     out = Path(spec.out)

@@ -36,7 +36,7 @@ pack() {  # the grid directory without checkpoints -> tarball $1
   echo "grid exit code: $?"
   kill $DMON $SNAP
   python3 -m ihtrain.grid ${GRID_ARGS:-} --out "$GRID" --status
-  python3 -m ihstats.schema "$GRID" && echo "schema check: ok"
+  python3 -m ihstats.base.schema "$GRID" && echo "schema check: ok"
 } 2>&1 | tee "$OUT/gpu_check.log"
 pack "$OUT/bxc-cpu-gpu.tgz"
 rm -f "$OUT/snapshot.tgz" "$OUT/snapshot.tgz.tmp"

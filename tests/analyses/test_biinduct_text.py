@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ihstats.ablation.biinduct import claim_tests, run_table
-from ihstats.fileio import read_table
+from ihstats.base.fileio import read_table
 
 GRID = Path(__file__).resolve().parents[2] / "data" / "reference_runs" / "biinduct-text-cpu"
 

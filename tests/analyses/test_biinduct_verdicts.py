@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ihstats.ablation.biinduct import curves_frame
-from ihstats.io import load_grid
+from ihstats.base.io import load_grid
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid
 

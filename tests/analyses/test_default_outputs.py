@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ihstats.cli_checks import default_out
+from ihstats.base.cli_checks import default_out
 from ihstats.emergence import main as emergence_main
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from ihstats import _bayes, _bayes_compat
+from ihstats import _bayes
+from ihstats.base import _bayes_compat
 from ihstats.law.predict import REFERENCE_FILE, load_posterior, main
 from ihstats.law.results import predict_from_posterior
 from ihstats.law.spec import UPTLawError
@@ -118,7 +119,7 @@ def test_loo_and_compare_columns():
 
 
 def test_diagnostic_plots_return_one_figure():
-    from ihstats import plots
+    from ihstats.figures import plots
 
     idata = posterior()
     assert plots.plot_rank(posterior(chains=1), ["a"]).axes  # ArviZ 1's default needs 2 chains

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
+from ihstats.base import io
 from ihstats.frontier.budget import compare_budgets, main, per_cell, read_at_budget, run_caps
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid

@@ -1,11 +1,11 @@
-"""ihstats.chance: each measure's chance level, and the rule that says a group of runs sits at it."""
+"""ihstats.base.chance: each measure's chance level, and the rule that says a group of runs sits at it."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ihstats.chance import (Floor, at_floor, band_edge, copy_probe_floors, copy_probe_len, top_share_floor,
+from ihstats.base.chance import (Floor, at_floor, band_edge, copy_probe_floors, copy_probe_len, top_share_floor,
                             uniform_attention, uniform_logprob)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN
+from ihstats.base.contract import CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN
 from ihstats.emergence import circuit, emergence_table, formation
 from ihtrain.grid.status import run_summary
 

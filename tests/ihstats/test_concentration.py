@@ -31,11 +31,17 @@ def test_layer_concentration_exact():
         layer_concentration(m, "la")
 
 
-def test_concentration_matches_the_trainer_reexport():
-    from ihtrain.metrics import concentration as trainer_concentration
-
+def test_concentration_exact():
     s = np.array([[0.5, 0.3], [0.2, -0.1]])
-    assert trainer_concentration(s, 1) == concentration(s, 1)
+    top1, neff = concentration(s, 1)
+    assert top1 == pytest.approx(0.5)
+    assert neff == pytest.approx(1.0 / (0.25 + 0.09 + 0.04))
+    assert concentration(s, 2)[0] == pytest.approx(0.8)
+    assert concentration(s, 10)[0] == pytest.approx(1.0)
+    assert concentration(np.ones((3, 4)), 3) == (pytest.approx(0.25), pytest.approx(12.0))
+    assert concentration(np.array([-1.0, 0.0]), 1) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="k"):
+        concentration(s, 0)
 
 
 def test_cli_on_the_shipped_biinduct_grid(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""ihstats.contract: status.json reader/writer, the max-PS crossing, and no torch."""
+"""ihstats.base.contract: status.json reader/writer, the max-PS crossing, and no torch."""
 
 import json
 import subprocess
@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import contract, io
-from ihstats.contract import (
+from ihstats.base import contract, io
+from ihstats.base.contract import (
     max_over_heads, ps_crossing, read_crossing, read_status, run_crossing, status_record, write_status,
 )
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_run
-from ihstats.fileio import UnreadableFile
+from ihstats.base.fileio import UnreadableFile
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "data" / "reference_runs"
@@ -134,7 +134,7 @@ def test_config_factors_names_are_the_contracts(tmp_path):
 
 
 def test_contract_and_readers_import_no_torch():
-    code = ("import sys; import ihstats.contract, ihstats.schema, ihstats.io, ihstats.emergence; "
+    code = ("import sys; import ihstats.base.contract, ihstats.base.schema, ihstats.base.io, ihstats.emergence; "
             "bad = [m for m in ('torch', 'ihtrain.run.train', 'ihtrain.metrics', 'ihtrain.model') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
@@ -143,10 +143,10 @@ def test_contract_and_readers_import_no_torch():
 
 
 def test_one_schema_error_and_one_status_reader():
-    import ihstats.schema
-    import ihstats.fileio
+    import ihstats.base.schema
+    import ihstats.base.fileio
 
-    assert io.SchemaError is contract.SchemaError is ihstats.schema.SchemaError
-    assert not hasattr(ihstats.fileio, "read_status") and not hasattr(ihstats.fileio, "write_status")
+    assert io.SchemaError is contract.SchemaError is ihstats.base.schema.SchemaError
+    assert not hasattr(ihstats.base.fileio, "read_status") and not hasattr(ihstats.base.fileio, "write_status")
     assert set(contract.PER_HEAD) | set(contract.MODEL_LEVEL) == set(contract.METRIC_NAMES)
     assert set(contract.METRICS_COLUMNS) >= set(contract.METRICS_KEY) and "value" in contract.METRICS_COLUMNS

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.contract import ps_crossing
+from ihstats.base import io
+from ihstats.base.contract import ps_crossing
 from ihstats.detectors import DETECTORS, BayesDetector, detect, get_detector, register_detector
 from ihstats.detectors.base import Detector, EmergenceResult, censored_result, check_curve
 from ihstats.emergence import emergence_table, main

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
+from ihstats.base import io
 from ihstats.detectors import detect
 from ihstats.detectors.pelt import pelt_breakpoints, pelt_penalty
 from ihstats.emergence import emergence_table, formation, main
@@ -261,7 +261,7 @@ def test_cli_writes_csv_and_fails_cleanly(grid, tmp_path, capsys):
 
 
 def test_figure_helper_writes_png_and_pdf(tmp_path):
-    from ihstats.plots import plot_emergence
+    from ihstats.figures.plots import plot_emergence
 
     c = simulate_curve("sigmoid", seed=1)
     r = detect(c.steps, c.values)

@@ -150,7 +150,7 @@ def test_report_shows_what_the_answer_depends_on(fast_out, tmp_path):
 def test_idata_nc_carries_prior_and_both_predictive_groups(fast_out):
     """issue 56: az.plot_ppc and prior-predictive checks run from the saved file alone."""
     from ihstats import _bayes
-    from ihstats.plots import plot_ppc
+    from ihstats.figures.plots import plot_ppc
 
     out, _, _ = fast_out
     idata = _bayes.from_netcdf(out / "idata.nc")
@@ -171,7 +171,7 @@ def test_idata_nc_constant_data_splits_censored_from_observed_runs(fast_out):
     """issue 68: the saved fit carries each run's raw B, C, onset, last step, censored flag and id,
     so a user of idata.nc alone can tell the censored runs from the observed ones."""
     from ihstats import _bayes
-    from ihstats.plots import plot_ppc
+    from ihstats.figures.plots import plot_ppc
 
     out, _, _ = fast_out
     idata = _bayes.from_netcdf(out / "idata.nc")
@@ -179,7 +179,7 @@ def test_idata_nc_constant_data_splits_censored_from_observed_runs(fast_out):
     table = pd.read_csv(out / "emergence.csv")
     assert list(const["run_id"].values) == table["run_id"].astype(str).tolist()
     assert (const["censored"].values == table["censored"].to_numpy(bool)).all() and const["censored"].values.any()
-    for col in ("B", "C", "last_step", "onset"):  # the CSV holds 6 significant digits (ihstats.display)
+    for col in ("B", "C", "last_step", "onset"):  # the CSV holds 6 significant digits (ihstats.base.display)
         np.testing.assert_allclose(const[col].values, table[col], rtol=1e-5)
     assert {"x_B", "x_C"} <= set(const.data_vars)  # PyMC's centred predictors are kept beside them
     obs = _bayes.group_dataset(idata, "observed_data")["log_upt"].values
@@ -202,7 +202,7 @@ def test_ppc_runs_are_labelled_by_their_factors(fast_out):
 
 def test_ppc_figure_is_clipped_to_the_data(fast_out):
     """The PPC draws quantile bands per run; heavy-tailed predictive draws cannot stretch its axis."""
-    from ihstats.plots import plot_ppc_bands
+    from ihstats.figures.plots import plot_ppc_bands
 
     out, _, _ = fast_out
     ppc = pd.read_csv(out / "figures" / "ppc_runs.csv")

@@ -1,4 +1,4 @@
-"""ihstats.io against run and grid directories written by the simulator in the docs/DESIGN.md layout."""
+"""ihstats.base.io against run and grid directories written by the simulator in the docs/DESIGN.md layout."""
 
 import json
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import contract, io
+from ihstats.base import contract, io
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid, write_fake_run
 

@@ -1,4 +1,4 @@
-"""ihstats.progress: bars that suit a log file, step lines, warnings once (issue 56, item 1)."""
+"""ihstats.base.progress: bars that suit a log file, step lines, warnings once (issue 56, item 1)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from ihstats import progress
+from ihstats.base import progress
 
 
 class FakeClock:

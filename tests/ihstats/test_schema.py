@@ -1,4 +1,4 @@
-"""ihstats.schema: run and grid directory checks catch a broken directory and pass the shipped logs."""
+"""ihstats.base.schema: run and grid directory checks catch a broken directory and pass the shipped logs."""
 
 import json
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ihstats.schema import check_grid_dir, check_run_dir, main
+from ihstats.base.schema import check_grid_dir, check_run_dir, main
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_run
 
@@ -69,7 +69,7 @@ def test_a_broken_run_is_caught(run_dir, breakage, message):
 def test_cli(run_dir, capsys):
     assert main([str(run_dir), "--logs-only"]) == 0 and capsys.readouterr().out.strip().endswith(": ok")
     _edit_json(run_dir / "status.json", status="emerged")
-    r = subprocess.run([sys.executable, "-m", "ihstats.schema", "--logs-only", str(run_dir)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "ihstats.base.schema", "--logs-only", str(run_dir)], capture_output=True,
                        text=True, cwd=ROOT)
     assert r.returncode == 1 and "status must be one of" in r.stdout and "1 problem(s)" in r.stdout
 

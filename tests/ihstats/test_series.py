@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.contract import SchemaError, write_status
-from ihstats.schema import check_run_dir
-from ihstats.series import SERIES_FILE, read_series, series_factors, series_id, write_series
+from ihstats.base import io
+from ihstats.base.contract import SchemaError, write_status
+from ihstats.base.schema import check_run_dir
+from ihstats.base.series import SERIES_FILE, read_series, series_factors, series_id, write_series
 
 
 def _record(B=4, C=16, steps=(0, 10, 100)) -> dict:

@@ -158,7 +158,7 @@ def lookup_model(W: "np.ndarray", P: int = 16, d: int = 96) -> GPT:
     """One attention-only layer, one head (d_head = d), V = W.shape[0] tokens: the query holding
     token a attends to every position j <= a with weight exactly ``W[a, x_j]`` (normalised): the
     score is ``log W[a, x_j]`` (``W`` > 0). ``W = P(next | current)`` of a Markov generator is the
-    oracle successor-lookup head of ``ihstats.chance.indist_ceilings`` (``W / marginal``: its PMI
+    oracle successor-lookup head of ``ihstats.base.chance.indist_ceilings`` (``W / marginal``: its PMI
     form). No output (OV zero): an attention-only fixture."""
     import numpy as np
 

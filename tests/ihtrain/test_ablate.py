@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
+from analyses.ablation_tests import main as ablation_tests_main
+from ihstats.ablation.results import kv_true_above
 from ihtrain.ablate.cli import (ICLBatch, LoadedRun, encode_query, example_inputs, icl_report, icl_scores,
                             load_trained_run, main, repeat_scores, score_examples)
 from ihtrain.config import ModelConfig, resolve
@@ -295,8 +297,14 @@ def test_cli_icl_and_errors(tiny_run, tmp_path, capsys):
     assert (rep["hits3"] >= rep["hits1"]).all() and (rep["shots_mean"] <= 10).all()
     kv = pd.read_csv(tmp_path / "icl_kv.csv")  # key -> value recall beside it, 3 controls
     assert kv["control"].tolist() == ["true", "permuted", "absent"] and kv["hits1"].between(0, 1).all()
-    assert kv["p_true_above"].isna().tolist() == [True, False, False]  # a paired p per control
-    assert kv["p_true_above"].iloc[1:].between(1 / 16, 1).all()  # 4 prompts: exact, floor 1/16
+    prompts = pd.read_csv(tmp_path / "icl_kv_prompts.csv")  # the answer log-prob of each prompt, per control
+    assert len(prompts) == 3 * 4 and prompts.groupby("control")["logprob"].mean().round(6).to_dict() == \
+        kv.set_index("control")["mean_logprob"].round(6).to_dict()
+    p = kv_true_above(prompts)  # the paired test is the statistics' (issue 67)
+    assert p["control"].tolist() == ["permuted", "absent"] and p["n_prompts"].eq(4).all()
+    assert p["p_true_above"].between(1 / 16, 1).all()  # 4 prompts: exact, floor 1/16
+    assert ablation_tests_main(["--kv", str(tmp_path / "icl_kv_prompts.csv"), "--out", str(tmp_path / "kv")]) == 0
+    assert pd.read_csv(tmp_path / "kv" / "kv_tests.csv")["p_true_above"].tolist() == p["p_true_above"].tolist()
     assert "wrote" in capsys.readouterr().out
 
     assert main([str(tmp_path / "nope")]) == 2

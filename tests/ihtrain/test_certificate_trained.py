@@ -68,7 +68,7 @@ def test_fixed_offset_model_crosses_but_is_not_certified(fixed_offset_run):
 
 def test_the_scorer_says_fixed_offset_in_one_line(fixed_offset_run, tmp_path, capsys):
     pytest.importorskip("transformers")
-    from ihtrain.score.__main__ import main
+    from ihtrain.score.cli import main
     from ihtrain.score.convert import to_gpt2
 
     model, saved, _ = fixed_offset_run

@@ -8,7 +8,7 @@ import torch
 
 from ihtrain.run.checkpoint import FINAL, LAST, SIDECAR, checkpoint_dir, load_model, read_model_config
 from ihtrain.config import resolve
-from ihstats.fileio import UnreadableFile
+from ihstats.base.fileio import UnreadableFile
 from ihtrain.run.train import solo_update
 from ihtrain.run.trainer import Trainer
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.display import compact_runs, head_label, parse_head, rounded_csv
+from ihstats.base.display import compact_runs, head_label, parse_head, rounded_csv
 from ihstats.tables import formed_counts
 from ihtrain.run.train import main as train_main
 from pathlib import Path

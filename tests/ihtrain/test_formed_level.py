@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.contract import FORMED_LEVEL, formed_level
+from ihstats.base import io
+from ihstats.base.contract import FORMED_LEVEL, formed_level
 from ihstats.emergence import emergence_table
 from ihstats.frontier.budget import read_at_budget
 from ihstats.simulate.curves import simulate_curve

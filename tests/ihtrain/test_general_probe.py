@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from ihstats.chance import general_probe_chance, indist_ceilings, likely_successor, offset_general_ceiling
-from ihstats.contract import GENERAL_PROBE_METRICS, general_probe_layout
+from ihstats.base.chance import general_probe_chance, indist_ceilings, likely_successor, offset_general_ceiling
+from ihstats.base.contract import GENERAL_PROBE_METRICS, general_probe_layout
 from ihtrain.data.markov import MarkovConfig, MarkovSource
 from ihtrain.data.repeats import copy_labels
 from ihtrain.data.successors import bigram_successors

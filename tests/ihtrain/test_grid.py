@@ -431,8 +431,8 @@ seed = [0, 1]
 
 def test_reference_grids_follow_the_contract():
     """The committed grid logs (no weights) pass the logs-only schema check and load in ihstats."""
-    from ihstats.io import load_grid
-    from ihstats.schema import check_grid_dir
+    from ihstats.base.io import load_grid
+    from ihstats.base.schema import check_grid_dir
 
     grids = sorted((ROOT / "data" / "reference_runs").glob("bxc-cpu-*"))
     assert grids
@@ -501,7 +501,7 @@ def _run_id_before_issue_26(cfg) -> str:
     """RunConfig.run_id as written before cell_id existed, frozen here: the rule must not move."""
     import hashlib
 
-    from ihstats.ids import EXECUTION_ONLY_FIELDS
+    from ihstats.base.ids import EXECUTION_ONLY_FIELDS
 
     d = cfg.to_dict()
     d.pop("name", None)
@@ -527,7 +527,7 @@ def _run_id_before_issue_26(cfg) -> str:
 
 def test_shipped_presets_keep_their_run_ids():
     """Every run of every shipped grid preset keeps its id; cell_id is the same rule without seed."""
-    from ihstats.ids import cell_hash, config_hash
+    from ihstats.base.ids import cell_hash, config_hash
 
     for name in grid_preset_paths():
         for r in load_grid_preset(name).expand():
@@ -586,8 +586,8 @@ def test_tiny_seeded_grid_carries_seed_and_cell_id(tmp_path, smoke_cache, monkey
     """Two replicates of one cell, really trained: manifest, summary, ihstats readers and the
     emergence table carry seed and one shared cell_id; the schema check asks for them."""
     from ihstats.emergence import emergence_table
-    from ihstats.io import load_grid
-    from ihstats.schema import check_grid_dir
+    from ihstats.base.io import load_grid
+    from ihstats.base.schema import check_grid_dir
 
     monkeypatch.setenv("IHLAW_CACHE", str(smoke_cache))
     spec = tmp_path / "t.toml"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.schema import check_grid_dir
+from ihstats.base.schema import check_grid_dir
 from ihtrain.run.schedule import eval_schedule
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -21,7 +21,7 @@ from ihtrain.grid.executors import STOP_FILE, Task, _ray_entry, ray_task_options
 from ihtrain.grid.cli import build_parser, execute  # noqa: E402
 from ihtrain.grid.plan import GridOptions  # noqa: E402
 from ihtrain.grid.spec import parse_spec  # noqa: E402
-from ihstats.schema import check_grid_dir  # noqa: E402
+from ihstats.base.schema import check_grid_dir  # noqa: E402
 from test_grid_resume import ROOT, status  # noqa: E402
 
 SPEC = {

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats.schema import check_grid_dir
+from ihstats.base.schema import check_grid_dir
 from ihtrain.run.schedule import eval_schedule
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 import tomllib
 
-from ihtrain.config import MAX_PROBE_LEN, probe_len_of
+from ihstats.base.contract import MAX_PROBE_LEN, probe_len_of
 from ihtrain.grid.cli import main
 from ihtrain.grid.expand import probe_geometry_warning
 from ihtrain.grid.spec import parse_spec

@@ -12,7 +12,8 @@ from ihtrain.config import resolve
 from ihtrain.data import repeat_start_of
 from ihtrain.data.markov import build_chain, generate_markov
 from ihtrain.data.repeats import copy_labels, plant_repeats
-from ihtrain.grid.expand import probe_in_region, probe_region_check
+from ihtrain.data import probe_in_region
+from ihtrain.grid.expand import probe_region_check
 from ihtrain.grid.spec import parse_spec
 from ihtrain.metrics import evaluate
 from ihtrain.model import Cache

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from ihstats import contract
+from ihstats.base import contract
 from ihtrain.config import ModelConfig
 from ihtrain.data.successors import Successors
-from ihstats.contract import OPT_IN_METRICS
-from ihtrain.metrics import (METRIC_NAMES, NEEDS_SUCCESSORS, REGISTRY, Activations, ar_from_logits, concentration, evaluate, ov_copy,
+from ihstats.base.contract import OPT_IN_METRICS
+from ihtrain.metrics import (METRIC_NAMES, NEEDS_SUCCESSORS, REGISTRY, Activations, ar_from_logits, evaluate, ov_copy,
                              to_rows, val_loss)
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
@@ -222,17 +222,3 @@ def test_to_rows_layer_head_order():
     rows = to_rows({"ps": np.arange(6.0).reshape(2, 3)}, 0, 0)
     assert rows[["layer", "head", "value"]].values.tolist() == [[0, 0, 0], [0, 1, 1], [0, 2, 2], [1, 0, 3],
                                                                 [1, 1, 4], [1, 2, 5]]
-
-
-# ------------------------------------------------------------------------------ concentration
-def test_concentration_exact():
-    s = np.array([[0.5, 0.3], [0.2, -0.1]])
-    top1, neff = concentration(s, 1)
-    assert top1 == pytest.approx(0.5)
-    assert neff == pytest.approx(1.0 / (0.25 + 0.09 + 0.04))
-    assert concentration(s, 2)[0] == pytest.approx(0.8)
-    assert concentration(s, 10)[0] == pytest.approx(1.0)
-    assert concentration(np.ones((3, 4)), 3) == (pytest.approx(0.25), pytest.approx(12.0))
-    assert concentration(np.array([-1.0, 0.0]), 1) == (0.0, 0.0)
-    with pytest.raises(ValueError, match="k"):
-        concentration(s, 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ihstats.chance import copy_probe_floors, repeat_probe_floor
+from ihstats.base.chance import copy_probe_floors, repeat_probe_floor
 from ihtrain.config import ModelConfig
 from ihtrain.metrics import NEEDS_VAL, evaluate
 from ihtrain.model import GPT
@@ -82,7 +82,7 @@ def test_blank_model_scores_chance(probes, val):
     for name in ("repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob"):
         assert r[name] == pytest.approx(-np.log(V), abs=1e-5)
     assert r["icl_token_index"] == pytest.approx(0.0, abs=1e-5)
-    # the chance levels the verdicts compare with (ihstats.chance) are what a uniform head measures
+    # the chance levels the verdicts compare with (ihstats.base.chance) are what a uniform head measures
     floors = copy_probe_floors(C, 0, V)
     for name in ("dup_bwd", "anti_induction"):
         np.testing.assert_allclose(r[name], floors[name], rtol=1e-5)

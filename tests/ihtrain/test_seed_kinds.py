@@ -4,7 +4,7 @@ to ``seed``, so every shipped run keeps its id; a cell's replicates share cell_i
 import numpy as np
 import pytest
 
-from ihstats import io
+from ihstats.base import io
 from ihtrain.config import ConfigError, resolve
 
 TINY = {"data.source": "markov", "data.markov.vocab": 64, "data.markov.frequency": 0.9, "data.markov.reliability": 0.9,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ihstats.contract import ps_crossing, read_status
+from ihstats.base.contract import ps_crossing, read_status
 from ihtrain.config import ConfigError, resolve
 from ihtrain.grid.run_cost import budget_of
 from ihtrain.run.schedule import emergence_stop_step, eval_schedule, lr_at

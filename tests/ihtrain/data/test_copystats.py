@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from ihstats.ids import config_hash
+from ihstats.base.ids import config_hash
 from ihtrain.config import RunConfig, apply_overrides, validate
 from ihtrain.copystats import main
 from ihtrain.data.copystats import copy_distances, copy_table

@@ -4,9 +4,33 @@ import numpy as np
 import pytest
 
 from ihtrain.config import RunConfig, validate
-from ihtrain.data.bigram_stats import empirical_entropy_rate, mutual_information
 from ihtrain.data.markov import MarkovConfig, TOL_H, TOL_SIM, MarkovSource, build_chain, generate_markov, marginal
 from ihtrain.data.repeats import measure_repeats
+
+
+# The estimators from the tokens alone that check what markov.py computes exactly (kept beside
+# their only use: no package module measures them).
+def mutual_information(tokens: np.ndarray, V: int) -> float:
+    """Plug-in mutual information (bits) between neighbouring tokens of ``tokens`` (n, T)."""
+    a, b = tokens[:, :-1].ravel(), tokens[:, 1:].ravel()
+    joint = np.bincount(a * V + b, minlength=V * V).reshape(V, V) / a.size
+    pa, pb = joint.sum(1), joint.sum(0)
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log2(joint[nz] / np.outer(pa, pb)[nz])))
+
+
+def empirical_entropy_rate(tokens: np.ndarray, V: int) -> float:
+    """Conditional entropy ``H(x_t | x_{t-1})`` (bits) of neighbouring tokens of ``tokens`` (n, T),
+    plug-in with the Miller-Madow correction (+ (cells seen - rows seen) / (2 N ln 2)): for a
+    first-order chain sampled from its stationary distribution it estimates the entropy rate
+    that :meth:`ihtrain.data.markov.MarkovChain.stats` computes exactly."""
+    a, b = tokens[:, :-1].ravel(), tokens[:, 1:].ravel()
+    joint = np.bincount(a * V + b, minlength=V * V).reshape(V, V).astype(np.float64)
+    n = joint.sum()
+    rows = joint.sum(1)
+    nz = joint > 0
+    plug_in = -np.sum(joint[nz] * np.log2((joint / np.where(rows > 0, rows, 1)[:, None])[nz])) / n
+    return float(plug_in + (nz.sum() - (rows > 0).sum()) / (2 * n * np.log(2)))
 
 
 def dense_stats(ch):

@@ -2,7 +2,7 @@
 
 The toy source below lives only in this file. Registering it is all it takes for the config to
 accept ``data.source = "toy"`` and ``data.toy.*``, for ``build_source`` to build it, for a run to
-train on it, for the pack key to see its vocabulary and for ``ihstats.io`` to read its factors.
+train on it, for the pack key to see its vocabulary and for ``ihstats.base.io`` to read its factors.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ihstats import io
+from ihstats.base import io
 from ihtrain.config import ConfigError, RunConfig, from_dict, resolve
 from ihtrain.errors import need
 from ihtrain.data import build_source, registry
@@ -57,7 +57,7 @@ def _check(toy: ToyConfig, cfg: Any) -> None:
 @pytest.fixture
 def toy(monkeypatch):
     """The toy source registered for one test (the registry and the factor rules restored after)."""
-    from ihstats import sources
+    from ihstats.base import sources
 
     registry.sources()  # the shipped ones first, as in any process
     monkeypatch.setattr(registry, "_SOURCES", dict(registry._SOURCES))

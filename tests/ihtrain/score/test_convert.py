@@ -13,7 +13,7 @@ from ihtrain.data.successors import bigram_successors
 from ihtrain.metrics import evaluate, to_rows
 from ihtrain.model import GPT
 from ihtrain.probes import make_probes
-from ihtrain.score.__main__ import main
+from ihtrain.score.cli import main
 from ihtrain.score.convert import to_gpt2
 
 pytest.importorskip("transformers")

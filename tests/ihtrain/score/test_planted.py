@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from ihstats.emergence import emergence_table
-from ihstats.io import load_grids
+from ihstats.base.io import load_grids
 from ihtrain.model import GPT
-from ihtrain.score.__main__ import main
+from ihtrain.score.cli import main
 from ihtrain.score.convert import to_gpt2
 from tests.ihtrain.handwired import induction_model
 

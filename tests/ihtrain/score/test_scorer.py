@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ihstats import io
-from ihstats.contract import OPT_IN_METRICS, PER_HEAD
+from ihstats.base import io
+from ihstats.base.contract import OPT_IN_METRICS, PER_HEAD
 from ihstats.emergence import emergence_table, main as emergence_main
-from ihstats.schema import check_run_dir
-from ihstats.series import read_series
+from ihstats.base.schema import check_run_dir
+from ihstats.base.series import read_series
 from ihtrain.score import scorer
-from ihtrain.score.__main__ import main
+from ihtrain.score.cli import main
 from ihtrain.score.load import Revision, ScoreError, load_checkpoint, refuse_remote_code, resolve_revisions, step_of
 from tests.ihtrain.score.conftest import save_revisions
 

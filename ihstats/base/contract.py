@@ -1,7 +1,7 @@
 """The run-directory contract (docs/DESIGN.md, "Data contracts") in one place, torch-free.
 
 Both halves import it: the trainer (``ihtrain.run.train``, ``ihtrain.metrics``, ``ihtrain.grid``,
-``ihtrain.grid.executors``) writes what it fixes, the statistics (``ihstats.io``, ``ihstats.schema``,
+``ihtrain.grid.executors``) writes what it fixes, the statistics (``ihstats.base.io``, ``ihstats.base.schema``,
 ``ihstats.emergence``) read it. It holds
 
 - the metric names and whether each is per head (``METRICS``; the torch functions behind the
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ihstats.fileio import UnreadableFile, atomic_write_json, read_json, read_parquet
+from ihstats.base.fileio import UnreadableFile, atomic_write_json, read_json, read_parquet
 
 
 class SchemaError(ValueError):
@@ -52,7 +52,7 @@ METRICS: dict[str, bool] = {
     "anti_copy": True,
     # issue 65: what certifies induction. PS on the general probe (random spans repeated at three
     # copy distances after in-distribution filler, general_probe_layout), ps_indist restricted to
-    # copies whose token is not a likely successor (ihstats.chance.likely_successor), and per run
+    # copies whose token is not a likely successor (ihstats.base.chance.likely_successor), and per run
     # the chance levels and non-induction ceilings those scores are read against (model level,
     # constant per run, logged at every evaluation)
     "ps_gen_near": True, "ps_gen_mid": True, "ps_gen_far": True, "ps_indist_ctrl": True,
@@ -78,7 +78,7 @@ PER_HEAD: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if per_he
 MODEL_LEVEL: tuple[str, ...] = tuple(m for m, per_head in METRICS.items() if not per_head)
 
 # ----------------------------------------------------------------------------- files
-# column -> kind ("integer", "float", "string"); ihstats.io.check_frame checks and casts them
+# column -> kind ("integer", "float", "string"); ihstats.base.io.check_frame checks and casts them
 METRICS_COLUMNS = {"step": "integer", "tokens": "integer", "metric": "string", "layer": "integer",
                    "head": "integer", "value": "float"}
 TRAIN_COLUMNS = {"step": "integer", "tokens": "integer", "loss": "float", "lr": "float", "grad_norm": "float",
@@ -92,14 +92,14 @@ MANIFEST_COLUMNS = ("run_id", "status", "stop_reason", "steps")
 MANIFEST_KEY_COLUMNS = ("cell_id", "seed")
 
 # ----------------------------------------------------------------------------- factors
-# Short factor name -> dotted config field (under config.json["config"]); ihstats.io.config_factors.
+# Short factor name -> dotted config field (under config.json["config"]); ihstats.base.io.config_factors.
 FACTOR_FIELDS = {"B": "train.batch_size", "C": "train.context", "n_layer": "model.n_layer",
                  "n_head": "model.n_head", "d_model": "model.d_model", "lr": "train.lr"}
 # Data knobs by leaf name; filled only when the knob is active (else missing).
 MARKOV_KNOBS = ("dependency", "marginal", "zipf_alpha", "n_groups", "within_similarity",
                 "across_similarity", "entropy_rate")
 BIINDUCT_KNOBS = ("span_len", "mix_start", "span_source")
-# The shipped sources' factor rules (ihstats.sources.source_factors), by source name: the knobs
+# The shipped sources' factor rules (ihstats.base.sources.source_factors), by source name: the knobs
 # reported as they are, and those reported only when imposed (>= 0). Part of the contract: the
 # factor columns of every shipped grid's summary.csv. Another source's factors are every scalar
 # field of its section, or the rule its trainer module registers.
@@ -107,14 +107,14 @@ SHIPPED_SOURCE_FACTORS = {
     "seminatural": {"knobs": ("frequency", "reliability")},
     "markov": {"knobs": MARKOV_KNOBS, "imposed": ("frequency", "reliability")},
 }
-# The shipped wrappers' factor rules (ihstats.sources.wrapper_factors): a wrapper is a config section
+# The shipped wrappers' factor rules (ihstats.base.sources.wrapper_factors): a wrapper is a config section
 # a run may wear over any source; its factor (named like the section) is its mode, and its knobs
 # are reported only when the mode is not ``off`` (else missing). Part of the contract as above.
 SHIPPED_WRAPPER_FACTORS = {
     "biinduct": {"mode": "mode", "off": "none", "knobs": BIINDUCT_KNOBS},
 }
 # Config fields added after runs were shipped, with the default that reproduces those runs
-# (ihstats.ids.config_hash hashes them only when set otherwise, so every shipped run keeps its id).
+# (ihstats.base.ids.config_hash hashes them only when set otherwise, so every shipped run keeps its id).
 LATE_FIELDS = {("weight_seed",): -1, ("data_seed",): -1,  # seeds by kind (issue 66); -1: the run's seed
                ("data", "markov", "repeat_start"): 0, ("train", "emergence_metric"): "ps",
                # the generators' mechanism knobs (issue 53), in both repeat-planting sources
@@ -133,7 +133,7 @@ STATUSES = ("running", "done", "failed")  # what status.json says
 # What grids report beside them (manifest, summary, --status): not started; running with no grid on
 # it (a rerun resumes it); a status.json or log that cannot be read (never trained over).
 GRID_STATUSES = ("pending", "interrupted", "unreadable")
-UNKNOWN_STATUS = "unknown"  # ihstats.io: a run directory without status.json
+UNKNOWN_STATUS = "unknown"  # ihstats.base.io: a run directory without status.json
 # Why a run stopped: "" while it trains or when it failed; the budget that ended a done run
 # (emerged: until-emergence; max_steps, max_tokens: the cap); interrupted: stopped, resumable.
 STOP_REASONS = ("", "emerged", "max_steps", "max_tokens", "interrupted")

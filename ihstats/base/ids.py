@@ -2,7 +2,7 @@
 a resolved config dict.
 
 The trainer names run directories with them (``RunConfig.run_id`` / ``RunConfig.cell_id``) and the
-statistics recompute them from a ``config.json`` (``ihstats.io.config_factors``), so both apply the
+statistics recompute them from a ``config.json`` (``ihstats.base.io.config_factors``), so both apply the
 one rule here. The rule is fixed: a change renames every shipped run.
 """
 
@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from ihstats.contract import LATE_FIELDS
+from ihstats.base.contract import LATE_FIELDS
 
 # Fields that change how a run executes but not what it computes (left out of run_id). The
 # divergence rule only decides whether a broken run fails, never what a healthy run computes.

@@ -1,13 +1,13 @@
-"""Checks of run and grid directories against the contract (:mod:`ihstats.contract`,
+"""Checks of run and grid directories against the contract (:mod:`ihstats.base.contract`,
 docs/DESIGN.md "Data contracts"): every file present, keys and columns there, logs consistent
 with ``status.json``.
 
-Used by ``python -m ihtrain.grid`` at the end of a grid, beside the checks ``ihstats.io`` makes
+Used by ``python -m ihtrain.grid`` at the end of a grid, beside the checks ``ihstats.base.io`` makes
 while loading. Functions return a list of problems (empty: ok) so callers decide whether to warn
 or fail; ``assert_grid_dir`` raises. No torch import.
 
-    python -m ihstats.schema runs/bxc-text
-    python -m ihstats.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
+    python -m ihstats.base.schema runs/bxc-text
+    python -m ihstats.base.schema --logs-only data/reference_runs/bxc-cpu-h200-bf16
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.contract import (
+from ihstats.base.contract import (
     CONFIG_KEYS, MANIFEST_COLUMNS, MANIFEST_KEY_COLUMNS, METRICS_COLUMNS, METRICS_KEY, MODEL_LEVEL, PER_HEAD,
     STATUSES, TRAIN_COLUMNS, SchemaError, emergence_metric, formed_level, ps_crossing,
 )
-from ihstats.fileio import UnreadableFile, read_json, read_parquet
-from ihstats.run_check import (config_problem, config_value_problems, duplicate_runs, logs_problem, metric_range_problem,
+from ihstats.base.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.base.run_check import (config_problem, config_value_problems, duplicate_runs, logs_problem, metric_range_problem,
                                run_dirs_of)
-from ihstats.series import is_series_dir, read_series
+from ihstats.base.series import is_series_dir, read_series
+from ihstats.base.command import run_cli
 
 
 def _json(path: Path, problems: list[str]) -> dict | None:
@@ -92,7 +93,7 @@ def check_run_dir(run_dir: str | Path, weights: bool | str = True) -> list[str]:
 
 def check_series_dir(series_dir: str | Path) -> list[str]:
     """Problems with a scored checkpoint series (``python -m ihtrain.score``): series.json
-    (:func:`ihstats.series.read_series`), status.json, the metric log, every scored step one of
+    (:func:`ihstats.base.series.read_series`), status.json, the metric log, every scored step one of
     the sidecar's revisions with tokens = step * B * C; no weights or training log."""
     rd = Path(series_dir)
     problems: list[str] = []
@@ -235,7 +236,7 @@ def check_grid_dir(grid_dir: str | Path, weights: bool | str = True) -> list[str
 
 def _check_run_set(gd: Path, listed: set[str]) -> list[str]:
     """The grid's run directories as a set: each run once (no copy or symlink of another), each
-    listed in the manifest, none without its config.json (:mod:`ihstats.run_check`)."""
+    listed in the manifest, none without its config.json (:mod:`ihstats.base.run_check`)."""
     dirs, problems = run_dirs_of(gd)
     ids = [str((_json(d / "config.json", []) or {}).get("run_id")) for d in dirs]
     problems += duplicate_runs(ids, dirs)
@@ -250,7 +251,7 @@ def assert_grid_dir(grid_dir: str | Path) -> None:
         raise SchemaError(f"{grid_dir}: {len(problems)} problem(s): " + "; ".join(problems[:10]))
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m ihstats.schema") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m ihstats.base.schema") -> int:
     p = argparse.ArgumentParser(prog=prog, description="Check a grid or run directory "
                                 "against the data contract.")
     p.add_argument("path", help="grid directory (with manifest.parquet) or run directory (with status.json)")
@@ -270,4 +271,4 @@ def main(argv: list[str] | None = None, prog: str = "python -m ihstats.schema") 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

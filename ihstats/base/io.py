@@ -4,7 +4,7 @@ Schema problems raise :class:`SchemaError` naming the file, the column and the p
 findings (an unknown metric name, a run that is not ``done``) are kept in ``problems`` lists and
 the data is still loaded: a run that is still running or failed is flagged by its ``status``.
 The names, column types, factor names and status values checked here are
-:mod:`ihstats.contract`'s.
+:mod:`ihstats.base.contract`'s.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ihstats.contract import (
+from ihstats.base.contract import (
     FACTOR_FIELDS, METRIC_NAMES, METRICS_COLUMNS, METRICS_FILE, STATUS_FILE, STATUSES, TRAIN_COLUMNS,
     UNKNOWN_STATUS, SchemaError, emergence_metric, formed_level, run_crossing,
 )
-from ihstats.fileio import UnreadableFile, read_json, read_parquet
-from ihstats.ids import cell_hash, seed_kinds
-from ihstats.run_check import METRIC_RANGES, duplicate_runs, metric_range_problem, run_dirs_of, run_problems
-from ihstats.series import is_series_dir, read_series, series_factors
-from ihstats.sources import source_factors, wrapper_factors
+from ihstats.base.fileio import UnreadableFile, read_json, read_parquet
+from ihstats.base.ids import cell_hash, seed_kinds
+from ihstats.base.run_check import METRIC_RANGES, duplicate_runs, metric_range_problem, run_dirs_of, run_problems
+from ihstats.base.series import is_series_dir, read_series, series_factors
+from ihstats.base.sources import source_factors, wrapper_factors
 
-KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.contract), under the name io always used
+KNOWN_METRICS = METRIC_NAMES  # the contract's names (ihstats.base.contract), under the name io always used
 
 
 @dataclass
@@ -42,7 +42,7 @@ class RunData:
     train: pd.DataFrame | None
     problems: list[str] = field(default_factory=list)
     # first update at which max PS reached the run's emergence threshold (None: not reached), as
-    # status.json records it or, for older runs, from the metrics (ihstats.contract.run_crossing)
+    # status.json records it or, for older runs, from the metrics (ihstats.base.contract.run_crossing)
     crossing: int | None = None
 
 
@@ -106,7 +106,7 @@ def _check_values(df: pd.DataFrame, source: str, nonfinite: str, problems: list[
 
 
 def _check_ranges(df: pd.DataFrame, source: str) -> None:
-    """A metric value outside its range (:data:`ihstats.run_check.METRIC_RANGES`: a PS of 5.0) is an
+    """A metric value outside its range (:data:`ihstats.base.run_check.METRIC_RANGES`: a PS of 5.0) is an
     edited or broken log: it would form a run that never formed. Raises :class:`SchemaError`."""
     why = metric_range_problem(df, source)
     if why:
@@ -156,9 +156,9 @@ def config_factors(meta: dict[str, Any]) -> dict[str, Any]:
     initial weights and of the data: ``seed`` unless the config sets them), ``B`` (train.batch_size), ``C`` (train.context),
     ``N`` (n_params_non_embedding), ``n_params``, ``n_layer``, ``n_head``, ``d_model``, ``lr``,
     ``source``; ``frequency``, ``reliability`` and the active source's knobs by leaf name
-    (:func:`ihstats.sources.source_factors`: ``data.seminatural.*`` for ``seminatural``,
+    (:func:`ihstats.base.sources.source_factors`: ``data.seminatural.*`` for ``seminatural``,
     ``data.markov.*`` for ``markov``, frequency and reliability there only when imposed, i.e. >= 0);
-    each wrapper's mode and, when it is on, its knobs (:func:`ihstats.sources.wrapper_factors`:
+    each wrapper's mode and, when it is on, its knobs (:func:`ihstats.base.sources.wrapper_factors`:
     ``biinduct``). Inactive knobs are missing (NaN in frames).
     """
     cfg = meta.get("config", {})
@@ -179,7 +179,7 @@ SKIP_HINT = "pass --skip-bad (on_error='skip') to leave the run out"
 
 
 def _checked(read: Any, path: Path, **kw: Any) -> Any:
-    """A checked read (:mod:`ihstats.fileio`) whose damaged file raises :class:`SchemaError`,
+    """A checked read (:mod:`ihstats.base.fileio`) whose damaged file raises :class:`SchemaError`,
     naming the file and what is wrong."""
     try:
         return read(path, **kw, remedy=SKIP_HINT)
@@ -193,13 +193,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False) -> RunData:
     """Load one run directory, refused (:class:`SchemaError` naming the run and why) when its files
-    disagree with each other (:mod:`ihstats.run_check`: an edited config.json, a done run whose
+    disagree with each other (:mod:`ihstats.base.run_check`: an edited config.json, a done run whose
     log misses its last evaluation).
 
     Parameters
     ----------
     path : run directory holding ``config.json`` (or a scored series' ``series.json``,
-        :mod:`ihstats.series`) and (once it has evaluated) ``metrics.parquet``.
+        :mod:`ihstats.base.series`) and (once it has evaluated) ``metrics.parquet``.
     nonfinite : {"error", "drop"}
         NaN/infinite metric values raise a :class:`SchemaError` or are dropped (and reported).
     named : bool
@@ -210,7 +210,7 @@ def load_run(path: str | Path, *, nonfinite: str = "error", named: bool = False)
     RunData
         ``metrics`` gains a ``run_id`` column; a missing ``metrics.parquet`` gives an empty frame
         and a problem; ``status`` is ``running|done|failed`` or ``unknown`` (no status.json);
-        ``crossing`` as :func:`ihstats.contract.run_crossing`.
+        ``crossing`` as :func:`ihstats.base.contract.run_crossing`.
     """
     path = Path(path)
     if not path.is_dir():
@@ -270,7 +270,7 @@ def _log_problems(meta: dict[str, Any], factors: dict[str, Any], metrics: pd.Dat
 
 def _run_meta(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(meta, factors) of a run directory: a trained run's ``config.json``, or a scored series'
-    ``series.json`` (:mod:`ihstats.series`) when it has no config.json."""
+    ``series.json`` (:mod:`ihstats.base.series`) when it has no config.json."""
     cfg_path = path / "config.json"
     if not cfg_path.is_file() and is_series_dir(path):
         meta = read_series(path)

@@ -3,7 +3,7 @@ range that gives them a meaning, and outputs against the files a command reads.
 
 The output guard (issue 50; :func:`check_out_dir` for folders, :func:`check_out_file` for one
 file) is the one place every writing command asks where it may write. Refused: an output that is,
-or holds, one of the command's inputs; a run's or grid's own files (``ihstats.run_check``), and
+or holds, one of the command's inputs; a run's or grid's own files (``ihstats.base.run_check``), and
 results written into a run's or grid's folder; a file the package did not write (each folder keeps
 the names the package wrote there in :data:`WRITTEN_RECORD`, see :func:`record_written`); a train or
 grid ``--out`` that already holds such files without being a run or grid; and system or package
@@ -26,10 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ihstats.fileio import WRITTEN_RECORD, atomic_write_text, control_character
-from ihstats.fit_protocol import SAMPLER
-from ihstats.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
-from ihstats.series import is_series_dir
+from ihstats.base.fileio import WRITTEN_RECORD, atomic_write_text, control_character
+from ihstats.base.run_check import GRID_OWN_FILES, RUN_OWN_FILES, folder_kind
+from ihstats.base.series import is_series_dir
 
 
 @dataclass(frozen=True)
@@ -87,36 +86,6 @@ NONNEG_INT = Range(0, integer=True)  # seeds, tuning steps
 PROBABILITY_OPEN = Range(0, 1, lo_open=True, hi_open=True)  # hdi_prob, alpha, target_accept, level
 
 
-# The sampler flags every fitting script takes, declared once (issue 51): the same names, defaults
-# and help in fit_upt_law, fit_frontier, validate_law and law_mechanism.
-SAMPLER_RANGES = {"draws": COUNT, "tune": NONNEG_INT, "chains": COUNT, "seed": NONNEG_INT}
-FAST = {"draws": 300, "tune": 300, "chains": 2}  # --fast: a first look, not for reporting
-
-
-def add_sampler_flags(parser: argparse.ArgumentParser, *, chains: int = SAMPLER.chains, seed_help: str = "sampler seed",
-                      target_accept: bool = False) -> None:
-    """``--fast``, ``--draws``, ``--tune``, ``--chains``, ``--seed`` (and ``--target-accept``) in a
-    "sampler" group; check them with :data:`SAMPLER_RANGES` and apply ``--fast`` with :func:`apply_fast`."""
-    g = parser.add_argument_group("sampler")
-    g.add_argument("--fast", action="store_true",
-                   help=f"{FAST['chains']} chains x {FAST['draws']} draws ({FAST['tune']} tune): a first look")
-    g.add_argument("--draws", type=int, default=SAMPLER.draws, help=f"draws per chain (default {SAMPLER.draws})")
-    g.add_argument("--tune", type=int, default=SAMPLER.tune, help=f"tuning steps per chain (default {SAMPLER.tune})")
-    g.add_argument("--chains", type=int, default=chains, help=f"chains, run one after another (default {chains})")
-    g.add_argument("--seed", type=int, default=SAMPLER.seed, help=f"{seed_help} (default {SAMPLER.seed})")
-    if target_accept:
-        g.add_argument("--target-accept", type=float, default=SAMPLER.target_accept,
-                       help=f"NUTS target acceptance (default {SAMPLER.target_accept})")
-
-
-def apply_fast(args: argparse.Namespace) -> argparse.Namespace:
-    """With ``--fast``, the :data:`FAST` draws, tuning steps and chains replace the given ones."""
-    if getattr(args, "fast", False):
-        for name, value in FAST.items():
-            setattr(args, name, value)
-    return args
-
-
 def range_error(name: str, value: object, rng: Range) -> str | None:
     """The message for ``value`` outside ``rng`` (``None`` when it is inside)."""
     return None if rng.contains(value) else f"{name}: must be {rng.describe()}, got {value!r}"
@@ -170,7 +139,7 @@ OWN_FILES = {"run": (*RUN_OWN_FILES, "series.json", ".score.lock"), "grid": GRID
 
 def _protected() -> list[tuple[Path, str]]:
     """Folders refused with everything under them: the system's, Python's and the package's."""
-    src = Path(__file__).resolve().parent
+    src = Path(__file__).resolve().parents[1]  # the ihstats folder (this module lives in ihstats/base)
     places = [(Path(f), "the system folder") for f in SYSTEM_FOLDERS]
     places += [(Path(p).resolve(), "the Python installation") for p in {sys.prefix, sys.base_prefix}]
     return places + [(src.parent / name, "the package folder") for name in ("ihstats", "ihtrain")]
@@ -188,7 +157,7 @@ def place_error(out: Path) -> str | None:
 
 
 def data_folder_of(target: Path) -> Path | None:
-    """The nearest run or grid directory (:func:`ihstats.run_check.folder_kind`: a scored series is
+    """The nearest run or grid directory (:func:`ihstats.base.run_check.folder_kind`: a scored series is
     a run) that is ``target`` or holds it; None when it lies in none."""
     return next((f for f in [target, *target.parents] if folder_kind(f)), None)
 
@@ -323,7 +292,7 @@ def _foreign_entry(out: Path) -> str | None:
 
 
 def _temp_file(name: str) -> bool:
-    """A temporary file of a killed atomic write (``ihstats.fileio.atomic_write``): never a result."""
+    """A temporary file of a killed atomic write (``ihstats.base.fileio.atomic_write``): never a result."""
     return name.startswith(".") and name.endswith(".tmp")
 
 
@@ -428,7 +397,7 @@ def check_out_file(out: str | Path, inputs: Iterable[str | Path] = (), flag: str
     is one of ``inputs``, lies anywhere in a run's, series' or grid's directory (``allowed_in_run``:
     the names a command may write in a run directory itself, ``ablate``'s own tables), or exists
     without the package having written it (:func:`written_by_package`). A symlink at ``out`` is
-    replaced by the file, never written through (:func:`ihstats.fileio.atomic_write`). Call
+    replaced by the file, never written through (:func:`ihstats.base.fileio.atomic_write`). Call
     :func:`record_written` after writing it. Other parameters as :func:`check_out_dir`."""
     out = Path(out)
     target = out.parent.resolve() / out.name  # a link named ``out`` is replaced, so its own path counts

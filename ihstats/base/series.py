@@ -4,7 +4,7 @@ A series directory is written by ``python -m ihtrain.score``: a public model's t
 (or any directories of revisions) scored with the trainer's metrics. It holds ``metrics.parquet``
 and ``status.json`` as a run directory does, and ``series.json`` in place of the trainer's
 ``config.json``: the model, its family, each revision's step and tokens, the B and C the tokens
-count with, and the probe settings. :mod:`ihstats.io` reads it directly, so ``ihstats.emergence``
+count with, and the probe settings. :mod:`ihstats.base.io` reads it directly, so ``ihstats.emergence``
 and the law fit take a series as a run (``B``, ``C``, ``N`` from here), never through a fake config.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ihstats.contract import SchemaError
-from ihstats.fileio import UnreadableFile, atomic_write_json, read_json
-from ihstats.ids import config_hash
+from ihstats.base.contract import SchemaError
+from ihstats.base.fileio import UnreadableFile, atomic_write_json, read_json
+from ihstats.base.ids import config_hash
 
 SERIES_FILE = "series.json"
 #: every key of series.json (docs/DESIGN.md); IDENTITY_KEYS are what a resumed scoring must share
@@ -28,7 +28,7 @@ REMEDY = "rescore into a new directory with python -m ihtrain.score"
 
 
 def series_id(record: dict[str, Any]) -> str:
-    """The series' ``run_id``: the run_id rule (:func:`ihstats.ids.config_hash`) on its identity
+    """The series' ``run_id``: the run_id rule (:func:`ihstats.base.ids.config_hash`) on its identity
     (:data:`IDENTITY_KEYS`): the same model, B, C, probes, metrics and dtype give the same id,
     whatever revisions were scored."""
     return config_hash({k: record[k] for k in IDENTITY_KEYS})
@@ -102,7 +102,7 @@ def write_series(run_dir: str | Path, record: dict[str, Any]) -> Path:
 
 
 def series_factors(record: dict[str, Any]) -> dict[str, Any]:
-    """The factors of a series, under the names :func:`ihstats.io.config_factors` gives a run:
+    """The factors of a series, under the names :func:`ihstats.base.io.config_factors` gives a run:
     ``cell_id`` (the run_id: a series is its own cell), ``seed`` (None), ``B``, ``C``, ``n_layer``,
     ``n_head``, ``d_model``, ``lr`` (None), ``N`` (non-embedding parameters), ``n_params``,
     ``source`` (None), and the series' own ``model`` and ``family``."""

@@ -41,7 +41,7 @@ def _maybe_inject_enospc(path: Path) -> None:
 
 #: the file in an output folder naming, one a line, the files the package wrote there (relative
 #: paths, for files in its sub-folders): :func:`atomic_write` adds every file it writes under a
-#: folder that carries one (``ihstats.cli_checks`` reads it: a file it does not list is the user's)
+#: folder that carries one (``ihstats.base.cli_checks`` reads it: a file it does not list is the user's)
 WRITTEN_RECORD = ".ihlaw-written"
 #: how many folders up :func:`atomic_write` looks for a :data:`WRITTEN_RECORD` (a fit's figures/, onset/)
 _RECORD_DEPTH = 3

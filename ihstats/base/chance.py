@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ihstats.contract import general_probe_layout, probe_len_of
+from ihstats.base.contract import general_probe_layout, probe_len_of
 
 #: the default "at the floor" factor: within a factor of 2 of chance (ln 2 on a log scale)
 CHANCE_FACTOR = 2.0
@@ -199,7 +199,7 @@ def indist_ceilings(tokens: np.ndarray, queries: np.ndarray, keys: np.ndarray, P
 
 def general_probe_chance(context: int, repeat_start: int) -> float:
     """Each general-probe score's chance level (uniform causal attention on the one target key):
-    the queries sit at ``[C - k, C - 2]`` at every distance (:func:`ihstats.contract.general_probe_layout`)."""
+    the queries sit at ``[C - k, C - 2]`` at every distance (:func:`ihstats.base.contract.general_probe_layout`)."""
     lay = general_probe_layout(context, repeat_start)
     return uniform_attention(np.arange(lay["second"], int(context) - 1))
 

@@ -1,13 +1,13 @@
 """One check of a run directory's files against each other, made by every reader before it counts
-a run (issue 50): ``ihstats.io.load_run`` / ``load_grid`` (and so ``ihstats.emergence``, the law,
-frontier and Bi-Induct readers), ``python -m ihstats.schema``, ``ihtrain.ablate`` and the
+a run (issue 50): ``ihstats.base.io.load_run`` / ``load_grid`` (and so ``ihstats.emergence``, the law,
+frontier and Bi-Induct readers), ``python -m ihstats.base.schema``, ``ihtrain.ablate`` and the
 trainer's resume (``ihtrain.run.files``).
 
 A run's files are written by one trainer in one directory; a file edited, copied or lost after the
 run was made breaks one of these rules, and a reader that trusted it would report a wrong factor
 (an edited batch size), a wrong censoring step (a lost last evaluation) or the same run twice:
 
-- ``config.json``'s ``config`` hashes to its ``run_id`` (:func:`ihstats.ids.config_hash`);
+- ``config.json``'s ``config`` hashes to its ``run_id`` (:func:`ihstats.base.ids.config_hash`);
 - in a grid the directory is named by that ``run_id`` (a renamed copy is not);
 - a run whose ``status.json`` says ``done`` has a ``metrics.parquet`` whose last evaluation is the
   step ``status.json`` records (the trainer always evaluates its last update);
@@ -24,15 +24,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ihstats.contract import METRICS_FILE, STATUS_FILE
-from ihstats.ids import config_hash
-from ihstats.series import SERIES_KIND, is_series_dir, series_id
+from ihstats.base.contract import METRICS_FILE, STATUS_FILE
+from ihstats.base.ids import config_hash
+from ihstats.base.series import SERIES_KIND, is_series_dir, series_id
 
 #: a run's data: a sub-directory with one of them but no config.json is a run that lost its config
 #: (not an unrelated folder to pass over; a status.json alone is a run that failed before it wrote one)
 RUN_FILES = (METRICS_FILE, "train.parquet", "checkpoints")
 #: everything a trainer writes in a run directory, and a grid in its directory (beside the runs):
-#: no other command may write over them (ihstats.cli_checks, the output guard)
+#: no other command may write over them (ihstats.base.cli_checks, the output guard)
 RUN_OWN_FILES = ("config.json", STATUS_FILE, *RUN_FILES, "error.txt", "curves.png", "curves.pdf", "worker.log", "stop.request",
                  ".run.lock")
 GRID_OWN_FILES = ("grid.json", "manifest.parquet", "summary.csv", ".grid.lock")

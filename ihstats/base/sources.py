@@ -1,12 +1,12 @@
 """What the statistics read from a data source's config section: its grid factors, by source name.
 
 A run's ``config.json`` names its source (``data.source``) and holds the source's knobs in a
-section under ``data``. :func:`source_factors` turns them into factor columns (``ihstats.io``'s
+section under ``data``. :func:`source_factors` turns them into factor columns (``ihstats.base.io``'s
 ``config_factors``, the grid summary). A source with no rule here gives every scalar field of the
 section named like it (``data.<source>``) as a factor, so a new source needs no entry here; the
 trainer's data-source registry (``ihtrain.data.registry``) adds a rule when a source registers
 one. The shipped sources' rules are part of the data contract
-(:data:`ihstats.contract.SHIPPED_SOURCE_FACTORS`; ``contract.FACTORS``, the summary.csv of shipped
+(:data:`ihstats.base.contract.SHIPPED_SOURCE_FACTORS`; ``contract.FACTORS``, the summary.csv of shipped
 grids): they leave out the knobs that are not grid factors (vocabulary, pool and layout fields).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ihstats.contract import SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS
+from ihstats.base.contract import SHIPPED_SOURCE_FACTORS, SHIPPED_WRAPPER_FACTORS
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def source_factors(data: dict[str, Any]) -> dict[str, Any]:
 
 def wrapper_factors(data: dict[str, Any]) -> dict[str, Any]:
     """The factors of the wrappers a run's ``config["data"]`` may wear
-    (:data:`ihstats.contract.SHIPPED_WRAPPER_FACTORS`): each wrapper's mode under its section's
+    (:data:`ihstats.base.contract.SHIPPED_WRAPPER_FACTORS`): each wrapper's mode under its section's
     name (its ``off`` value when the section is missing) and, when it is on, its knobs."""
     data = data if isinstance(data, dict) else {}
     out: dict[str, Any] = {}

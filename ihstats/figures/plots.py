@@ -1,7 +1,7 @@
 """Figure functions of one fit or one run (seaborn/matplotlib, Agg backend) and ``save_figure``.
 
 The figure home of the package: every function that draws lives here, in
-:mod:`ihstats.plots_paper` (figures that compare runs or conditions: the paper figures) or, for
+:mod:`ihstats.figures.plots_paper` (figures that compare runs or conditions: the paper figures) or, for
 one run's training curves, in :mod:`ihtrain.plots`. Each takes tidy data or a results object and
 returns the matplotlib Figure; ``path`` (a stem), where accepted, writes it through
 :func:`save_figure`, the one place a figure is written (PNG and PDF, atomically).
@@ -24,9 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator, StrMethodFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ihstats import _bayes_compat  # noqa: E402
-from ihstats.fileio import atomic_write  # noqa: E402
-from ihstats.frontier.glm import SEPARATION_SHORT  # noqa: E402
+from ihstats.base import _bayes_compat  # noqa: E402
+from ihstats.base.fileio import atomic_write  # noqa: E402
 
 SUFFIXES = (".png", ".pdf")
 
@@ -286,7 +285,7 @@ def plot_obs_vs_pred(frame: Any, r: float, hdi_prob: float) -> Any:
 
 
 # ================================================================== posterior diagnostics (ArviZ)
-# The only ArviZ plotting calls; what differs between ArviZ 0.x and 1 is in ihstats._bayes_compat.
+# The only ArviZ plotting calls; what differs between ArviZ 0.x and 1 is in ihstats.base._bayes_compat.
 def plot_trace(idata: Any, var_names: Any) -> Any:
     """Trace plot (compact) of ``var_names``."""
     fig = _bayes_compat.plot_trace(idata, var_names)
@@ -371,7 +370,7 @@ def plot_frontier(results: Any, path: str | Path | None = None, hdi_prob: float 
     :class:`ihstats.frontier.results.FrontierResults`; the title states a degenerate boundary or
     separated data. ``path``: stem of the ``.png`` and ``.pdf``."""
     note = results.boundary_note(hdi_prob)
-    title = note or SEPARATION_SHORT.get(results.separation, "")
+    title = note or results.separation_short
     return plot_frontier_map(results.model.cells, results.frontier(hdi_prob), hdi_prob=hdi_prob,
                              glm_label=f"GLM ({results.glm.method})", title=title,
                              title_size=7 if note else 9, path=path)
