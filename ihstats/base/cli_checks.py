@@ -335,7 +335,7 @@ def _set_aside_recorded(out: Path) -> list[str]:
             continue
         if path.is_symlink() or path.is_file():
             (aside / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, aside / rel)
+            path.rename(aside / rel)  # a move inside the folder, not a write
             kept.append(rel)
             folders.update(p for p in path.parents if p != out and out in p.parents)
     for folder in sorted(folders, key=lambda p: -len(p.parts)):

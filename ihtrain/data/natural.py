@@ -495,8 +495,7 @@ class NaturalSource:
     def val_sample(self, n_seqs: int, length: int) -> np.ndarray:
         """Evenly spaced windows over the validation split (deterministic, may overlap if short)."""
         check_sample_args(n_seqs, length)
-        val = self.stream.val
-        self._check(val.shape[0], length, "val")
+        self._check((val := self.stream.val).shape[0], length, "val")
         starts = np.linspace(0, val.shape[0] - length, n_seqs).round().astype(np.int64)  # (n_seqs,)
         return np.array(val[starts[:, None] + np.arange(length)], dtype=np.int64)
 
