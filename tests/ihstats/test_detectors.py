@@ -70,9 +70,12 @@ def test_a_registered_detector_runs_through_the_emergence_table(toy, grid):
 
 def test_a_registered_detector_is_a_cli_method(toy, grid, tmp_path, capsys):
     out = tmp_path / "em.csv"
-    # --min-rise and --min-log-bf are flags of the built-in detectors: the toy takes neither
-    assert main([str(grid), "-o", str(out), "--method", toy, "--min-rise", "0.2"]) == 0
+    assert main([str(grid), "-o", str(out), "--method", toy]) == 0
     assert "wrote 3 runs: 2 with an onset, 1 censored (no onset by the last step)" in capsys.readouterr().out
+    # --min-rise is a flag of the built-in detectors: the toy takes none, so it is refused, not ignored
+    with pytest.raises(SystemExit) as e:
+        main([str(grid), "-o", str(out), "--method", toy, "--min-rise", "0.2"])
+    assert e.value.code == 2 and "--min-rise 0.2: has no effect here" in capsys.readouterr().err
     assert set(pd.read_csv(out)["method"]) == {toy}
 
 
