@@ -118,7 +118,9 @@ def general_rows(metrics: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in ("run_id", "step", "tokens", "layer", "head") if c in gen.columns]
     if gen.empty:
         return metrics.iloc[0:0]
-    wide = gen.pivot_table(index=keys, columns="metric", values="value", aggfunc="first", dropna=False)
+    # the observed (step, head) rows only: a pivot over every combination of the keys would add
+    # rows for steps paired with other steps' token counts, all NaN
+    wide = gen.groupby([*keys, "metric"], sort=True)["value"].first().unstack("metric")
     score = wide.reindex(columns=list(GENERAL_SLOTS)).min(axis=1, skipna=False)
     return score.rename("value").reset_index().assign(metric=GENERAL_METRIC)[[*keys, "metric", "value"]]
 
