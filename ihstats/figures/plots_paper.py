@@ -261,18 +261,23 @@ def plot_biinduct(frame: pd.DataFrame, panels: dict[str, str],
     Bi-Induct mode (seeds share a colour), over steps. ``frame``: ``run_id, metric, step,
     value, mode`` (:func:`ihstats.ablation.biinduct.curves_frame`). Linear steps: the rises fill
     the later half of the budget."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2), layout="constrained")
+    _mode_curves(axes, frame, panels)
+    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode (one line per seed)", title_fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def _mode_curves(axes: Any, frame: pd.DataFrame, panels: dict[str, str]) -> None:
+    """One panel per metric, one line per run coloured by its Bi-Induct mode (seeds share a colour)."""
     f = frame[frame["step"] > 0]
     modes = sorted(f["mode"].unique())
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 3.2), layout="constrained")
     for ax, (metric, label) in zip(axes, panels.items()):
         for i, mode in enumerate(modes):
             sub = f[(f["metric"] == metric) & (f["mode"] == mode)]
             for j, (_, g) in enumerate(sub.groupby("run_id")):
                 ax.plot(g["step"], g["value"], lw=1.0, alpha=0.8, color=f"C{i}", label=mode if j == 0 else None)
         ax.set(xlabel="step (updates)", title=label)
-    axes[0].legend(fontsize=7, frameon=False, title="Bi-Induct mode (one line per seed)", title_fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    return fig
 
 
 # ================================================================== out-of-sample law validation
@@ -438,17 +443,11 @@ def plot_biinduct_text(curves: pd.DataFrame, panels: dict[str, str], claims: pd.
     the design's floor (|) and 0.05 (dashed), with the verdict beside it.
 
     ``claims``: ``claim, label`` (or ``column``), ``p_for_holm, floor_holm, verdict``."""
-    f = curves[curves["step"] > 0]
-    modes = sorted(f["mode"].unique())
     fig = plt.figure(figsize=(13, 7.6), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.15))
     axes = top.subplots(1, len(panels))
-    for ax, (metric, label) in zip(axes, panels.items()):
-        for i, mode in enumerate(modes):
-            sub = f[(f["metric"] == metric) & (f["mode"] == mode)]
-            for j, (_, g) in enumerate(sub.groupby("run_id")):
-                ax.plot(g["step"], g["value"], lw=1.0, alpha=0.8, color=f"C{i}", label=mode if j == 0 else None)
-        ax.set(xlabel="step (updates)", title=label)
+    _mode_curves(axes, curves, panels)
+    for ax in axes:
         ax.title.set_fontsize(8)
     axes[0].legend(fontsize=7, frameon=False, title="mode (one line per seed)", title_fontsize=7)
     ax, text = bottom.subplots(1, 2, width_ratios=(1, 1.05), sharey=True)
