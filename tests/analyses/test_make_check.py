@@ -36,3 +36,22 @@ def test_figures_without_a_recorded_commit_say_so(tmp_path):
 def test_a_csv_belongs_to_the_longest_figure_name_it_starts_with():
     assert figure_of("upt_law_default_law") == "upt_law_default" and figure_of("upt_law_params") == "upt_law"
     assert figure_of("frontier_markov_cells") == "frontier_markov" and figure_of("nothing") is None
+
+
+def test_only_redraws_its_rows_and_keeps_every_other_figure_in_the_index(tmp_path):
+    import argparse
+    import shutil
+
+    from paper_figures.make import REGISTRY, earlier_index, write_index
+    shutil.copy(ROOT / "paper_figures/figures/INDEX.md", tmp_path / "INDEX.md")
+    header, before = earlier_index(tmp_path / "INDEX.md")
+    assert set(before) == set(REGISTRY) and header
+    args = argparse.Namespace(full=False, seed=3, only=["mechanism"], argv=["--only", "mechanism", "--fast"])
+    redrawn = {"name": "mechanism", "status": "skipped", "source": "-", "command": "c", "note": "no data",
+               "seconds": 0.5}
+    write_index(tmp_path, [redrawn], args)
+    header_after, after = earlier_index(tmp_path / "INDEX.md")
+    assert list(after) == list(REGISTRY)  # every figure, in the registry's order
+    assert after["mechanism"]["row"].startswith("| mechanism | skipped |")
+    assert all(after[n] == before[n] for n in REGISTRY if n != "mechanism")
+    assert header_after.startswith(header.rstrip(".")) and "then mechanism by" in header_after
