@@ -35,11 +35,10 @@ from ihstats.ablation.pooled import pooled_ablation_tests
 from ihstats.ablation.report import write_ablation_report
 from ihstats.ablation.results import AblationResults, kv_true_above, run_ablation_tests
 from ihstats.ablation.spec import PREV_TOKEN_SUFFIX, SEED_SEP, AblationSpec
-from ihstats.base.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, check_out_dir, claim_folder,
-                                default_out)
+from ihstats.base.cli_checks import (COUNT, NONNEG_INT, PROBABILITY_OPEN, Range, check_args, claim_folder)
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_table
 from ihstats.fit_protocol import save_and_warn
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_ablation.csv"
@@ -74,8 +73,7 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     check_args(ap, args, RANGES)
     source = args.kv or args.table or EXAMPLE
-    args.out = args.out or default_out("ablation", source)
-    check_out_dir(args.out, inputs=[source], parser=ap)  # before any work
+    args.out = out_folder(args.out, "ablation", source, inputs=[source], parser=ap)  # before any work
     return args
 
 

@@ -24,13 +24,13 @@ import pandas as pd
 
 from ihstats.ablation.biinduct import NATURAL, claim_tests, curves_frame, run_table
 from ihstats.base.chance import CHANCE_FACTOR
-from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import Range, check_args, claim_folder
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
 from ihstats.base.io import load_grid
 from ihstats.figures.plots import save_figure
 from ihstats.figures.plots_paper import plot_biinduct
 from ihstats.ablation.seeds import condition_contrasts
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 CONTRAST_COLUMNS = ("ps", "ps_nat", "onset_or_cap", "repeat_nat_logprob", "copy_fwd_logprob", "copy_bwd_logprob",
                     "dup_bwd", "anti_induction", "anti_copy", "icl_token_index", "kv_hits1", "kv_gain", "top_share",
@@ -57,9 +57,9 @@ def parse_args(argv=None):
     ap.add_argument("--out", type=Path, default=None,
                     help="output folder (default results/biinduct/<name of the grid>)")
     args = ap.parse_args(argv)
-    args.out = args.out or default_out("biinduct", args.grid)
     check_args(ap, args, {"level": Range(0, 1, lo_open=True), "alpha": Range(0, 1, lo_open=True, hi_open=True)})
-    check_out_dir(args.out, inputs=[args.grid] + ([args.ablation] if args.ablation else []), parser=ap)
+    args.out = out_folder(args.out, "biinduct", args.grid, inputs=[args.grid] + ([args.ablation] if args.ablation else []),
+                          parser=ap)
     return args
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.cli_checks import claim_folder
 from ihstats.base.fileio import atomic_write_text
 from ihstats.simulate.design import Variances, design_cells, design_widths, measured_variances
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 B_SPANS = {"16-128": [16, 32, 64, 128], "8-128": [8, 16, 32, 64, 128]}
@@ -54,11 +54,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="a grid's summary.csv whose formed runs give the variances (default: bxc-cross's)")
     p.add_argument("--sims", type=int, default=100, help="simulated grids per design (default 100)")
     p.add_argument("--cell-sd", type=float, default=None, help="override the measured cell misfit sd")
-    p.add_argument("--out", default="results/design_law", help="output folder (default results/design_law)")
+    p.add_argument("--out", default=None, help="output folder (default results/design_law)")
     args = p.parse_args(argv)
     if args.sims < 10:
         p.error("--sims must be >= 10")
-    check_out_dir(args.out, inputs=[args.summary], parser=p)  # never over what it reads
+    args.out = out_folder(args.out, "design_law", inputs=[args.summary], parser=p)  # never over what it reads
     try:
         var, fit = measured_variances(pd.read_csv(args.summary))
     except (OSError, KeyError, ValueError) as e:

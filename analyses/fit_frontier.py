@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.base import io, progress
-from ihstats.base.cli_checks import PROBABILITY_OPEN, check_args, check_out_dir, check_unused, claim_folder, default_out
+from ihstats.base.cli_checks import PROBABILITY_OPEN, check_args, check_unused, claim_folder
 from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import onset_metric
 from ihstats.frontier.budget import per_run, two_budgets
@@ -54,7 +54,7 @@ from ihstats.fit_protocol import save_and_warn
 from ihstats.base.fileio import read_table as read_checked_table
 from ihstats.base.display import CSV_FLOAT_FORMAT
 from ihstats.tables import outcome_basis, outcome_word
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "example_frontier.csv"
@@ -95,8 +95,7 @@ def parse_args(argv=None):
     table = None if args.grid else "a given table holds its verdicts (only --grid reads logs)"
     check_unused(ap, args, {"onset": table, "budget_ratio": table, "cap": table})
     inputs = args.grid or [args.table or EXAMPLE]
-    args.out = args.out or default_out("frontier", inputs[0])
-    check_out_dir(args.out, inputs=inputs, parser=ap)  # before any work
+    args.out = out_folder(args.out, "frontier", inputs[0], inputs=inputs, parser=ap)  # before any work
     return args
 
 

@@ -21,8 +21,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ihstats.base.cli_checks import (PROBABILITY_OPEN, Range, check_args, check_out_dir, check_unused, claim_folder,
-                                default_out)
+from ihstats.base.cli_checks import (PROBABILITY_OPEN, Range, check_args, check_unused, claim_folder)
 from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.detectors import DETECTORS
 from ihstats.emergence import emergence_table, onset_metric
@@ -38,7 +37,7 @@ from ihstats.fit_protocol import save_and_warn
 from ihstats.base.display import CSV_FLOAT_FORMAT, rounded_csv
 from ihstats.tables import formed_counts, outcome_basis, outcome_word
 from ihstats.base import progress
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 DEFAULT_RUNS = "runs/bxc-cross"
 RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
@@ -115,7 +114,7 @@ def parse_args(argv=None):
                                                                   f"--onset-method {args.onset_method} does not take it")
                                                      for f in ("threshold",)}})
     inputs = [args.emergence] if args.emergence else (args.runs or [DEFAULT_RUNS])
-    args.out = check_out_dir(args.out or default_out("upt_law", inputs[0]), inputs=inputs, parser=p)
+    args.out = out_folder(args.out, "upt_law", inputs[0], inputs=inputs, parser=p)
     return args
 
 

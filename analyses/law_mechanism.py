@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.base.cli_checks import COUNT, PROBABILITY_OPEN, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import COUNT, PROBABILITY_OPEN, check_args, claim_folder
 from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, read_json, read_table
@@ -38,7 +38,7 @@ from ihstats.base.io import load_grids
 from ihstats.law.arms import REFERENCE, fit_arms
 from ihstats.tables import formed_column, outcome_basis
 from ihstats.base.display import CSV_FLOAT_FORMAT
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 RANGES = {**SAMPLER_RANGES, "hdi_prob": PROBABILITY_OPEN, "seqs": COUNT}
 
@@ -139,7 +139,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     check_args(p, args, RANGES)
     src = args.grid or args.emergence
-    args.out = check_out_dir(args.out or default_out("law_mechanism", src), inputs=[src], parser=p)
+    args.out = out_folder(args.out, "law_mechanism", src, inputs=[src], parser=p)
     return apply_fast(args)
 
 

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from ihstats.certificate import certify_run
-from ihstats.base.cli_checks import check_out_dir, claim_folder
+from ihstats.base.cli_checks import claim_folder
 from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.data import build_source, repeat_start_of
 from ihtrain.data.successors import source_successors
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 CEILINGS = ("chance_indist", "chance_ctrl", "ceil_succ_indist", "ceil_succ_pmi_indist", "ceil_succ_ctrl")
 
@@ -85,10 +85,10 @@ def grid_table(grid: Path) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("grids", nargs="+", type=Path, help="grid or run directories")
-    p.add_argument("--out", type=Path, default=Path("results/legacy_ceilings"), help="output folder")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default results/legacy_ceilings)")
     a = p.parse_args(argv)
     try:
-        check_out_dir(a.out, inputs=a.grids)
+        a.out = out_folder(a.out, "legacy_ceilings", inputs=a.grids)
         frames = [grid_table(g) for g in a.grids]
     except (UnreadableFile, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import Range, check_args, claim_folder
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_json, read_table
 from ihstats.base.io import config_factors
 from ihstats.ablation.permutation import stratified_exact_test, stratified_rank_test
 from ihstats.tables import summary_formed
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GRIDS = (ROOT / "data" / "reference_runs" / "markov", ROOT / "runs" / "markov-entropy")
@@ -64,8 +64,7 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     args.grids = args.grids or [g for g in DEFAULT_GRIDS if g.is_dir()]
     check_args(ap, args, {"tolerance": Range(0)})
-    args.out = args.out or default_out("markov_entropy", args.grids[0])
-    check_out_dir(args.out, inputs=args.grids, parser=ap)
+    args.out = out_folder(args.out, "markov_entropy", args.grids[0], inputs=args.grids, parser=ap)
     return args
 
 

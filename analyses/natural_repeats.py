@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.base.cli_checks import NONNEG_INT, Range, check_args, check_out_dir, claim_folder
+from ihstats.base.cli_checks import NONNEG_INT, Range, check_args, claim_folder
 from ihtrain.config import DataConfig
 from ihtrain.data.natural import load_stream
 from ihstats.base.display import CSV_FLOAT_FORMAT
 from ihstats.base.fileio import atomic_write_csv
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 CONTEXTS = (16, 32, 64, 128, 256, 512, 1024)
 PUBLISHED = {"a": 0.37, "b": 0.62}
@@ -94,10 +94,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="window seed (default 0)")
     p.add_argument("--k-range", type=float, nargs=2, default=[128, 512], metavar=("LO", "HI"),
                    help="also fit k over LO <= C <= HI (default 128 512: the shipped bxc-cpu-h200 runs' C)")
-    p.add_argument("--out", default="results/natural_repeats", help="output directory (default results/natural_repeats)")
+    p.add_argument("--out", default=None, help="output directory (default results/natural_repeats)")
     args = p.parse_args(argv)
     check_args(p, args, {"windows": Range(2, integer=True), "seed": NONNEG_INT})
-    check_out_dir(args.out, parser=p)
+    args.out = out_folder(args.out, "natural_repeats", parser=p)
     return args
 
 

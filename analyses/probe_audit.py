@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.base.cli_checks import check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import claim_folder
 from ihstats.base.fileio import UnreadableFile, atomic_write_text, read_json, read_parquet
 from ihtrain.config import ConfigError, from_dict
 from ihtrain.data import probe_in_region
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "reference_runs"
@@ -80,9 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="output folder (default: results/probe_audit/<the grids' names, or 'shipped'>)")
     a = p.parse_args(argv)
     grids = a.grids or sorted(d for d in SHIPPED.iterdir() if d.is_dir())
-    a.out = a.out or default_out("probe_audit", None) / audit_name(a.grids)
     try:
-        check_out_dir(a.out, inputs=grids)
+        a.out = out_folder(a.out, "probe_audit", sub=audit_name(a.grids), inputs=grids)
         frames = [audit_grid(g) for g in grids]
     except (UnreadableFile, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

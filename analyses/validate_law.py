@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from ihstats.tables import outcome_basis
-from ihstats.base.cli_checks import check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import check_args, claim_folder
 from ihstats.fit_protocol import SAMPLER_RANGES, add_sampler_flags, apply_fast
 from ihstats.emergence import emergence_table, onset_metric
 from ihstats.base.io import load_grid
@@ -42,7 +42,7 @@ from ihstats.law.report import write_validation_figure
 from ihstats.law.spec import FORMS, UPTLawError, UPTLawSpec
 from ihstats.law.validation import ValidationSpec, cross_validate, validate_holdout
 from ihstats.base.fileio import UnreadableFile, read_table
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 
 def parse_args(argv=None):
@@ -87,8 +87,6 @@ def parse_args(argv=None):
     p.add_argument("--no-progress", action="store_true", help="no progress bar over refits")
     args = p.parse_args(argv)
     check_args(p, args, SAMPLER_RANGES)
-    if args.out is not None:  # never over what it reads (a grid's summary.csv, a posterior)
-        check_out_dir(args.out, inputs=[x for x in (args.runs, args.fit, args.test, args.posterior) if x], parser=p)
     if args.cv and not args.runs:
         p.error("--cv cell needs --runs GRID")
     if args.runs and not args.cv:
@@ -99,6 +97,10 @@ def parse_args(argv=None):
         p.error("--runs/--cv and --fit/--test/--posterior are two different modes: pick one")
     if (args.compare_forms or args.circuits) and args.posterior and not args.fit:
         p.error("--compare-forms / --circuits fit the alternatives: they need --fit GRID (or --runs), not only --posterior")
+    # never over what it reads (a grid's summary.csv, a posterior); by default beside the grid it scores
+    args.out = out_folder(args.out, "validate_law", args.runs if args.cv else args.test,
+                          sub="loco" if args.cv else "holdout",
+                          inputs=[x for x in (args.runs, args.fit, args.test, args.posterior) if x], parser=p)
     return args
 
 
@@ -146,16 +148,14 @@ def run(args):
     fit_kw = dict(draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed)
     if args.cv:
         table = load_table(args.runs, "--runs")
-        name = default_out("validate_law", args.runs) / "loco"
-        return name, cross_validate(table, _spec(args, table), fit_kw=fit_kw, source=args.runs,
-                                    progress=not args.no_progress)
+        return cross_validate(table, _spec(args, table), fit_kw=fit_kw, source=args.runs,
+                              progress=not args.no_progress)
     test = load_table(args.test, "--test")
     train = load_table(args.fit, "--fit") if args.fit else None
     idata = load_posterior(args.posterior) if args.posterior else None
-    name = default_out("validate_law", args.test) / "holdout"
     src = f"{args.posterior or args.fit} -> {args.test}"
-    return name, validate_holdout(test, _spec(args, train if train is not None else test),
-                                  train_table=train, idata=idata, fit_kw=fit_kw, source=src)
+    return validate_holdout(test, _spec(args, train if train is not None else test),
+                            train_table=train, idata=idata, fit_kw=fit_kw, source=src)
 
 
 def print_new_seed(meta: dict) -> None:
@@ -204,11 +204,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     apply_fast(args)
     try:
-        name, res = run(args)
+        res = run(args)
     except UPTLawError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    out = Path(args.out or name)
+    out = args.out
     claim_folder(out)  # made and marked as the package's before the first write
     paths = res.save(out)
     paths["figure"] = write_validation_figure(res, out)

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ihstats.base.cli_checks import Range, check_args, check_out_dir, claim_folder, default_out
+from ihstats.base.cli_checks import Range, check_args, claim_folder
 from ihstats.base.contract import SchemaError, max_over_heads
 from ihstats.base.io import load_grid
 from ihstats.base.fileio import atomic_write_csv
-from ihstats.base.command import run_cli
+from ihstats.base.command import out_folder, run_cli
 
 
 def concentration(scores, k: int) -> tuple[float, float]:
@@ -125,9 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="folder for concentration.csv and concentration_at_level.csv "
                    "(default results/concentration/<name of the grid>)")
     args = p.parse_args(argv)
-    args.out = args.out or default_out("concentration", args.grid)
     check_args(p, args, {"level": Range(0, 1, lo_open=True), "frac": Range(0, 1, lo_open=True)})
-    check_out_dir(args.out, inputs=[args.grid], parser=p)
+    args.out = out_folder(args.out, "concentration", args.grid, inputs=[args.grid], parser=p)
     try:
         over, at = grid_concentration(args.grid, args.metric, args.level, args.frac)
     except (FileNotFoundError, ValueError, SchemaError) as e:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.base import io
-from ihstats.base.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused, default_out,
+from ihstats.base.cli_checks import (PROBABILITY_OPEN, OutputPathError, Range, check_args, check_out_file, check_unused,
                                 record_written)
 from ihstats.certificate import (GENERAL_METRIC, certify, fit_basis, general_rows, has_general_probe)
 from ihstats.base.contract import (CIRCUIT_COLUMNS, CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, ONSET_METRICS, formed_level,
@@ -40,7 +40,7 @@ from ihstats.base.display import format_compact, head_label, parse_head, rounded
 from ihstats.detectors import DETECTORS, RESULT_COLUMNS, detect, get_detector
 from ihstats.base.fileio import atomic_write_text, describe_os_error
 from ihstats.tables import formed_counts
-from ihstats.base.command import run_cli
+from ihstats.base.command import default_out, run_cli
 
 DECREASING = ("val_loss", "ar_rank")  # metrics that fall when induction heads form
 TIDY = ("step", "tokens", "metric", "layer", "head", "value", "run_id")

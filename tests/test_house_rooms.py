@@ -19,9 +19,10 @@ ROOMS = {
     "ihtrain.ablate": {"ihtrain.run"},
     "ihtrain.score": {"ihtrain.run"},
 }
-#: command lines kept at an old address (``python -m ihtrain.train``): each may import one room,
-#: and no module imports them
-ENTRY_POINTS = {"ihtrain.train": "ihtrain.run"}
+#: entry points -> the rooms each may import; no module imports them: a command line kept at an old
+#: address (``python -m ihtrain.train``), and the console scripts' table (``ihtrain.commands``), which
+#: loads every command's module by name when its script runs
+ENTRY_POINTS = {"ihtrain.train": {"ihtrain.run"}, "ihtrain.commands": set(ROOMS)}
 
 
 def _room_of(module: str) -> str:
@@ -62,7 +63,7 @@ def room_violations(graph: dict[str, set[str]]) -> list[str]:
             if there in ENTRY_POINTS:
                 bad.append(f"{module} imports the entry point {dep}")
             elif here in ENTRY_POINTS:
-                if there not in ("core", ENTRY_POINTS[here]):
+                if there != "core" and there not in ENTRY_POINTS[here]:
                     bad.append(f"{module} (entry point) imports {dep} ({there})")
             elif there != here and there != "core" and (here == "core" or there not in ROOMS[here]):
                 bad.append(f"{module} ({here}) imports {dep} ({there})")
@@ -169,6 +170,7 @@ STATS_ROOMS = ("ihstats.base", "ihstats.figures", "ihstats")
 #: formed verdict and the certificate it records, the figure writer of its plot command and the
 #: head-set design its ablations share with the ablation fit (the ablations measure; every test is
 #: the statistics': ``ihstats.ablation.results.kv_true_above`` tests the key -> value controls)
+#: (``ihtrain.commands`` loads the statistics' commands by name, only to run their ``main``)
 TRAINER_READS = {
     "ihstats.emergence": {"formation", "onset_metric", "circuit", "onsets_beside"},
     "ihstats.certificate": {"CERTIFICATE_COLUMNS", "certify_run"},
@@ -304,3 +306,55 @@ def test_exit_codes_are_defined_once():
                                                     for t in n.targets)]
     assert defined == []
 
+
+
+def _main_source(path: Path) -> str | None:
+    """The module ``path`` takes its ``main`` from: its own name when it defines one, the module of a
+    ``from X import main`` (a forwarder: ``ihtrain/grid/__main__.py``, ``ihtrain/train.py``), else None."""
+    tree = ast.parse(path.read_text())
+    if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+        return _module_name(path)
+    return next((n.module for n in tree.body if isinstance(n, ast.ImportFrom)
+                 and any(a.name == "main" and a.asname is None for a in n.names)), None)
+
+
+def test_console_scripts_are_the_command_table():
+    """pyproject's [project.scripts] is ihtrain.commands' table, each script calling its function
+    there (run_cli around its module's main), not the module's main directly."""
+    import tomllib
+
+    from ihtrain import commands
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {s: f"ihtrain.commands:{commands.entry_name(s)}" for s in commands.COMMANDS}
+    assert all(callable(getattr(commands, commands.entry_name(s))) for s in commands.COMMANDS)
+
+
+def test_every_package_command_is_a_console_script_and_runs_as_python_m():
+    """Each table module ends in a run_cli block (so ``python -m MODULE`` works), and every package
+    module with such a block, and every package's ``__main__.py``, is in the table or forwards to a
+    module that is (its ``main`` imported from there: ``python -m ihtrain.grid``, the old
+    ``python -m ihtrain.train``). The scripts under
+    analyses/ and paper_figures/ run by path and are no console scripts."""
+    from ihtrain.commands import COMMANDS
+
+    blocks = {f: b for f, b in _main_blocks().items() if f.startswith(("ihtrain/", "ihstats/"))}
+    table = set(COMMANDS.values())
+    files = {m: str(Path(*m.split(".")).with_suffix(".py")) for m in table}
+    assert {m: f for m, f in files.items() if not blocks.get(f, "").endswith("run_cli(main)")} == {}
+    forwarders = {str(p.relative_to(ROOT)) for d in ("ihtrain", "ihstats") for p in (ROOT / d).rglob("__main__.py")}
+    sources = {f: _main_source(ROOT / f) for f in set(blocks) | forwarders}
+    assert {f: m for f, m in sources.items() if m not in table} == {}
+    assert sources["ihtrain/grid/__main__.py"] == "ihtrain.grid.cli" and sources["ihtrain/train.py"] == "ihtrain.run.train"
+
+
+def test_the_command_table_loads_no_module_until_its_script_runs():
+    """``ihlaw-schema`` and the other statistics scripts need no torch: the table imports nothing
+    of the commands it lists."""
+    import subprocess
+    import sys
+
+    code = "import sys, ihtrain.commands; print('torch' in sys.modules, 'ihstats.emergence' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, check=True)
+    assert out.stdout.strip() == "False False"

@@ -10,7 +10,8 @@ grid ``--out`` that already holds such files without being a run or grid; and sy
 folders (``/``, ``/usr``, the Python installation, the ``ihstats``/``ihtrain`` sources).
 
 Each CLI lists its ranged flags once, by name, in a ``{dest: Range}`` table and calls
-:func:`check_args` right after parsing; its output folder goes through :func:`check_out_dir`.
+:func:`check_args` right after parsing; its output folder goes through :func:`check_out_dir` (a
+results folder by way of :func:`ihstats.base.command.out_folder`, which also names its default).
 A bad value ends the command with one line naming the flag, its range and the value given, before
 anything is read, fitted or written.
 """
@@ -418,16 +419,6 @@ def check_out_file(out: str | Path, inputs: Iterable[str | Path] = (), flag: str
     return out
 
 
-def default_out(kind: str, source: str | Path | None) -> Path:
-    """``results/<kind>/<name of source>`` (or ``results/<kind>``): never inside a data folder.
-    The name of a file is its stem, of a folder its own name (``.`` and ``runs/g/`` included)."""
-    if not source:
-        return Path("results") / kind
-    src = Path(source)
-    table = src.is_file() or src.suffix.lower() in {".csv", ".nc", ".parquet"}
-    return Path("results") / kind / (src.stem if table else src.resolve().name)
-
-
 __all__ = ["COUNT", "NONNEG_INT", "PROBABILITY_OPEN", "SYSTEM_FOLDERS", "WRITTEN_RECORD", "OutputPathError", "Range",
-           "check_args", "check_out_dir", "check_unused", "claim_folder", "check_out_file", "data_folder_of", "default_out", "name_error",
+           "check_args", "check_out_dir", "check_unused", "claim_folder", "check_out_file", "data_folder_of", "name_error",
            "place_error", "range_error", "record_written", "written_by_package"]

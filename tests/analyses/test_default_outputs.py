@@ -1,8 +1,10 @@
 """Where commands write by default (issue 56, item 2): under results/<command>/<name of the input>,
-never into the current directory or the source tree, and they say where."""
+never into the current directory or the source tree, and they say where. The kinds are one table
+and every results folder goes through one helper (issue 67, item 3: ``ihstats.base.command``)."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import subprocess
@@ -11,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ihstats.base.cli_checks import default_out
+from ihstats.base.cli_checks import OutputPathError
+from ihstats.base.command import OUTPUT_KINDS, default_out, out_folder
 from ihstats.emergence import main as emergence_main
 from ihstats.simulate.curves import simulate_curve
 from ihstats.simulate.run_dirs import write_fake_grid
@@ -40,6 +43,20 @@ def test_default_out_names_a_folder_by_its_own_name_and_a_table_by_its_stem(tmp_
     assert default_out("frontier", None) == Path("results/frontier")
 
 
+def test_default_out_refuses_a_kind_not_in_the_table():
+    with pytest.raises(ValueError, match="register it in ihstats.base.command.OUTPUT_KINDS"):
+        default_out("my_new_fit", None)
+
+
+def test_out_folder_takes_the_given_folder_or_the_default_and_asks_the_guard(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert out_folder(None, "validate_law", "g.csv", sub="loco") == Path("results/validate_law/g/loco")
+    assert out_folder("mine", "validate_law", "g.csv", sub="loco") == Path("mine")  # sub: the default's only
+    (tmp_path / "t.csv").write_text("x\n")
+    with pytest.raises(OutputPathError, match="holds the input"):
+        out_folder(".", "upt_law", "t.csv", inputs=["t.csv"])
+
+
 def test_emergence_cli_writes_under_results_not_the_current_directory(tmp_path, monkeypatch, capsys):
     grid = tmp_path / "data" / "simgrid"
     runs = [(simulate_curve("ramp", n=40, seed=i), {"train.batch_size": b}) for i, b in enumerate([8, 16])]
@@ -60,6 +77,7 @@ def test_emergence_cli_writes_under_results_not_the_current_directory(tmp_path, 
     ("fit_frontier", ["--grid", "data/reference_runs/freqrel"], "results/frontier/freqrel"),
     ("ablation_tests", [], "results/ablation/example_ablation"),
     ("biinduct_verdicts", ["data/reference_runs/biinduct"], "results/biinduct/biinduct"),
+    ("natural_repeats", [], "results/natural_repeats"),
 ])
 def test_analysis_scripts_default_to_results(name, argv, expected, monkeypatch, script):
     monkeypatch.chdir(ROOT)  # the shipped inputs, by the paths the README gives
@@ -67,15 +85,80 @@ def test_analysis_scripts_default_to_results(name, argv, expected, monkeypatch, 
 
 
 def test_validate_law_default_folder_does_not_double_the_mode(monkeypatch, script):
+    monkeypatch.chdir(ROOT)
     mod = script("validate_law")
-    seen = {}
-    monkeypatch.setattr(mod, "load_table", lambda where, flag: seen.setdefault(flag, where))
-    monkeypatch.setattr(mod, "validate_holdout", lambda *a, **k: "res")
-    monkeypatch.setattr(mod, "_spec", lambda args, table: None)
     args = mod.parse_args(["--fit", "data/reference_runs/bxc-markov",
                            "--test", "data/reference_runs/bxc-markov-holdout"])
-    name, _ = mod.run(args)
-    assert Path(name) == Path("results/validate_law/bxc-markov-holdout/holdout")
+    assert Path(args.out) == Path("results/validate_law/bxc-markov-holdout/holdout")
+    args = mod.parse_args(["--runs", "data/reference_runs/bxc-markov", "--cv", "cell"])
+    assert Path(args.out) == Path("results/validate_law/bxc-markov/loco")
+
+
+class _Stop(Exception):
+    """Raised where a command's output folder is settled, before it reads or writes anything."""
+
+
+@pytest.mark.parametrize("name, argv, expected", [
+    ("legacy_ceilings", ["data/reference_runs/bxc-cross"], "results/legacy_ceilings"),
+    ("design_law", [], "results/design_law"),
+])
+def test_the_hard_coded_defaults_kept_their_paths(name, argv, expected, monkeypatch, script):
+    """Two commands with no parse step: their folder, caught where main asks for it."""
+    monkeypatch.chdir(ROOT)
+    mod = script(name)
+    seen = []
+
+    def caught(*args, **kwargs):
+        seen.append(out_folder(*args, **kwargs))
+        raise _Stop
+
+    monkeypatch.setattr(mod, "out_folder", caught)
+    with pytest.raises(_Stop):
+        mod.main(argv)
+    assert seen == [Path(expected)]
+
+
+#: files that call the output guard's check_out_dir themselves, and why: none of them writes a
+#: results folder under results/ (those go through ``ihstats.base.command.out_folder``)
+OWN_FOLDER_CHECKS = {
+    "ihtrain/run/train.py": "a run folder (kind run, default runs/single/<name>-<id>)",
+    "ihtrain/grid/cli.py": "a grid folder (kind grid, default runs/<grid name>)",
+    "ihtrain/score/cli.py": "a scored series folder (kind series)",
+    "ihtrain/score/convert.py": "a converted checkpoint (kind checkpoint), a required OUT_DIR with no default",
+    "ihstats/simulate/examples.py": "the repository's shipped example tables, rewritten on purpose by name",
+    "paper_figures/make.py": "the committed paper_figures/figures/ by default (kind shipped)",
+}
+
+
+def _calls(path: Path, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
+            and ast.unparse(n.func).split(".")[-1] == name]
+
+
+def _sources() -> list[Path]:
+    return [p for d in ("ihstats", "ihtrain", "analyses", "paper_figures") for p in sorted((ROOT / d).rglob("*.py"))]
+
+
+def test_every_results_folder_goes_through_out_folder():
+    """No command asks check_out_dir for a folder itself, but the listed run, grid, series,
+    checkpoint and shipped writers; every folder a command claims (claim_folder) came from
+    out_folder or one of them."""
+    homes = {"ihstats/base/command.py", "ihstats/base/cli_checks.py"}
+    by_hand = {str(p.relative_to(ROOT)) for p in _sources() if _calls(p, "check_out_dir")} - homes
+    assert by_hand == set(OWN_FOLDER_CHECKS)
+    claims = {str(p.relative_to(ROOT)) for p in _sources() if _calls(p, "claim_folder")} - homes
+    assert {f for f in claims if f not in OWN_FOLDER_CHECKS and not _calls(ROOT / f, "out_folder")} == set()
+
+
+def test_every_output_kind_is_its_commands_and_every_command_names_a_listed_kind():
+    """OUTPUT_KINDS lists each results folder once, by the file whose command writes it, and that
+    file asks for it by that kind; no file asks for a kind it does not list."""
+    asked = {}
+    for path in (p for p in _sources() if p != ROOT / "ihstats/base/command.py"):  # the helpers' home
+        for call in _calls(path, "out_folder") + _calls(path, "default_out"):
+            kind = call.args[1] if ast.unparse(call.func).endswith("out_folder") else call.args[0]
+            asked.setdefault(ast.literal_eval(kind), set()).add(str(path.relative_to(ROOT)))
+    assert {k: {f} for k, f in OUTPUT_KINDS.items()} == asked
 
 
 def test_make_names_the_committed_files_it_overwrites(capsys):
