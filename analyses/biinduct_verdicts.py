@@ -27,7 +27,7 @@ from ihstats.base.chance import CHANCE_FACTOR
 from ihstats.base.cli_checks import Range, check_args, claim_folder
 from ihstats.base.fileio import UnreadableFile, atomic_write_csv, atomic_write_text, read_table
 from ihstats.base.io import load_grid
-from ihstats.figures.plots import save_figure
+from ihstats.figures.save import save_figure
 from ihstats.figures.plots_paper import plot_biinduct
 from ihstats.ablation.seeds import condition_contrasts
 from ihstats.base.command import out_folder, run_cli

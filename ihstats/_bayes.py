@@ -1,4 +1,4 @@
-"""Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.figures.plots), and the one layout of a saved fit.
+"""Every PyMC / ArviZ call of ihstats (ArviZ's plots: ihstats.figures.posterior), and the one layout of a saved fit.
 
 Two stacks are supported: PyMC 5 / ArviZ 0.2x (Python 3.11) and PyMC 6 / ArviZ 1 (Python >=
 3.12; 89% ETI intervals by default, ``xarray.DataTree`` instead of ``InferenceData``). Every call

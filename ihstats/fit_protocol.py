@@ -19,7 +19,7 @@ declared here once:
   (:func:`ihstats._bayes.save_fit`), returning ``{name: path}``.
 
 Each may take more, optional, arguments (an ``hdi_prob``, thresholds, extra tables). Figures are
-drawn from a results object by the figure home (:mod:`ihstats.figures.plots`, :mod:`ihstats.figures.plots_paper`),
+drawn from a results object by the figure home (:mod:`ihstats.figures`, a module per group),
 reports by the fit's own ``report`` module; a results object imports neither.
 
 Bad input to a fit raises its group's error, declared in the group's ``spec`` as a subclass of

@@ -1,7 +1,8 @@
 """Figures of one run's logs: the curves a person looks at to see an induction head form.
 
 Training curves live here, beside the trainer that draws them at the end of a run; every other
-figure is in :mod:`ihstats.figures.plots`, whose ``save_figure`` writes this one too.
+figure is in :mod:`ihstats.figures`, whose ``save_figure`` (:mod:`ihstats.figures.save`) writes
+this one too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pandas as pd  # noqa: E402
 
 from ihstats.base.contract import FORMED_LEVEL, PER_HEAD, formed_level, max_over_heads  # noqa: E402
 from ihstats.emergence import formation, onset_metric  # noqa: E402
-from ihstats.figures.plots import save_figure  # noqa: E402
+from ihstats.figures.save import save_figure  # noqa: E402
 from ihstats.base.fileio import UnreadableFile, read_json, read_parquet  # noqa: E402
 
 

@@ -48,7 +48,7 @@ if str(ROOT) not in sys.path:  # run as a script, the repository root is not on 
     sys.path.insert(0, str(ROOT))
 
 from ihstats.base.cli_checks import NONNEG_INT, check_args, check_out_dir, claim_folder  # noqa: E402
-from ihstats.figures.plots import save_figure  # noqa: E402
+from ihstats.figures.save import save_figure  # noqa: E402
 from paper_figures.builders import BUDGET, EXAMPLES, REFERENCE, FigureData, Inputs, Skip, rel_path  # noqa: E402
 from paper_figures.registry import FIGURE_CLAIMS, REGISTRY  # noqa: E402
 from paper_figures.check import ESS_MIN_PER_CHAIN, RHAT_MAX, Z, csv_differences  # noqa: E402

@@ -1,5 +1,6 @@
 """The paper figures' registry: each figure's analysis (``builders.py``), its drawing (the tidy
-frames -> a Figure, :mod:`ihstats.figures.plots_paper` and :mod:`ihstats.figures.plots`), the command-line inputs
+frames -> a Figure, :mod:`ihstats.figures.plots_paper`, :mod:`ihstats.figures.frontier` and
+:mod:`ihstats.figures.law`), the command-line inputs
 it reads, and the claim it shows (``INDEX.md``). ``make.py`` runs the entries."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ihstats.figures.plots import plot_frontier_map, plot_mechanism
+from ihstats.figures.frontier import plot_frontier_map
+from ihstats.figures.law import plot_mechanism
 from ihstats.figures.plots_paper import (plot_ablation_summary, plot_biinduct_text, plot_emergence_curves,
                                  plot_frontier_product, plot_law_validation, plot_markov_entropy,
                                  plot_markov_factors, plot_scored_series, plot_upt_law)

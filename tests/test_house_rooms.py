@@ -174,7 +174,7 @@ STATS_ROOMS = ("ihstats.base", "ihstats.figures", "ihstats")
 TRAINER_READS = {
     "ihstats.emergence": {"formation", "onset_metric", "circuit", "onsets_beside"},
     "ihstats.certificate": {"CERTIFICATE_COLUMNS", "certify_run"},
-    "ihstats.figures.plots": {"save_figure"},
+    "ihstats.figures.save": {"save_figure"},
     "ihstats.ablation.spec": {"DEFAULT_RANDOM_SETS", "PREV_TOKEN_SUFFIX", "allowed_heads", "choose_head_sets",
                               "count_head_sets"},
 }
@@ -210,19 +210,49 @@ def test_statistics_rooms_import_downward_only():
 
 def test_the_statistics_room_rule_sees_an_upward_arrow():
     graph = {"ihstats.base.cli_checks": {"ihstats.fit_protocol"},
-             "ihstats.figures.plots": {"ihstats.frontier.glm", "ihstats.base.fileio"},
-             "ihstats.emergence": {"ihstats.figures.plots"}, "ihstats.law.report": {"ihstats.figures.plots"}}
+             "ihstats.figures.frontier": {"ihstats.frontier.glm", "ihstats.base.fileio"},
+             "ihstats.emergence": {"ihstats.figures.law"}, "ihstats.law.report": {"ihstats.figures.law"}}
     assert stats_room_violations(graph) == [
         "ihstats.base.cli_checks (ihstats.base) imports ihstats.fit_protocol (ihstats)",
-        "ihstats.emergence imports the figure ihstats.figures.plots outside a report",
-        "ihstats.figures.plots (ihstats.figures) imports ihstats.frontier.glm (ihstats)"]
+        "ihstats.emergence imports the figure ihstats.figures.law outside a report",
+        "ihstats.figures.frontier (ihstats.figures) imports ihstats.frontier.glm (ihstats)"]
+
+
+#: the one figure module every other imports: the writer (``save_figure``) and the Agg setup
+FIGURE_SHARED = "ihstats.figures.save"
+
+
+def figure_module_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Figure modules importing another group's figure module: within ``ihstats.figures`` each
+    module stands alone on ``save`` (and the base: :func:`stats_room_violations`)."""
+    return [f"{module} imports the figure module {dep}" for module, deps in sorted(graph.items())
+            if module.startswith("ihstats.figures.") for dep in sorted(deps)
+            if dep.startswith("ihstats.figures.") and dep != FIGURE_SHARED]
+
+
+def test_figure_modules_share_only_save():
+    """One home per figure, a module per group: ``law``, ``frontier``, ``posterior``, ... import
+    ``save`` and the base, never each other."""
+    graph = full_graph()
+    figures = {m for m in graph if m.startswith("ihstats.figures.")}
+    assert {"ihstats.figures.save", "ihstats.figures.law", "ihstats.figures.frontier"} <= figures
+    assert figure_module_violations(graph) == []
+
+
+def test_the_figure_module_rule_sees_a_sibling_import():
+    graph = {"ihstats.figures.frontier": {"ihstats.figures.save", "ihstats.figures.law", "ihstats.base.fileio"},
+             "ihstats.figures.law": {"ihstats.figures.save"}, "ihstats.law.report": {"ihstats.figures.frontier"}}
+    assert figure_module_violations(graph) == [
+        "ihstats.figures.frontier imports the figure module ihstats.figures.law"]
 
 
 def test_the_statistics_half_is_three_rooms_of_folders():
     """base/ and figures/ are packages; no module of the old flat base is left at ihstats' top."""
     top = {p.stem for p in (ROOT / "ihstats").glob("*.py")}
     assert (ROOT / "ihstats" / "base" / "__init__.py").exists() and (ROOT / "ihstats" / "figures" / "__init__.py").exists()
-    moved = {p.stem for p in (ROOT / "ihstats" / "base").glob("*.py")} | {p.stem for p in (ROOT / "ihstats" / "figures").glob("*.py")}
+    # the figure modules share their group's name (figures/emergence.py draws ihstats.emergence's
+    # curves): of them, only the flat ihstats/plots*.py they came from would be a leftover
+    moved = {p.stem for p in (ROOT / "ihstats" / "base").glob("*.py")} | {"plots", "plots_paper"}
     assert not (top & moved) - {"__init__"}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ihstats.figures.plots import save_figure
+from ihstats.figures.save import save_figure
 from ihstats.figures.plots_paper import plot_ablation_drops
 from ihstats.base.fileio import atomic_write_text
 

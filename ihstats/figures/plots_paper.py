@@ -3,7 +3,7 @@ ablation figure of ``analyses/ablation_tests.py``.
 
 Each function takes the tidy frames that ``paper_figures/make.py`` writes beside the figure (so a
 reader can redraw it from the committed CSVs) and returns the matplotlib Figure; writing is the
-caller's, through :func:`ihstats.figures.plots.save_figure`. ``tag`` is appended to the title (the paper
+caller's, through :func:`ihstats.figures.save.save_figure`. ``tag`` is appended to the title (the paper
 figures mark simulated input with it).
 """
 

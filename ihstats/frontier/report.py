@@ -2,7 +2,7 @@
 (one report home per fit).
 
 :func:`write_frontier_report` writes the fit (terms, separation, boundary), which knob matters more
-and the GLM cross-check, and asks the figure home (:func:`ihstats.figures.plots.plot_frontier`) for the
+and the GLM cross-check, and asks the figure home (:func:`ihstats.figures.frontier.plot_frontier`) for the
 figure beside it; :func:`budget_lines` the section on a grid read at two budgets.
 """
 
@@ -17,7 +17,7 @@ from ihstats import _bayes
 from ihstats.frontier.glm import SEPARATION_WORDS
 from ihstats.frontier.results import CLAIM_PROBABILITY, PER_LOG_UNIT, knob_verdict
 from ihstats.tables import outcome_word
-from ihstats.figures.plots import plot_frontier
+from ihstats.figures.frontier import plot_frontier
 from ihstats.base.fileio import atomic_write_text
 
 

@@ -1,7 +1,7 @@
 """A fitted frontier: the ``p = 0.5`` contour per posterior draw, its band, which knob matters more.
 
 :class:`FrontierResults` is what :meth:`ihstats.frontier.model.FrontierModel.fit` returns; it
-holds numbers (the figure is :func:`ihstats.figures.plots.plot_frontier`, the report
+holds numbers (the figure is :func:`ihstats.figures.frontier.plot_frontier`, the report
 :mod:`ihstats.frontier.report`). Which knob matters more is claimed by
 :func:`ihstats.knobs.knob_verdict`, the one rule the onset model (:mod:`ihstats.onset`) shares.
 """

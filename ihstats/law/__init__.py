@@ -4,7 +4,7 @@
 <- ``results`` (a fitted posterior: summaries, checks, predictions, saving) <- ``model`` (the PyMC
 model; ``UPTLawModel.from_table(table, spec).fit()``) <- ``sensitivity`` (variants, influence,
 LOO comparisons) <- ``report`` (the law's Markdown/HTML report and figures, drawn by
-:mod:`ihstats.figures.plots`). Beside them: ``scoring`` and ``validation`` (out-of-sample scores) and
-``predict`` (``python -m ihstats.law.predict``, the shipped reference posterior). This file
+:mod:`ihstats.figures.law` and :mod:`ihstats.figures.posterior`). Beside them: ``scoring`` and
+``validation`` (out-of-sample scores) and ``predict`` (``python -m ihstats.law.predict``, the shipped reference posterior). This file
 imports nothing, so reading one module never loads the others.
 """

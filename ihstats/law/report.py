@@ -35,8 +35,9 @@ from ihstats.law.scoring import LAW
 from ihstats.law.sensitivity import (PUBLISHED_FORMS, circuit_table, circuit_warning, closeness,
                                      influence_table, sigma_text)
 from ihstats.law.spec import OBS, PUBLISHED
-from ihstats.figures.plots import (plot_obs_vs_pred, plot_posterior, plot_ppc, plot_ppc_bands, plot_rank, plot_trace,
-                           save_figure)
+from ihstats.figures.law import plot_obs_vs_pred, plot_ppc_bands
+from ihstats.figures.posterior import plot_posterior, plot_ppc, plot_rank, plot_trace
+from ihstats.figures.save import save_figure
 from ihstats.figures.plots_paper import plot_law_validation
 from ihstats.base.display import CSV_FLOAT_FORMAT
 from ihstats.base.fileio import atomic_write_csv, atomic_write_text
@@ -118,7 +119,7 @@ def run_labels(table: pd.DataFrame) -> list[str]:
 
 def ppc_frame(res: UPTLawResults, hdi_prob: float) -> pd.DataFrame:
     """Per run: observed log UPT (log last step when censored) and quantiles of its posterior
-    predictive (the tidy data behind ``plots.plot_ppc_bands``)."""
+    predictive (the tidy data behind ``ihstats.figures.law.plot_ppc_bands``)."""
     rep = np.asarray(res.ppc()[OBS]).reshape(-1, len(res.data.y))
     q = np.quantile(rep, [(1 - hdi_prob) / 2, 0.25, 0.5, 0.75, (1 + hdi_prob) / 2], axis=0)
     return pd.DataFrame({"run_id": res.data.table["run_id"].astype(str).to_numpy(),

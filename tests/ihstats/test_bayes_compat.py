@@ -119,11 +119,10 @@ def test_loo_and_compare_columns():
 
 
 def test_diagnostic_plots_return_one_figure():
-    from ihstats.figures import plots
+    from ihstats.figures.posterior import plot_posterior, plot_rank, plot_trace
 
     idata = posterior()
-    assert plots.plot_rank(posterior(chains=1), ["a"]).axes  # ArviZ 1's default needs 2 chains
-    for fig in (plots.plot_trace(idata, ["a"]), plots.plot_rank(idata, ["a"]),
-                plots.plot_posterior(idata, ["a"], hdi_prob=0.9, ref_val={"a": 1.0},
-                                     extra_ref=(0.5, "x"))):
+    assert plot_rank(posterior(chains=1), ["a"]).axes  # ArviZ 1's default needs 2 chains
+    for fig in (plot_trace(idata, ["a"]), plot_rank(idata, ["a"]),
+                plot_posterior(idata, ["a"], hdi_prob=0.9, ref_val={"a": 1.0}, extra_ref=(0.5, "x"))):
         assert len(fig.axes) >= 1 and fig.axes[0].has_data()

@@ -261,7 +261,7 @@ def test_cli_writes_csv_and_fails_cleanly(grid, tmp_path, capsys):
 
 
 def test_figure_helper_writes_png_and_pdf(tmp_path):
-    from ihstats.figures.plots import plot_emergence
+    from ihstats.figures.emergence import plot_emergence
 
     c = simulate_curve("sigmoid", seed=1)
     r = detect(c.steps, c.values)

@@ -56,7 +56,6 @@ def test_results_modules_do_not_draw(path):
     tree = ast.parse((ROOT / path).read_text())
     mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert not {m for m in mods if m and (m.startswith("matplotlib") or m.startswith("ihstats.figures.plots"))}
+    assert not {m for m in mods if m and (m.startswith("matplotlib") or m.startswith("ihstats.figures"))}
     methods = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
     assert not [m for m in methods if m.startswith("plot")]
-    assert "ihstats import plots" not in (ROOT / path).read_text()

@@ -150,7 +150,7 @@ def test_report_shows_what_the_answer_depends_on(fast_out, tmp_path):
 def test_idata_nc_carries_prior_and_both_predictive_groups(fast_out):
     """issue 56: az.plot_ppc and prior-predictive checks run from the saved file alone."""
     from ihstats import _bayes
-    from ihstats.figures.plots import plot_ppc
+    from ihstats.figures.posterior import plot_ppc
 
     out, _, _ = fast_out
     idata = _bayes.from_netcdf(out / "idata.nc")
@@ -171,7 +171,7 @@ def test_idata_nc_constant_data_splits_censored_from_observed_runs(fast_out):
     """issue 68: the saved fit carries each run's raw B, C, onset, last step, censored flag and id,
     so a user of idata.nc alone can tell the censored runs from the observed ones."""
     from ihstats import _bayes
-    from ihstats.figures.plots import plot_ppc
+    from ihstats.figures.posterior import plot_ppc
 
     out, _, _ = fast_out
     idata = _bayes.from_netcdf(out / "idata.nc")
@@ -202,7 +202,7 @@ def test_ppc_runs_are_labelled_by_their_factors(fast_out):
 
 def test_ppc_figure_is_clipped_to_the_data(fast_out):
     """The PPC draws quantile bands per run; heavy-tailed predictive draws cannot stretch its axis."""
-    from ihstats.figures.plots import plot_ppc_bands
+    from ihstats.figures.law import plot_ppc_bands
 
     out, _, _ = fast_out
     ppc = pd.read_csv(out / "figures" / "ppc_runs.csv")

@@ -12,7 +12,7 @@ from ihstats.frontier.glm import check_separation, fit_glm
 from ihstats.frontier.model import FrontierModel
 from ihstats.frontier.results import _hdi_columns, contour_z
 from ihstats.frontier.spec import FrontierError, FrontierSpec
-from ihstats.figures.plots import plot_frontier
+from ihstats.figures.frontier import plot_frontier
 from ihstats.simulate.frontier import simulate_frontier
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ihstats.figures.plots import plot_obs_vs_pred
+from ihstats.figures.law import plot_obs_vs_pred
 
 
 def test_obs_vs_pred_leaves_matplotlib_settings_as_it_found_them():
@@ -25,7 +25,7 @@ def test_obs_vs_pred_leaves_matplotlib_settings_as_it_found_them():
 def test_frontier_lines_stop_at_cells_without_runs_and_every_tick_is_labelled():
     import numpy as np
 
-    from ihstats.figures.plots import plot_frontier_map
+    from ihstats.figures.frontier import plot_frontier_map
 
     # a transect: f = 0.9 at every r, r = 0.9 at every f; the other cells hold no runs
     cells = pd.DataFrame([(f, 0.9) for f in (0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.5, 0.7)],
@@ -66,7 +66,7 @@ def test_a_transect_frontier_draws_its_cells_not_a_grey_block():
     """issue 68: the transect design drew mostly a grey "no runs" block with the legend over it."""
     import numpy as np
 
-    from ihstats.figures.plots import plot_frontier_map
+    from ihstats.figures.frontier import plot_frontier_map
 
     cells = pd.DataFrame([(f, 0.9) for f in (0.7, 0.8, 0.9)] + [(0.9, r) for r in (0.5, 0.7)],
                          columns=["frequency", "reliability"]).assign(n_runs=3, n_formed=[2, 3, 3, 0, 2])
@@ -90,7 +90,7 @@ def test_posterior_labels_sit_on_a_box_above_the_reference_lines():
     import numpy as np
 
     from ihstats import _bayes
-    from ihstats.figures.plots import plot_posterior
+    from ihstats.figures.posterior import plot_posterior
 
     rng = np.random.default_rng(0)
     idata = _bayes.from_draws({"a": rng.normal(0.37, 0.05, (2, 200))})
