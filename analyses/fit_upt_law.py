@@ -1,6 +1,6 @@
 """Fit the UPT law ``log UPT = log T - a log B - b log C (- c log N)`` and write a posterior report.
 
-    python analyses/fit_upt_law.py                         # runs/bxc-cross (the default grid)
+    python analyses/fit_upt_law.py                         # runs/bxc-main (the main job's grid)
     python analyses/fit_upt_law.py --runs runs/mygrid       # detect emergence first
     python analyses/fit_upt_law.py --emergence data/example_emergence.csv --fast
     python analyses/fit_upt_law.py --sigma-by C             # seed scatter per context length
@@ -39,7 +39,7 @@ from ihstats.tables import formed_counts, outcome_basis, outcome_word
 from ihstats.base import progress
 from ihstats.base.command import out_folder, run_cli
 
-DEFAULT_RUNS = "runs/bxc-cross"
+DEFAULT_RUNS = "runs/bxc-main"
 RANGES = {**SAMPLER_RANGES, "target_accept": PROBABILITY_OPEN, "hdi_prob": PROBABILITY_OPEN, "threshold": Range(0, lo_open=True)}
 
 

@@ -102,6 +102,24 @@ def _validate_data(d: Any, cfg: Any) -> None:
         present = src.section in d.sections or src is selected or src.wraps
         if src.check is not None and src.section and present:
             src.check(getattr(d, src.section), cfg)
+    _validate_general_probe(d, cfg)
     need(d.max_corpus_chars >= 0, "data.max_corpus_chars", f"must be >= 0 (0: whole corpus), got {d.max_corpus_chars}")
     need(d.tokenizer == "bpe" or d.tokenizer.startswith("pretrained:"), "data.tokenizer",
          f"must be 'bpe' or 'pretrained:NAME_OR_PATH', got {d.tokenizer!r}")
+
+
+def _validate_general_probe(d: Any, cfg: Any) -> None:
+    """The general probe must fit the run (contract.general_probe_layout): checked here, not
+    minutes later when the trainer builds its probes after the data."""
+    if not cfg.metrics.enabled:
+        return
+    from ihstats.base.contract import general_probe_layout
+    from ihtrain.data import copy_band_of, repeat_start_of
+
+    band = copy_band_of(d)
+    try:
+        general_probe_layout(cfg.train.context, repeat_start_of(d, cfg.train.context + 1), band)
+    except ValueError as e:
+        field = f"data.{find(d.source).section}.max_distance" if band else "train.context"
+        raise ConfigError(f"{field}: {e}") from None
+

@@ -107,12 +107,12 @@ ps_gen_near, ps_gen_mid, ps_gen_far = (_general_score(i) for i in range(3))
 
 def ceil_offset_gen(model: GPT, probes: ProbeSet, acts: Any) -> float:
     """The general score a fixed-offset head can reach (:func:`ihstats.base.chance.offset_general_ceiling`)."""
-    return offset_general_ceiling(probes.context, probes.repeat_start)
+    return offset_general_ceiling(probes.context, probes.repeat_start, probes.copy_band)
 
 
 def chance_gen(probes: ProbeSet) -> float:
     """Each general-probe score's chance level (:func:`ihstats.base.chance.general_probe_chance`)."""
-    return general_probe_chance(probes.context, probes.repeat_start)
+    return general_probe_chance(probes.context, probes.repeat_start, probes.copy_band)
 
 
 def indist_gain(model: GPT, probes: ProbeSet, acts: Any) -> float:

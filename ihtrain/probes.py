@@ -61,9 +61,10 @@ class ProbeSet:
     seed: int
     ordinary_range: tuple[int, int]
     general: torch.Tensor | None = None  # (3 R, C): rows [i R, (i + 1) R) repeat a span at distances[i]
-    general_layout: dict | None = None  # ihstats.base.contract.general_probe_layout of (C, repeat_start)
+    general_layout: dict | None = None  # ihstats.base.contract.general_probe_layout of (C, repeat_start, copy_band)
     general_filler: str = ""  # "held-out" (the source's own sequences) or "random" (uniform tokens)
     repeat_start: int = 0  # the source's repeat region starts here (the general probe's layout reads it)
+    copy_band: tuple[int, int] | None = None  # the data's copy distances (min, max), where it fixes them
 
     @property
     def n_seqs(self) -> int:
@@ -89,7 +90,8 @@ def _distinct_rows(rng: np.random.Generator, pool: np.ndarray, n_rows: int, k: i
 
 def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[int, int],
                 sep_token: int | None, n_seqs: int = 100, n: int = 0, n_copy_seqs: int = 0,
-                repeat_start: int = 0, filler: np.ndarray | torch.Tensor | None = None) -> ProbeSet:
+                repeat_start: int = 0, filler: np.ndarray | torch.Tensor | None = None,
+                copy_band: tuple[int, int] | None = None) -> ProbeSet:
     """Build the repeat, copy and general probes.
 
     Parameters
@@ -106,6 +108,8 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
         lies in it; 0: anywhere, as in natural text and scored series).
     filler : held-out sequences (N, >= C) of the source for the general probe's filler; None:
         uniform random ordinary tokens.
+    copy_band : (min, max) copy distance where the data fixes it (:func:`ihtrain.data.copy_band_of`):
+        the general probe asks about distances across it; None: across a quarter to all of C.
     """
     lo, hi = (int(v) for v in ordinary_range)
     if not (0 <= lo < hi <= vocab_size):
@@ -144,13 +148,14 @@ def make_probes(vocab_size: int, context: int, seed: int, ordinary_range: tuple[
     fwd = np.concatenate([s, sep_col, s], axis=1)  # (N_copy, 2m + 1)
     bwd = np.concatenate([s, sep_col, s[:, ::-1]], axis=1)  # (N_copy, 2m + 1)
     as_t = lambda a: torch.from_numpy(np.ascontiguousarray(a)).long()  # noqa: E731
-    layout = general_probe_layout(context, repeat_start)
+    layout = general_probe_layout(context, repeat_start, copy_band)
     general = general_probe(np.random.default_rng([seed, GENERAL_STREAM]), pool, context, layout,
                             max(2, n_seqs // 8), filler)
     return ProbeSet(as_t(repeat), as_t(fwd), as_t(bwd), n=n, n_copy=n_copy, sep_token=sep,
                     vocab_size=vocab_size, context=context, seed=seed, ordinary_range=(lo, hi),
                     general=as_t(general), general_layout=layout,
-                    general_filler="random" if filler is None else "held-out", repeat_start=int(repeat_start))
+                    general_filler="random" if filler is None else "held-out", repeat_start=int(repeat_start),
+                    copy_band=None if copy_band is None else (int(copy_band[0]), int(copy_band[1])))
 
 
 GENERAL_STREAM = 0x65  # the general probe's child seed stream (issue 65)

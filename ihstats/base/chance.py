@@ -197,19 +197,19 @@ def indist_ceilings(tokens: np.ndarray, queries: np.ndarray, keys: np.ndarray, P
             "ceil_succ_ctrl": max(mean(succ[ctrl]), mean(pmi[ctrl])) if ctrl.any() else float("nan")}
 
 
-def general_probe_chance(context: int, repeat_start: int) -> float:
+def general_probe_chance(context: int, repeat_start: int, band: tuple[int, int] | None = None) -> float:
     """Each general-probe score's chance level (uniform causal attention on the one target key):
     the queries sit at ``[C - k, C - 2]`` at every distance (:func:`ihstats.base.contract.general_probe_layout`)."""
-    lay = general_probe_layout(context, repeat_start)
+    lay = general_probe_layout(context, repeat_start, band)
     return uniform_attention(np.arange(lay["second"], int(context) - 1))
 
 
-def offset_general_ceiling(context: int, repeat_start: int) -> float:
+def offset_general_ceiling(context: int, repeat_start: int, band: tuple[int, int] | None = None) -> float:
     """``ceil_offset_gen``: the general score (min over the probe's distances) of the best
     fixed-offset head, which attends only to ``s - o + 1`` for one offset ``o``: it reads 1 at the
     distance ``d = o`` and 0 at every other, so with distinct distances the ceiling is 0 (a head
     that splits its attention equally over the three probed offsets would reach 1/3)."""
-    lay = general_probe_layout(context, repeat_start)
+    lay = general_probe_layout(context, repeat_start, band)
     ds = np.asarray(lay["distances"])
     return float(max((ds == o).astype(float).min() for o in range(1, int(context))))
 

@@ -258,11 +258,11 @@ def probe_len_of(metrics_probe_len: int, context: int) -> int:
 GENERAL_SPAN_MAX = 8
 
 
-def general_probe_layout(context: int, repeat_start: int) -> dict[str, Any]:
+def general_probe_layout(context: int, repeat_start: int, band: tuple[int, int] | None = None) -> dict[str, Any]:
     """Where the general induction probe puts its spans in a context of ``C = context`` positions
     whose training data holds copies only in ``[repeat_start, C - 1]`` (docs/DESIGN.md, "General
-    induction probe"). A pure function of (C, repeat start), so a reader recomputes it from the
-    hashed config.
+    induction probe"). A pure function of (C, repeat start, copy band), so a reader recomputes it
+    from the hashed config.
 
     The span of ``k = max(2, min(GENERAL_SPAN_MAX, (C - repeat_start) // 2, C // 4))`` tokens
     occurs a second time at the end of the context, ``[C - k, C - 1]`` (inside the repeat region),
@@ -270,17 +270,30 @@ def general_probe_layout(context: int, repeat_start: int) -> dict[str, Any]:
     max(k, C // 4)``, ``far = C - k`` (a first span at position 0), ``mid`` halfway. Near is not
     the adjacent-spans distance ``k``: trained induction heads of the default grid at C 64-128 copy
     random tokens from 24 positions back on (0.44-0.82) but not from 8-12 (0.01-0.02), a range
-    limit, not another mechanism; the certificate asks for copying over a quarter to all of the context. Returns ``{"span": k, "second": C - k, "distances": (near, mid, far),
-    "slots": GENERAL_PROBE_METRICS}``; raises ``ValueError`` where no three distinct distances fit.
+    limit, not another mechanism; the certificate asks for copying over a quarter to all of the context.
+
+    ``band = (min, max)``: the data's copies sit only ``min``-``max`` tokens apart (the decoupled
+    setting, ``data.<source>.min_distance`` and ``max_distance``: :func:`ihtrain.data.copy_band_of`).
+    The distances then spread over the band (``near = min``, ``far = max``, ``k <= min``): a head
+    trained on copies 8-12 apart never saw 16 and is asked about 8, 10 and 12, where a band of
+    positional copiers reads at most 1/3 (one of three offsets) and an induction head about 1.
+    Returns ``{"span": k, "second": C - k, "distances": (near, mid, far), "slots":
+    GENERAL_PROBE_METRICS}``; raises ``ValueError`` where no three distinct distances fit.
     """
     C, start = int(context), int(repeat_start)
     if not 0 <= start <= C - 2:
         raise ValueError(f"repeat_start: must be in [0, C - 2] = [0, {C - 2}], got {repeat_start}")
     k = max(2, min(GENERAL_SPAN_MAX, (C - start) // 2, C // 4))
     near, far = max(k, C // 4), C - k
+    if band is not None:
+        k = max(2, min(k, int(band[0])))
+        near, far = int(band[0]), int(band[1])
+        if near < k or far > C - k:
+            raise ValueError(f"copy band [{near}, {far}]: the general probe's spans of {k} tokens need "
+                             f"distances in [{k}, C - {k} = {C - k}]; narrow the band or lengthen the context")
     if far - near < 2:
-        raise ValueError(f"context: the general probe needs three distinct copy distances in [k, C - k] "
-                         f"(k = {k}); C = {C} is too short (use C >= 6)")
+        raise ValueError(f"context: the general probe needs three distinct copy distances in [{near}, {far}] "
+                         f"(k = {k}); C = {C} (or the copy band) is too short (use C >= 6, a band of >= 3 distances)")
     return {"span": k, "second": C - k, "distances": (near, (near + far) // 2, far), "slots": GENERAL_PROBE_METRICS}
 
 

@@ -37,6 +37,20 @@ def repeat_start_of(data_cfg: Any, length: int) -> int:
     return 0 if copies_anywhere else src.repeat_start(data_cfg, length)
 
 
+def copy_band_of(data_cfg: Any) -> tuple[int, int] | None:
+    """``(min, max)`` tokens between a copy and its source where the data fixes both ends (the
+    decoupled setting: ``data.<source>.min_distance`` and ``max_distance`` both set), else None.
+    The general probe then asks about distances across the band (contract.general_probe_layout):
+    a head trained only on copies 8-12 apart is not asked about 32."""
+    src = find(data_cfg.source)
+    if src is None:
+        raise DataError(f"data.source: must be one of {usage()}; got {data_cfg.source!r}")
+    section = getattr(data_cfg, src.section, None) if src.section else None
+    lo, hi = int(getattr(section, "min_distance", 0) or 0), int(getattr(section, "max_distance", 0) or 0)
+    copies_anywhere = any(w.copies_anywhere(data_cfg) for w in wrappers())
+    return (lo, hi) if lo > 0 and hi > 0 and not copies_anywhere else None
+
+
 def probe_in_region(cfg: Any) -> tuple[int, int, int]:
     """(n, queries in the repeat region, region start) of one run (torch-free, beside
     :func:`repeat_start_of`: the grid and ``analyses/probe_audit.py`` read it without the probes): the repeat probe's ``n`` PS
@@ -60,6 +74,6 @@ def __getattr__(name: str) -> Any:  # lazy re-exports: importing ihtrain.data st
     raise AttributeError(f"module 'ihtrain.data' has no attribute {name!r}")
 
 
-__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "repeat_start_of", "cached_stream_config", "resolve_cache_dir",
+__all__ = ["DataError", "SPECIAL_TOKENS", "TokenSource", "build_source", "copy_band_of", "repeat_start_of", "cached_stream_config", "resolve_cache_dir",
            "NaturalSource", "TokenStream", "load_stream", "build_corpus", "Tokenizer", "train_bpe",
            "load_pretrained"]

@@ -1,6 +1,6 @@
 """``python -m ihtrain.grid``: a grid spec -> many training runs in one grid directory.
 
-    python -m ihtrain.grid                          # the default preset, bxc-cross
+    python -m ihtrain.grid                          # the default preset, bxc-main
     python -m ihtrain.grid --preset bxc-paper --out runs/bxc-paper --runs-per-gpu 4
     python -m ihtrain.grid --spec my_grid.toml --dry-run
     python -m ihtrain.grid --seeds 3                # every cell of the default grid at seeds 0, 1, 2
@@ -50,7 +50,7 @@ from ihtrain.grid.run_cost import budget_of, describe_budget, human
 from ihtrain.run.files import changed_settings
 from ihstats.base.command import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_LOCKED, run_cli
 
-DEFAULT_PRESET = "bxc-cross"
+DEFAULT_PRESET = "bxc-main"
 
 
 def queue(runs: list[PlannedRun], grid_dir: Path, retry_failed: bool, order: str,

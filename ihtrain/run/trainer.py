@@ -29,7 +29,7 @@ import torch
 from ihstats.base.contract import ps_crossing, read_status, write_status
 from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig
-from ihtrain.data import build_source, repeat_start_of
+from ihtrain.data import build_source, copy_band_of, repeat_start_of
 from ihtrain.run.divergence import DivergenceWatch
 from ihstats.base.fileio import atomic_write_json, atomic_write_parquet, read_parquet
 from ihstats.base.progress import bar as progress_bar
@@ -156,7 +156,8 @@ class Trainer:
         # the general probe's filler: the held-out sequences (in distribution); its spans in the repeat region
         self.probes = make_probes(vocab, t.context, seed=cfg.stream_seed, ordinary_range=source.ordinary_range,
                                   sep_token=source.special_tokens.get("sep"), n_seqs=cfg.metrics.probe_seqs,
-                                  n=cfg.metrics.probe_len, repeat_start=self.copy_start, filler=self.val_tokens)
+                                  n=cfg.metrics.probe_len, repeat_start=self.copy_start, filler=self.val_tokens,
+                                  copy_band=copy_band_of(cfg.data))
         self.successors = source_successors(source)  # None: no ps_indist_ctrl, no successor ceilings
         self.include = cfg.metrics.include or None
 

@@ -17,8 +17,16 @@ def _cells(name):
     return {(r.config.train.batch_size, r.config.train.context) for r in _runs(name)}
 
 
-def test_the_default_is_the_cross_design_and_identifies_both_exponents():
-    assert DEFAULT_PRESET == "bxc-cross"
+def test_the_main_job_is_the_crosss_first_two_seeds():
+    """The main job (issue 66 item 3: <= 30 minutes) is bxc-cross at seeds 0 and 1: the same run ids,
+    so the shipped cross's logs are its logs."""
+    assert DEFAULT_PRESET == "bxc-main"
+    main, cross = _runs("bxc-main"), _runs("bxc-cross")
+    assert {r.seed for r in main} == {0, 1} and len(main) == 16
+    assert {r.run_id for r in main} == {r.run_id for r in cross if r.seed < 2}
+
+
+def test_the_cross_design_identifies_both_exponents():
     runs = _runs("bxc-cross")
     B = np.log2([r.config.train.batch_size for r in runs])
     C = np.log2([r.config.train.context for r in runs])

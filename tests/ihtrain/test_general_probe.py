@@ -115,6 +115,48 @@ def test_fixed_offset_copier_passes_one_distance_only():
     assert evaluate(offset_model(V, C, offset=probes.n), probes, include=["ps"])["ps"][0, 0] > 0.99
 
 
+def test_a_copy_band_puts_the_distances_across_it():
+    """Decoupled data (copies only min-max tokens apart) is probed across its band, not at C / 4 on."""
+    assert general_probe_layout(64, 12, (8, 12)) == {**general_probe_layout(64, 12, (8, 12)), "span": 8,
+                                                     "distances": (8, 10, 12), "second": 56}
+    lay = general_probe_layout(64, 12, (4, 6))
+    assert lay["distances"] == (4, 5, 6) and lay["span"] == 4  # spans never overlap: k <= min distance
+    assert general_probe_layout(128, 12, (20, 28))["distances"] == (20, 24, 28)
+    with pytest.raises(ValueError, match="three distinct"):
+        general_probe_layout(64, 12, (8, 9))
+    with pytest.raises(ValueError, match="copy band"):
+        general_probe_layout(32, 12, (20, 28))  # far 28 > C - k = 24
+
+
+def test_band_probe_passes_induction_and_fails_each_offset_copier():
+    """On the band probe an induction head reads about 1 at every distance; a copier at any one
+    offset of the band reads 1 at that distance only."""
+    probes = make_probes(V, C, seed=0, ordinary_range=(2, V), sep_token=1, n_seqs=60, repeat_start=8,
+                         copy_band=(4, 6))
+    assert probes.general_layout["distances"] == (4, 5, 6)
+    assert general(induction_model(), probes)[:, 1, 0].min() > 0.95
+    for i, offset in enumerate((4, 5, 6)):
+        g = general(offset_model(V, C, offset=offset), probes)[:, 0, 0]
+        assert g[i] > 0.99 and np.delete(g, i).max() < 1e-6
+    assert evaluate(offset_model(V, C, offset=5), probes, include=["ceil_offset_gen"])["ceil_offset_gen"] == 0.0
+
+
+def test_the_band_is_read_from_the_config_and_checked_before_training():
+    from ihtrain.config import RunConfig
+    from ihtrain.config_checks import validate
+    from ihtrain.data import copy_band_of
+    from ihtrain.errors import ConfigError
+
+    cfg = RunConfig()
+    cfg.data.source = "markov"
+    assert copy_band_of(cfg.data) is None  # the shipped setting: distances grow with C
+    cfg.data.markov.min_distance, cfg.data.markov.max_distance, cfg.data.markov.repeat_start = 8, 12, 12
+    assert copy_band_of(cfg.data) == (8, 12)
+    cfg.data.markov.max_distance, cfg.train.context = 28, 32  # far 28 > C - k = 24: the probe cannot fit
+    with pytest.raises(ConfigError, match="data.markov.max_distance: copy band"):
+        validate(cfg)
+
+
 # ------------------------------------------------------------------ successor lookup (Markov transitions)
 def test_successor_lookup_is_its_ceiling_and_fails_the_general_probe(markov):
     src, val, start, succ, probes = markov

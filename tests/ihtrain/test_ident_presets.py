@@ -57,7 +57,7 @@ def test_holdout_is_at_new_seeds_and_off_design_cells():
     assert len(held) == 21
 
 
-def test_main_candidate_spans_8x_and_4x_in_16_runs():
-    runs = _runs("bxc-main")
+def test_the_small_ident_corner_spans_8x_and_4x_in_16_runs():
+    runs = _runs("bxc-ident-small")
     assert len(runs) == 16 and {r.config.train.context for r in runs} == {32, 128}
     assert {r.config.train.batch_size for r in runs} == {16, 32, 64, 128}
