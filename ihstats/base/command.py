@@ -58,6 +58,7 @@ OUTPUT_KINDS = {
     "markov_entropy": "analyses/markov_entropy.py",
     "natural_repeats": "analyses/natural_repeats.py",
     "probe_audit": "analyses/probe_audit.py",
+    "seed_kinds": "analyses/seed_kinds.py",
     "upt_law": "analyses/fit_upt_law.py",
     "validate_law": "analyses/validate_law.py",
 }

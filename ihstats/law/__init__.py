@@ -5,6 +5,7 @@
 model; ``UPTLawModel.from_table(table, spec).fit()``) <- ``sensitivity`` (variants, influence,
 LOO comparisons) <- ``report`` (the law's Markdown/HTML report and figures, drawn by
 :mod:`ihstats.figures.law` and :mod:`ihstats.figures.posterior`). Beside them: ``scoring`` and
-``validation`` (out-of-sample scores) and ``predict`` (``python -m ihstats.law.predict``, the shipped reference posterior). This file
+``validation`` (out-of-sample scores) and ``predict`` (``python -m ihstats.law.predict``, the shipped reference posterior); ``seed_block``
+(each seed kind's variance at one cell by the method of moments, no sampler). This file
 imports nothing, so reading one module never loads the others.
 """
