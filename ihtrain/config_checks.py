@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ihstats.base.contract import general_probe_layout
+from ihtrain.data import copy_band_of, repeat_start_of
 from ihtrain.data.registry import find, sources, usage
 from ihtrain.errors import ConfigError, need
 
@@ -113,9 +115,6 @@ def _validate_general_probe(d: Any, cfg: Any) -> None:
     minutes later when the trainer builds its probes after the data."""
     if not cfg.metrics.enabled:
         return
-    from ihstats.base.contract import general_probe_layout
-    from ihtrain.data import copy_band_of, repeat_start_of
-
     band = copy_band_of(d)
     try:
         general_probe_layout(cfg.train.context, repeat_start_of(d, cfg.train.context + 1), band)
