@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ihstats.base.contract import (CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, emergence_metric, formed_level, max_over_heads,
-                              ps_crossing)
+from ihstats.base.contract import (CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, GENERAL_PROBE_METRICS, GENERAL_SCORE,
+                                   emergence_metric, formed_level, max_over_heads, ps_crossing)
 from ihstats.detectors import DETECTORS, get_detector
 
 #: the general probe's three distances, nearest first (ihstats.base.contract.general_probe_layout's slots)
-GENERAL_SLOTS = ("ps_gen_near", "ps_gen_mid", "ps_gen_far")
+GENERAL_SLOTS = GENERAL_PROBE_METRICS
 #: the derived per-head general score, min over the three distances; its max over heads is the
 #: curve the certified onset reads (``--onset general``)
-GENERAL_METRIC = "ps_gen"
+GENERAL_METRIC = GENERAL_SCORE
 CTRL_METRIC, CTRL_CEILING = "ps_indist_ctrl", "ceil_succ_ctrl"
 PMI_CEILING = "ceil_succ_pmi_indist"  # ps_indist of the sharpened oracle successor head
 #: how far the best head's successor-controlled in-distribution PS must clear the oracle successor

@@ -88,7 +88,7 @@ class TrainConfig:
     max_tokens: int = 0  # used by budget=tokens; until-emergence: a token cap besides max_steps (0: none)
     emergence_threshold: float = FORMED_LEVEL  # the run's formed level (contract.formed_level): the crossing that starts the until-emergence margin, and the general score a certified head reaches
     emergence_margin: float = 1.0  # ... then keep going for margin x the crossing step
-    emergence_metric: Literal["ps", "ps_indist"] = "ps"  # the PS whose crossing and onset the budget watches
+    emergence_metric: Literal["ps", "ps_indist", "ps_gen"] = "ps"  # the PS whose crossing and onset the budget watches (ps_gen: the certificate's general score)
     lr: float = 3e-3
     schedule: Literal["cosine", "constant", "wsd"] = "cosine"  # wsd: warmup, stable, linear decay
     warmup_steps: int = 0  # 0: use warmup_frac

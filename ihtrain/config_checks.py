@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ihstats.base.contract import general_probe_layout
+from ihstats.base.contract import WATCHED_METRICS, general_probe_layout
 from ihtrain.data import copy_band_of, repeat_start_of
 from ihtrain.data.registry import find, sources, usage
 from ihtrain.errors import ConfigError, need
@@ -74,8 +74,9 @@ def _validate_train(t: Any, m: Any) -> None:
     # PS is a fraction: a level outside (0, 1) is crossed at once or never (1.0 only by a perfect head)
     need(0 < t.emergence_threshold < 1, "train.emergence_threshold",
          f"must be in (0, 1) (the formed level, contract.formed_level), got {t.emergence_threshold}")
-    need(t.emergence_metric in ("ps", "ps_indist"), "train.emergence_metric",
-         f"must be ps (the repeat probe) or ps_indist (the data's own copies), got {t.emergence_metric!r}")
+    need(t.emergence_metric in WATCHED_METRICS, "train.emergence_metric",
+         f"must be ps (the repeat probe), ps_indist (the data's own copies) or ps_gen (the general probe's "
+         f"weakest distance, the certificate's score), got {t.emergence_metric!r}")
     need(t.threads >= 0, "train.threads", f"must be >= 0 (0: torch's default), got {t.threads}")
     need(0 < t.checkpoint_seconds < math.inf, "train.checkpoint_seconds", f"must be a number > 0, got {t.checkpoint_seconds}")
     need(all(k >= 0 for k in t.keep_checkpoints), "train.keep_checkpoints", "must be steps >= 0")

@@ -65,6 +65,11 @@ DATA_CONSTANTS: tuple[str, ...] = ("chance_indist", "chance_ctrl", "ceil_succ_in
                                    "ceil_succ_ctrl", "ceil_offset_gen")
 #: the general probe's per-head scores, near to far copy distance (general_probe_layout's slots)
 GENERAL_PROBE_METRICS: tuple[str, ...] = ("ps_gen_near", "ps_gen_mid", "ps_gen_far")
+#: a head's general score, its weakest general-probe distance (:func:`max_over_heads`): not logged,
+#: derived from the three; a run's until-emergence budget may watch it (``train.emergence_metric``)
+GENERAL_SCORE = "ps_gen"
+#: the PS curves a run's budget may watch: the repeat probe, the data's own copies, the general score
+WATCHED_METRICS: tuple[str, ...] = ("ps", "ps_indist", GENERAL_SCORE)
 #: the metric each onset kind reads (``--onset``): the repeat probe's PS, in-distribution PS at the
 #: data's own copies, and the probe-free in-distribution loss gain (copy vs other positions, nats)
 ONSET_METRICS: dict[str, str] = {"ps": "ps", "indist": "ps_indist", "loss": "indist_gain",
@@ -197,8 +202,16 @@ CIRCUIT_COLUMNS = ("ih_head_crossing", "prev_token_l0_crossing", "prev_token_l0_
 def max_over_heads(metrics: pd.DataFrame, metric: str = "ps") -> pd.Series:
     """The max-over-heads curve of one run's per-head ``metric``: value by step, steps ascending
     (empty when the metric has no rows). NaN heads are skipped, a step of only NaN is NaN.
+    ``metric = GENERAL_SCORE`` (``ps_gen``): each head's weakest general-probe distance (min over
+    :data:`GENERAL_PROBE_METRICS`, a head missing one counts NaN), the score the certificate asks of a head;
+    rows already derived (``ihstats.certificate.general_rows``) are read as they are.
 
     ``metrics``: tidy rows of one run (``step, metric, layer, head, value``)."""
+    if metric == GENERAL_SCORE and not (metrics["metric"] == GENERAL_SCORE).any():  # not derived yet
+        rows = metrics.loc[metrics["metric"].isin(GENERAL_PROBE_METRICS), ["step", "layer", "head", "value"]]
+        per_head = rows.groupby(["step", "layer", "head"])["value"].agg(["min", "count"])
+        weakest = per_head["min"].where(per_head["count"] == len(GENERAL_PROBE_METRICS))
+        return weakest.groupby(level="step").max().sort_index()
     rows = metrics.loc[metrics["metric"] == metric, ["step", "value"]]
     return rows.groupby("step")["value"].max().sort_index()
 
@@ -325,6 +338,6 @@ __all__ = [
     "FACTORS", "FACTOR_FIELDS", "GENERAL_PROBE_METRICS", "GENERAL_SPAN_MAX", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "SHIPPED_WRAPPER_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
-    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "emergence_metric", "formed_level", "general_probe_layout", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "WATCHED_METRICS", "GENERAL_SCORE", "emergence_metric", "formed_level", "general_probe_layout", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]

@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ihstats.base.contract import METRICS_FILE, STATUS_FILE
+from ihstats.base.contract import METRICS_FILE, STATUS_FILE, WATCHED_METRICS
 from ihstats.base.ids import config_hash
 from ihstats.base.series import SERIES_KIND, is_series_dir, series_id
 
@@ -106,8 +106,8 @@ def config_value_problems(meta: dict[str, Any]) -> list[str]:
     if level is not None and not (_number(level) and 0 < level <= 1):
         found.append(f"config.train.emergence_threshold (the formed level) is {level!r}; the trainer needs (0, 1]")
     metric = _get(cfg, "train.emergence_metric")
-    if metric is not None and metric not in ("ps", "ps_indist"):
-        found.append(f"config.train.emergence_metric is {metric!r}; the trainer needs ps or ps_indist")
+    if metric is not None and metric not in WATCHED_METRICS:
+        found.append(f"config.train.emergence_metric is {metric!r}; the trainer needs one of {', '.join(WATCHED_METRICS)}")
     if "seed" in meta and meta["seed"] != cfg.get("seed", meta["seed"]):
         found.append(f"its top-level seed {meta['seed']!r} is not the hashed config.seed {cfg.get('seed')!r}")
     return found + ([] if found else _count_problems(meta, cfg["model"] if isinstance(cfg.get("model"), dict) else {}))

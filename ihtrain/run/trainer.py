@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ihstats.base.contract import ps_crossing, read_status, write_status
+from ihstats.base.contract import GENERAL_PROBE_METRICS, GENERAL_SCORE, ps_crossing, read_status, write_status
 from ihtrain.run import checkpoint
 from ihtrain.config import ConfigError, RunConfig
 from ihtrain.data import build_source, copy_band_of, repeat_start_of
@@ -299,10 +299,11 @@ class Trainer:
         # every budget records the crossing in status.json; until-emergence stops by it. ps_crossing
         # (pandas) costs ~10% of a tiny model's evaluation: call it only once some head reaches
         # the threshold, the only case in which it finds a crossing
-        watched = self.cfg.train.emergence_metric  # ps, or ps_indist where the data's copies are the probe
-        if self.crossing is None and watched in results and np.any(np.asarray(results[watched], np.float64) >= threshold):
+        watched = self.cfg.train.emergence_metric  # ps, ps_indist (the data's copies) or ps_gen (certificate)
+        score = watched_score(results, watched)
+        if self.crossing is None and score is not None and np.any(score >= threshold):
             self.crossing = ps_crossing(rows, threshold, watched)
-        return float(np.nanmax(results[watched])) if watched in results else float("nan")
+        return float(np.nanmax(score)) if score is not None else float("nan")
 
     def _has_crossed(self) -> bool:
         """The until-emergence stop rule: the watched PS crossed (uncensored onset, max PS at the run's
@@ -337,4 +338,15 @@ def _draw_curves(run_dir: Path) -> None:
         plot_run_curves(run_dir)
     except Exception as e:  # noqa: BLE001
         print(f"warning: could not draw curves for {run_dir}: {e}", file=sys.stderr)
+
+
+def watched_score(results: dict, watched: str) -> np.ndarray | None:
+    """The per-head (L, H) scores the budget watches in one evaluation's ``results``: a logged PS, or
+    for ``ps_gen`` each head's weakest general-probe distance (contract.max_over_heads); None when
+    the evaluation did not log it."""
+    if watched == GENERAL_SCORE:
+        if not all(m in results for m in GENERAL_PROBE_METRICS):
+            return None
+        return np.min([np.asarray(results[m], np.float64) for m in GENERAL_PROBE_METRICS], axis=0)
+    return np.asarray(results[watched], np.float64) if watched in results else None
 

@@ -279,3 +279,26 @@ def test_constants_are_left_out_without_copies():
                  successors=bigram_successors(val, V))
     assert not {"chance_indist", "ceil_succ_indist", "ceil_succ_pmi_indist", "ps_indist_ctrl"} & set(r)
     assert "ps_indist" in r and "ceil_offset_gen" in r
+
+
+def test_the_budget_can_watch_the_general_score():
+    """train.emergence_metric = ps_gen: the budget's curve is each head's weakest distance, max over
+    heads, the same curve the certificate reads."""
+    import pandas as pd
+
+    from ihstats.base.contract import GENERAL_SCORE, max_over_heads, ps_crossing
+    from ihstats.certificate import general_curve
+    from ihtrain.run.trainer import watched_score
+
+    rows = []
+    for step, (a, b) in enumerate([((0.9, 0.2, 0.9), (0.4, 0.4, 0.4)), ((0.9, 0.6, 0.7), (0.5, 0.9, 0.9))]):
+        for head, scores in enumerate((a, b)):
+            rows += [{"step": step, "metric": m, "layer": 1, "head": head, "value": v} for m, v in zip(GEN, scores)]
+    frame = pd.DataFrame(rows)
+    curve = max_over_heads(frame, GENERAL_SCORE)
+    assert curve.tolist() == [0.4, 0.6]
+    assert general_curve(frame).tolist() == [0.4, 0.6]  # one curve, derived or read
+    assert ps_crossing(frame, 0.5, GENERAL_SCORE) == 1
+    results = {m: np.array([[0.9, 0.5], [0.2, 0.9]])[:, :] * (i + 1) / 3 for i, m in enumerate(GEN)}
+    assert np.allclose(watched_score(results, GENERAL_SCORE), results[GEN[0]])
+    assert watched_score({"ps": np.ones((2, 2))}, GENERAL_SCORE) is None
