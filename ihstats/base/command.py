@@ -56,6 +56,7 @@ OUTPUT_KINDS = {
     "law_mechanism": "analyses/law_mechanism.py",
     "legacy_ceilings": "analyses/legacy_ceilings.py",
     "markov_entropy": "analyses/markov_entropy.py",
+    "mechanism_factorial": "analyses/mechanism_factorial.py",
     "natural_repeats": "analyses/natural_repeats.py",
     "probe_audit": "analyses/probe_audit.py",
     "seed_kinds": "analyses/seed_kinds.py",
