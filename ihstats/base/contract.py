@@ -247,7 +247,7 @@ def read_crossing(run_dir: str | Path, threshold: float, metric: str = "ps") -> 
     recorded = run_crossing(read_status(rd), None, threshold)
     if recorded is not None or not (rd / METRICS_FILE).is_file():
         return recorded
-    return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "value"], "metric log"), threshold, metric)
+    return ps_crossing(read_parquet(rd / METRICS_FILE, ["step", "metric", "layer", "head", "value"], "metric log"), threshold, metric)
 
 
 #: The one formed level: the general score a head must reach at every probed distance for its run to

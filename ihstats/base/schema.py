@@ -124,7 +124,7 @@ def check_series_dir(series_dir: str | Path) -> list[str]:
 def _check_logs_agree(rd: Path, status: dict, cfg: dict) -> list[str]:
     """A done run's status.json against its (well-formed) metric log: the last evaluation is the
     last update, and a recorded crossing is the one the log gives."""
-    m = read_parquet(rd / "metrics.parquet", columns=["step", "metric", "value"])
+    m = read_parquet(rd / "metrics.parquet", columns=["step", "metric", "layer", "head", "value"])
     problems = []
     why = logs_problem(status, int(m["step"].max()))
     if why:

@@ -302,3 +302,16 @@ def test_the_budget_can_watch_the_general_score():
     results = {m: np.array([[0.9, 0.5], [0.2, 0.9]])[:, :] * (i + 1) / 3 for i, m in enumerate(GEN)}
     assert np.allclose(watched_score(results, GENERAL_SCORE), results[GEN[0]])
     assert watched_score({"ps": np.ones((2, 2))}, GENERAL_SCORE) is None
+
+
+def test_a_crossing_on_the_general_score_is_read_back_from_the_log(tmp_path):
+    """read_crossing reads the per-head columns the general score needs (a run with no crossing
+    recorded in status.json is read from its metrics.parquet)."""
+    import pandas as pd
+
+    from ihstats.base.contract import GENERAL_SCORE, read_crossing
+
+    rows = [{"step": s, "tokens": s, "metric": m, "layer": 1, "head": 0, "value": v}
+            for s, v in ((0, 0.1), (5, 0.7)) for m in GEN]
+    pd.DataFrame(rows).to_parquet(tmp_path / "metrics.parquet")
+    assert read_crossing(tmp_path, 0.5, GENERAL_SCORE) == 5
