@@ -117,7 +117,12 @@ def test_reference_runs_crossing_from_their_logs(ref):
         run = io.load_run(d)
         recorded = json.loads((d / "status.json").read_text()).get("crossing")
         assert recorded is None or recorded == run.crossing, d
-        ps = run.metrics[run.metrics["metric"] == contract.emergence_metric(run.meta)]  # ps, or ps_indist
+        watched = contract.emergence_metric(run.meta)  # ps, ps_indist, or ps_gen (derived below)
+        ps = run.metrics[run.metrics["metric"] == watched]
+        if watched == contract.GENERAL_SCORE:  # each head's weakest general-probe distance
+            gen = run.metrics[run.metrics["metric"].isin(contract.GENERAL_PROBE_METRICS)]
+            ps = gen.pivot_table(index=["step", "layer", "head"], columns="metric", values="value").min(
+                axis=1, skipna=False).rename("value").reset_index()
         steps = np.sort(ps["step"].unique())
         top = np.array([ps.loc[ps["step"] == s, "value"].max() for s in steps])
         hit = np.flatnonzero(top >= contract.formed_level(run.meta))
