@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ihstats.base.contract import (CIRCUIT_PREV_TOKEN_MIN, FORMED_LEVEL, GENERAL_PROBE_METRICS, GENERAL_SCORE,
-                                   emergence_metric, formed_level, max_over_heads, ps_crossing)
+                                   emergence_metric, formed_level, general_rows, max_over_heads, ps_crossing)
 from ihstats.detectors import DETECTORS, get_detector
 
 #: the general probe's three distances, nearest first (ihstats.base.contract.general_probe_layout's slots)
@@ -109,20 +109,6 @@ CERTIFICATE_COLUMNS = ("certificate", "mechanism", "mechanism_provisional", "cer
 def has_general_probe(metrics: pd.DataFrame) -> bool:
     """Whether a run's tidy metrics hold all three distances of the general probe."""
     return set(GENERAL_SLOTS) <= set(metrics["metric"].unique())
-
-
-def general_rows(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per-head general score rows (``metric = ps_gen``): each head's min over the three distances at
-    each step (NaN when a distance is missing there). Same columns as ``metrics``; empty without the probe."""
-    gen = metrics[metrics["metric"].isin(GENERAL_SLOTS)]
-    keys = [c for c in ("run_id", "step", "tokens", "layer", "head") if c in gen.columns]
-    if gen.empty:
-        return metrics.iloc[0:0]
-    # the observed (step, head) rows only: a pivot over every combination of the keys would add
-    # rows for steps paired with other steps' token counts, all NaN
-    wide = gen.groupby([*keys, "metric"], sort=True)["value"].first().unstack("metric")
-    score = wide.reindex(columns=list(GENERAL_SLOTS)).min(axis=1, skipna=False)
-    return score.rename("value").reset_index().assign(metric=GENERAL_METRIC)[[*keys, "metric", "value"]]
 
 
 def general_curve(metrics: pd.DataFrame) -> pd.Series:

@@ -208,12 +208,23 @@ def max_over_heads(metrics: pd.DataFrame, metric: str = "ps") -> pd.Series:
 
     ``metrics``: tidy rows of one run (``step, metric, layer, head, value``)."""
     if metric == GENERAL_SCORE and not (metrics["metric"] == GENERAL_SCORE).any():  # not derived yet
-        rows = metrics.loc[metrics["metric"].isin(GENERAL_PROBE_METRICS), ["step", "layer", "head", "value"]]
-        per_head = rows.groupby(["step", "layer", "head"])["value"].agg(["min", "count"])
-        weakest = per_head["min"].where(per_head["count"] == len(GENERAL_PROBE_METRICS))
-        return weakest.groupby(level="step").max().sort_index()
+        metrics = general_rows(metrics)
     rows = metrics.loc[metrics["metric"] == metric, ["step", "value"]]
     return rows.groupby("step")["value"].max().sort_index()
+
+
+def general_rows(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per-head general score rows (``metric = ps_gen``): each head's min over the three distances at
+    each step (NaN when a distance is missing there). Same columns as ``metrics``; empty without the probe."""
+    gen = metrics[metrics["metric"].isin(GENERAL_PROBE_METRICS)]
+    keys = [c for c in ("run_id", "step", "tokens", "layer", "head") if c in gen.columns]
+    if gen.empty:
+        return metrics.iloc[0:0]
+    # the observed (step, head) rows only: a pivot over every combination of the keys would add
+    # rows for steps paired with other steps' token counts, all NaN
+    wide = gen.groupby([*keys, "metric"], sort=True)["value"].first().unstack("metric")
+    score = wide.reindex(columns=list(GENERAL_PROBE_METRICS)).min(axis=1, skipna=False)
+    return score.rename("value").reset_index().assign(metric=GENERAL_SCORE)[[*keys, "metric", "value"]]
 
 
 def ps_crossing(metrics: pd.DataFrame, threshold: float, metric: str = "ps") -> int | None:
@@ -338,6 +349,6 @@ __all__ = [
     "FACTORS", "FACTOR_FIELDS", "GENERAL_PROBE_METRICS", "GENERAL_SPAN_MAX", "GRID_STATUSES", "LATE_FIELDS", "MANIFEST_COLUMNS",
     "MANIFEST_KEY_COLUMNS", "MARKOV_KNOBS", "METRICS", "METRICS_COLUMNS", "METRICS_FILE", "METRICS_KEY", "METRIC_NAMES",
     "MAX_PROBE_LEN", "MODEL_LEVEL", "ONSET_METRICS", "OPT_IN_METRICS", "PER_HEAD", "SHIPPED_SOURCE_FACTORS", "SHIPPED_WRAPPER_FACTORS", "STATUSES", "STATUS_FILE", "STATUS_REMEDY", "STOP_REASONS", "SchemaError",
-    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "WATCHED_METRICS", "GENERAL_SCORE", "emergence_metric", "formed_level", "general_probe_layout", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
+    "TRAIN_COLUMNS", "UNKNOWN_STATUS", "WATCHED_METRICS", "GENERAL_SCORE", "emergence_metric", "general_rows", "formed_level", "general_probe_layout", "max_over_heads", "probe_len_of", "ps_crossing", "read_crossing",
     "read_status", "run_crossing", "status_record", "write_status",
 ]
