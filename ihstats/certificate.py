@@ -153,7 +153,7 @@ def certify(metrics: pd.DataFrame, level: float = FORMED_LEVEL, watched: str = "
         return out
     failed = holds.index[~holds.to_numpy()]
     since = int(holds.index[holds.index > failed[-1]][0]) if len(failed) else int(holds.index[0])
-    onset = _general_onset(metrics)
+    onset = _general_onset(metrics, level)
     return Certificate(**{**out.as_dict(), "certified_step": since, **onset})
 
 
@@ -280,15 +280,18 @@ def provisional_class(metrics: pd.DataFrame, level: float, watched: str = "ps") 
     return NO_HEAD, said
 
 
-def _general_onset(metrics: pd.DataFrame) -> dict[str, float]:
+def _general_onset(metrics: pd.DataFrame, level: float) -> dict[str, float]:
     """The Bayesian onset of the general curve (the certified onset) and its interval; NaN when the
-    curve is too short or the detector finds no rise (a head certified from the first evaluation)."""
+    curve is too short or the detector finds no rise (a head certified from the first evaluation).
+    Read as the rise that reaches the run's formed ``level`` (the detector's ``reach``): on decoupled
+    data the curve creeps to 0.1-0.2 (layer-0 heads reading the copy band's offsets) hundreds or
+    thousands of updates before the certified head's jump, and the first knee would date the creep."""
     curve = general_curve(metrics)
     curve = curve[np.isfinite(curve.to_numpy()) & (curve.index > 0)]
     nan = {"onset": float("nan"), "onset_lo": float("nan"), "onset_hi": float("nan")}
     if len(curve) < DETECTORS[ONSET_METHOD].min_points:
         return nan
-    r = get_detector(ONSET_METHOD).fit(curve.index.to_numpy(), curve.to_numpy())
+    r = get_detector(ONSET_METHOD, reach=max(FORMED_LEVEL, level)).fit(curve.index.to_numpy(), curve.to_numpy())
     return nan if r.censored else {"onset": r.onset, "onset_lo": r.onset_lo, "onset_hi": r.onset_hi}
 
 

@@ -125,6 +125,23 @@ def test_creep_then_jump_is_read_at_the_jump():
     assert not early.certified and early.cls == SUCCESSOR
 
 
+def test_a_general_curve_that_creeps_is_read_at_the_jump_that_reaches_the_level():
+    """Decoupled data (copies 8-12 back): layer-0 heads reading the band's offsets lift the general
+    curve to ~0.15 by update 600, the induction head jumps at 2,500 (mechanism-factorial's c32 and near
+    runs). The certified onset, and the table's, is the jump: the creep's knee dated two of them at
+    120-370 updates before the detector read the rise that reaches the run's level."""
+    creep = rise(0.16, 500, base=0.03)
+    jump = rise(0.85, 2500, base=0.0)
+    curve = np.maximum(creep, jump)
+    run = {**general(curve, curve, curve), "ps": rise(0.8, 2500), "ps_indist": curve, "ps_indist_ctrl": rise(0.7, 2500)}
+    m = frame(run, pt0=0.9, ctrl_ceiling=0.1)
+    for level in (0.3, 0.5):
+        c = certify(m, level=level, watched="ps_gen")
+        assert c.certified and 0.65 * 2500 <= c.onset <= 1.1 * 2500 and c.onset_lo > 1000
+    row = emergence_table(m.assign(run_id="r"), metric="ps_gen").iloc[0]  # no config: the level is 0.3
+    assert abs(row["onset"] - certify(m, level=0.3, watched="ps_gen").onset) < 1
+
+
 def test_legacy_logs_are_uncertifiable_with_a_provisional_class():
     # bxc-cross B 16 x C 64: ps_indist 0.83 with no previous-token head and random-token PS 0.06
     legacy = frame({"ps": rise(0.06, 800), "ps_indist": rise(0.83, 800)}, pt0=0.06)

@@ -61,3 +61,18 @@ def test_the_small_ident_corner_spans_8x_and_4x_in_16_runs():
     runs = _runs("bxc-ident-small")
     assert len(runs) == 16 and {r.config.train.context for r in runs} == {32, 128}
     assert {r.config.train.batch_size for r in runs} == {16, 32, 64, 128}
+
+
+def test_ident_cpu_is_a_4x3_factorial_whose_b32_cells_are_the_factorials_runs():
+    runs = _runs("bxc-ident-cpu")
+    cells = {(r.config.train.batch_size, r.config.train.context) for r in runs}
+    assert len(runs) == 60 and cells == {(b, c) for b in (16, 32, 64, 128) for c in (32, 64, 128)}
+    assert {r.seed for r in runs} == {0, 1, 2, 3, 4}
+    b32 = {r.run_id for r in runs if r.config.train.batch_size == 32}
+    factorial = {r.run_id for r in _runs("mechanism-factorial")}
+    assert len(b32) == 15 and b32 <= factorial  # copied in, not retrained
+    for r in runs:
+        if r.config.train.batch_size != 32:  # one token cap: an uncertified large-B x C run costs what B 32 x C 64's does
+            assert r.config.cap_steps * r.config.tokens_per_step == 12_288_000
+        mk = r.config.data.markov
+        assert (mk.repeat_start, mk.min_distance, mk.max_distance, mk.copies_per_token) == (12, 8, 12, 0.4)
