@@ -76,3 +76,12 @@ def test_ident_cpu_is_a_4x3_factorial_whose_b32_cells_are_the_factorials_runs():
             assert r.config.cap_steps * r.config.tokens_per_step == 12_288_000
         mk = r.config.data.markov
         assert (mk.repeat_start, mk.min_distance, mk.max_distance, mk.copies_per_token) == (12, 8, 12, 0.4)
+
+
+def test_ident_cpu_holdout_is_at_new_seeds_and_off_design_cells():
+    fit, held = _runs("bxc-ident-cpu"), _runs("bxc-ident-cpu-holdout")
+    cells = {(r.config.train.batch_size, r.config.train.context) for r in fit}
+    assert len(held) == 10 and not cells & {(r.config.train.batch_size, r.config.train.context) for r in held}
+    assert not {r.config.init_seed for r in held} & {r.config.init_seed for r in fit}
+    assert not {r.config.stream_seed for r in held} & {r.config.stream_seed for r in fit}
+    assert all(r.config.cap_steps * r.config.tokens_per_step <= 12_288_000 for r in held)
